@@ -1,0 +1,109 @@
+"""Django settings for schedboard, read from the environment.
+
+With no DATABASE_URL and REDIS_URL the service runs embedded (SQLite, in-process loop);
+with them it runs as separate processes on Postgres and Redis.
+"""
+
+from pathlib import Path
+
+from .env import env_bool, env_int, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "dev-insecure-key-change-me" if DEBUG else None)
+ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
+
+DATABASE_URL = env_str("DATABASE_URL", "")
+REDIS_URL = env_str("REDIS_URL", "")
+EMBEDDED = not DATABASE_URL
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "scheduler",
+    "dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+if DATABASE_URL:
+    import dj_database_url
+
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600)}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": env_str("SCHEDBOARD_SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
+            # The embedded loop and the web server share one file from several threads.
+            "OPTIONS": {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"},
+        }
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+USE_TZ = True
+TIME_ZONE = "UTC"
+LANGUAGE_CODE = "en-us"
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+# ---- scheduler -------------------------------------------------------------------------
+SCHEDBOARD_SCHEDULER_NAMES = [s for s in env_str("SCHEDBOARD_SCHEDULER_NAMES", "default-scheduler").split(",") if s]
+SCHEDBOARD_BATCH_SIZE = env_int("SCHEDBOARD_BATCH_SIZE", 256, minimum=1)
+SCHEDBOARD_ASSUME_TTL_SECONDS = env_int("SCHEDBOARD_ASSUME_TTL_SECONDS", 30, minimum=1)
+SCHEDBOARD_SEED = env_int("SCHEDBOARD_SEED", 0) or None
+
+# ---- celery ----------------------------------------------------------------------------
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}
+SCHEDBOARD_QUEUE_PREFIX = env_str("SCHEDBOARD_QUEUE_PREFIX", "schedboard:q")
+SCHEDBOARD_PARALLELISM = env_int("SCHEDBOARD_PARALLELISM", 2, minimum=1)
+SCHEDBOARD_CONFIG = env_str("SCHEDBOARD_CONFIG", "")
+SCHEDBOARD_INFLIGHT_LEASE_SECONDS = env_int("SCHEDBOARD_INFLIGHT_LEASE_SECONDS", 60, minimum=1)
+SCHEDBOARD_RECONCILE_SECONDS = float(env_int("SCHEDBOARD_RECONCILE_MS", 1000, minimum=50)) / 1000.0
+CELERY_BEAT_SCHEDULE = {
+    "reconcile": {"task": "scheduler.reconcile", "schedule": SCHEDBOARD_RECONCILE_SECONDS},
+}
+CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if not REDIS_URL else {}

@@ -1,0 +1,1 @@
+"""The scheduling engine: pure Python + numpy, columnar over nodes. Imports nothing from Django."""

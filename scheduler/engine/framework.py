@@ -1,0 +1,302 @@
+"""The scheduling framework: plugin interfaces, a Profile, and the filter/score/select pipeline.
+
+Shaped like kube-scheduler's framework (pkg/scheduler/framework) and schedulePod
+(pkg/scheduler/schedule_one.go), but columnar: a filter answers for every node at once with
+a boolean mask, a score plugin with an int64 array over the candidate rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from .nodes import NodeTable
+from .pods import PodSpec
+from .resources import MAX_NODE_SCORE, MIN_NODE_SCORE
+
+# As pkg/scheduler/schedule_one.go.
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 0  # 0 means adaptive
+
+# As pkg/scheduler/framework/types.go.
+NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
+ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+@dataclass
+class FilterResult:
+    """One filter plugin's verdict over all nodes.
+
+    `reasons` pairs each reason string with the mask of nodes it applies to; a rejected node
+    may carry several (e.g. "Insufficient cpu" and "Insufficient memory").
+    """
+
+    passed: np.ndarray
+    reasons: list[tuple[str, np.ndarray]] = field(default_factory=list)
+
+    @classmethod
+    def all_pass(cls, n: int) -> FilterResult:
+        return cls(np.ones(n, dtype=bool), [])
+
+    @classmethod
+    def from_reasons(cls, n: int, reasons: list[tuple[str, np.ndarray]]) -> FilterResult:
+        """Nodes fail where any reason applies."""
+        failed = np.zeros(n, dtype=bool)
+        kept = []
+        for text, mask in reasons:
+            if mask.any():
+                failed |= mask
+                kept.append((text, mask))
+        return cls(~failed, kept)
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    name: ClassVar[str]
+
+    def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult: ...
+
+
+@dataclass(frozen=True)
+class PreFilterRejected:
+    """A PreFilter verdict that rejects the pod on every node (UnschedulableAndUnresolvable)."""
+
+    message: str
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    """A plugin that can narrow the nodes to look at before filtering (a PreFilterResult)."""
+
+    name: ClassVar[str]
+
+    def pre_filter(self, pod: PodSpec, nodes: NodeTable) -> set[str] | PreFilterRejected | None: ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    name: ClassVar[str]
+
+    def score(self, pod: PodSpec, nodes: NodeTable, rows: np.ndarray) -> np.ndarray | None:
+        """Raw int64 scores for `rows`; None when PreScore would return Skip (no score at all)."""
+        ...
+
+    def normalize(self, scores: np.ndarray) -> np.ndarray:
+        """NormalizeScore; plugins without ScoreExtensions return `scores` unchanged."""
+        ...
+
+
+@dataclass
+class Profile:
+    """A scheduler profile: the plugins per extension point and each score plugin's weight."""
+
+    scheduler_name: str = "default-scheduler"
+    filters: list = field(default_factory=list)
+    scores: list[tuple[object, int]] = field(default_factory=list)  # (ScorePlugin, weight)
+    percentage_of_nodes_to_score: int | None = None
+    version: int = 0
+
+    @property
+    def pre_filters(self) -> list:
+        return [p for p in self.filters if hasattr(p, "pre_filter")]
+
+
+def default_normalize_score(max_priority: int, reverse: bool, scores: np.ndarray) -> np.ndarray:
+    """As helper.DefaultNormalizeScore: scale to [0, max_priority] by the maximum, optionally reversed."""
+    max_count = max(0, int(scores.max())) if len(scores) else 0  # as upstream, the maximum starts at 0
+    if max_count == 0:
+        if reverse:
+            return np.full(len(scores), max_priority, dtype=np.int64)
+        return scores.astype(np.int64, copy=True)
+    numer = max_priority * scores.astype(np.int64)
+    out = np.sign(numer) * (np.abs(numer) // max_count)  # Go's division truncates toward zero
+    if reverse:
+        out = max_priority - out
+    return out
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """As Scheduler.numFeasibleNodesToFind (adaptive when the percentage is unset or 0)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct == 0:
+        pct = 50 - num_all_nodes // 125
+        if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            pct = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    num = num_all_nodes * pct // 100
+    if num < MIN_FEASIBLE_NODES_TO_FIND:
+        return MIN_FEASIBLE_NODES_TO_FIND
+    return num
+
+
+@dataclass
+class PluginScores:
+    plugin: str
+    weight: int
+    raw: np.ndarray  # over Decision.candidates
+    normalized: np.ndarray
+
+    @property
+    def weighted(self) -> np.ndarray:
+        return self.normalized * self.weight
+
+
+@dataclass
+class Decision:
+    """The outcome of one scheduling algorithm run for one pod, as data."""
+
+    pod_key: str
+    num_all_nodes: int
+    candidates: np.ndarray  # rows that passed filtering (within numFeasibleNodesToFind)
+    rejected_by: np.ndarray  # per row: index into filter_results of the first filter rejecting it, -1 if none
+    filter_names: list[str]
+    filter_results: list[FilterResult | None]
+    absent_status: tuple[str, str] | None = None  # (plugin, reason) for rows a PreFilterResult left out
+    plugin_scores: list[PluginScores] = field(default_factory=list)
+    totals: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    selected_row: int | None = None
+    evaluated_nodes: int = 0
+    error: str | None = None  # an internal error (not "unschedulable")
+    pre_filter_msg: str | None = None  # a PreFilter rejected the pod outright
+
+    @property
+    def scheduled(self) -> bool:
+        return self.selected_row is not None
+
+    def reason_histogram(self) -> dict[str, int]:
+        """Reason -> number of nodes rejected for it (each node under its first rejecting filter)."""
+        hist: dict[str, int] = {}
+        for i, res in enumerate(self.filter_results):
+            if res is None:
+                continue
+            mine = self.rejected_by == i
+            for text, mask in res.reasons:
+                count = int(np.count_nonzero(mask & mine))
+                if count:
+                    hist[text] = hist.get(text, 0) + count
+        if self.absent_status is not None:
+            absent = int(np.count_nonzero(self.rejected_by == ABSENT))
+            if absent:
+                hist[self.absent_status[1]] = hist.get(self.absent_status[1], 0) + absent
+        return hist
+
+    def fit_error_message(self) -> str:
+        """As FitError.Error(): "0/N nodes are available: <count reason, sorted>."."""
+        if self.num_all_nodes == 0:
+            return ERR_NO_NODES_AVAILABLE
+        msg = NO_NODE_AVAILABLE_MSG.format(self.num_all_nodes) + ":"
+        if self.pre_filter_msg is not None:
+            # As FitError.Error: the PreFilter message stands alone; node statuses would repeat it.
+            return msg + " " + self.pre_filter_msg + "."
+        parts = sorted(f"{count} {reason}" for reason, count in self.reason_histogram().items())
+        if parts:
+            msg += " " + ", ".join(parts) + "."
+        return msg
+
+
+ABSENT = -2  # rejected_by value for rows a PreFilterResult excluded
+
+
+class Algorithm:
+    """schedulePod over a NodeTable: filter, score, select. Holds the round-robin start index and the RNG."""
+
+    def __init__(self, seed: int | None = None):
+        self.next_start_node_index = 0
+        self.rng = np.random.default_rng(seed)
+
+    def schedule(self, profile: Profile, pod: PodSpec, nodes: NodeTable, *, all_nodes: bool = False) -> Decision:
+        """Run one scheduling algorithm pass. `all_nodes` disables the numFeasibleNodesToFind cut (explain)."""
+        n = nodes.n
+        names = [p.name for p in profile.filters]
+        decision = Decision(
+            pod_key=pod.key, num_all_nodes=n, candidates=np.zeros(0, dtype=np.int64),
+            rejected_by=np.full(n, -1, dtype=np.int64), filter_names=names, filter_results=[None] * len(names),
+        )
+        if n == 0:
+            return decision
+
+        # PreFilter: a plugin may narrow the nodes (NodeAffinity on metadata.name, NodeName).
+        considered = np.ones(n, dtype=bool)
+        narrowing: list[str] = []
+        for plugin in profile.pre_filters:
+            allowed = plugin.pre_filter(pod, nodes)
+            if isinstance(allowed, PreFilterRejected):
+                decision.pre_filter_msg = allowed.message
+                decision.rejected_by[:] = ABSENT
+                decision.absent_status = (plugin.name, allowed.message)
+                return decision
+            if allowed is not None:
+                mask = np.zeros(n, dtype=bool)
+                rows = [nodes.index[name] for name in allowed if name in nodes.index]
+                mask[rows] = True
+                considered &= mask
+                narrowing.append(plugin.name)
+        if narrowing:
+            decision.rejected_by[~considered] = ABSENT
+            decision.absent_status = (narrowing[0], f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]")
+
+        # Filter: each node is reported under the first plugin that rejects it.
+        remaining = considered.copy()
+        for i, plugin in enumerate(profile.filters):
+            result = plugin.filter(pod, nodes)
+            decision.filter_results[i] = result
+            newly_rejected = remaining & ~result.passed
+            decision.rejected_by[newly_rejected] = i
+            remaining &= result.passed
+
+        # numFeasibleNodesToFind, starting at the round-robin index over the considered nodes.
+        considered_rows = np.flatnonzero(considered)
+        num_considered = len(considered_rows)
+        has_scoring = bool(profile.scores)
+        to_find = num_considered if all_nodes else num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_considered)
+        if not has_scoring:
+            to_find = min(1, num_considered)
+        start = self.next_start_node_index % num_considered if num_considered else 0
+        order = np.roll(considered_rows, -start)
+        feasible_in_order = np.flatnonzero(remaining[order])
+        if len(feasible_in_order) > to_find:
+            taken = feasible_in_order[:to_find]
+            processed = int(taken[-1]) + 1
+            # Rows past the cut were never examined: they carry no status (as upstream).
+            unexamined = order[processed:]
+            decision.rejected_by[unexamined[decision.rejected_by[unexamined] >= 0]] = -1
+        else:
+            taken = feasible_in_order
+            processed = num_considered
+        decision.candidates = order[taken].astype(np.int64)
+        decision.evaluated_nodes = processed
+        self.next_start_node_index = (self.next_start_node_index + processed) % n
+
+        candidates = decision.candidates
+        if len(candidates) == 0:
+            return decision
+        if len(candidates) == 1:
+            decision.selected_row = int(candidates[0])
+            return decision
+
+        # Score, normalize, weight.
+        totals = np.zeros(len(candidates), dtype=np.int64)
+        for plugin, weight in profile.scores:
+            raw = plugin.score(pod, nodes, candidates)
+            if raw is None:
+                continue
+            raw = np.asarray(raw, dtype=np.int64)
+            normalized = np.asarray(plugin.normalize(raw), dtype=np.int64)
+            if len(normalized) and (normalized.max() > MAX_NODE_SCORE or normalized.min() < MIN_NODE_SCORE):
+                decision.error = f"plugin {plugin.name!r} returns an invalid score, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                decision.candidates = np.zeros(0, dtype=np.int64)
+                return decision
+            ps = PluginScores(plugin.name, weight, raw, normalized)
+            decision.plugin_scores.append(ps)
+            totals += ps.weighted
+        decision.totals = totals
+
+        # selectHost: uniformly at random among the top scores.
+        best = np.flatnonzero(totals == totals.max())
+        pick = best[0] if len(best) == 1 else best[int(self.rng.integers(len(best)))]
+        decision.selected_row = int(candidates[pick])
+        return decision

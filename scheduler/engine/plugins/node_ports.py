@@ -1,0 +1,50 @@
+"""NodePorts: a pod's host ports must be free on the node. As kube-scheduler's plugins/nodeports,
+with HostPortInfo.CheckConflict's rules over the NodeTable's sparse port index."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from ..framework import FilterResult
+from ..nodes import NodeTable
+from ..pods import PodSpec
+
+ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
+
+DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
+PROTOCOL_TCP = "TCP"
+
+
+def sanitize(ip: str, protocol: str) -> tuple[str, str]:
+    """As HostPortInfo.sanitize: empty IP binds all addresses, empty protocol is TCP."""
+    return ip or DEFAULT_BIND_ALL_HOST_IP, protocol or PROTOCOL_TCP
+
+
+class NodePorts:
+    name: ClassVar[str] = "NodePorts"
+
+    def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
+        # As upstream PreFilter: no host ports means Skip (every node passes).
+        wanted = [p for p in pod.host_ports if p.port > 0]
+        if not wanted:
+            return FilterResult.all_pass(nodes.n)
+        conflict = np.zeros(nodes.n, dtype=bool)
+        for want in wanted:
+            ip, protocol = sanitize(want.ip, want.protocol)
+            # The index is sparse (few nodes use any given host port), so walk the rows using it.
+            for (used_protocol, used_port), by_row in nodes.ports.items():
+                if used_port != want.port or sanitize("", used_protocol)[1] != protocol:
+                    continue
+                hit = [row for row, ips in by_row.items() if ips and _conflicts(ip, ips)]
+                conflict[hit] = True
+        return FilterResult.from_reasons(nodes.n, [(ERR_REASON, conflict)])
+
+
+def _conflicts(ip: str, used_ips: list[str]) -> bool:
+    """As HostPortInfo.CheckConflict for one (protocol, port) on one node."""
+    used = {u or DEFAULT_BIND_ALL_HOST_IP for u in used_ips}
+    if ip == DEFAULT_BIND_ALL_HOST_IP:
+        return True  # 0.0.0.0 conflicts with the pair on any address
+    return DEFAULT_BIND_ALL_HOST_IP in used or ip in used

@@ -1,0 +1,26 @@
+"""NodeUnschedulable: cordoned nodes (spec.unschedulable) take no pods, except pods that tolerate
+the node.kubernetes.io/unschedulable:NoSchedule taint. As kube-scheduler's plugins/nodeunschedulable."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..framework import FilterResult
+from ..nodes import NodeTable
+from ..pods import NO_SCHEDULE, PodSpec, Taint
+from .taint_toleration import tolerations_tolerate
+
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+
+_UNSCHEDULABLE_TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, value="", effect=NO_SCHEDULE)
+
+
+class NodeUnschedulable:
+    name: ClassVar[str] = "NodeUnschedulable"
+
+    def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
+        # As upstream: a pod tolerating the unschedulable taint also tolerates spec.unschedulable.
+        if tolerations_tolerate(pod.tolerations, _UNSCHEDULABLE_TAINT):
+            return FilterResult.all_pass(nodes.n)
+        return FilterResult.from_reasons(nodes.n, [(ERR_REASON_UNSCHEDULABLE, nodes.unschedulable.copy())])

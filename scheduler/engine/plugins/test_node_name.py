@@ -1,0 +1,49 @@
+"""NodeName, table-driven as upstream's node_name_test.go, checked against the reference."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.engine.nodes import NodeSpec, NodeTable
+from scheduler.engine.plugins.node_name import ERR_REASON, NodeName
+from scheduler.engine.pods import PodSpec
+from scheduler.engine.reference import filters as ref
+
+
+def engine_reasons(pod, specs):
+    res = NodeName().filter(pod, NodeTable(specs))
+    out = [[text for text, mask in res.reasons if mask[i]] for i in range(len(specs))]
+    assert [not r for r in out] == list(res.passed)
+    return out
+
+
+CASES = [
+    ("no host specified", "", []),
+    ("host matches", "foo", []),
+    ("host doesn't match", "bar", [ERR_REASON]),
+]
+
+
+@pytest.mark.parametrize("name,node_name,want", CASES, ids=[c[0] for c in CASES])
+def test_it_filters_by_requested_node_name(name, node_name, want):
+    pod = PodSpec("ns", "p", node_name=node_name)
+    node = NodeSpec("foo")
+    assert engine_reasons(pod, [node]) == [want]
+    assert ref.node_name(pod, node) == want
+
+
+@pytest.mark.parametrize("node_name,want", [("", None), ("foo", {"foo"}), ("absent", {"absent"})])
+def test_its_pre_filter_narrows_to_the_requested_node(node_name, want):
+    pod = PodSpec("ns", "p", node_name=node_name)
+    table = NodeTable([NodeSpec("foo"), NodeSpec("bar")])
+    assert NodeName().pre_filter(pod, table) == want
+    assert ref.node_name_pre_filter(pod) == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["", "n0", "n1", "n9"]), st.integers(min_value=1, max_value=5))
+def test_it_agrees_with_the_reference(node_name, count):
+    pod = PodSpec("ns", "p", node_name=node_name)
+    specs = [NodeSpec(f"n{i}") for i in range(count)]
+    assert engine_reasons(pod, specs) == [ref.node_name(pod, s) for s in specs]
+    assert NodeName().pre_filter(pod, NodeTable(specs)) == ref.node_name_pre_filter(pod)

@@ -1,0 +1,160 @@
+"""PodSpec: what the scheduler needs to know about one pod, already parsed and in integer units.
+
+Built by the manifest parser (scheduler/manifests.py) or by the models; the engine never
+reads a raw manifest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .resources import CPU, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, PODS
+
+Resources = dict[str, int]
+
+# Label selector operators (NodeSelectorRequirement.operator).
+OP_IN, OP_NOT_IN, OP_EXISTS, OP_DOES_NOT_EXIST, OP_GT, OP_LT = "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"
+
+# Taint effects.
+NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "PreferNoSchedule", "NoExecute"
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A NodeSelectorRequirement: key, operator and values (match_expressions or match_fields)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSelectorTerm:
+    """Requirements ANDed together; a term with no requirements matches no node (as upstream)."""
+
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True)
+class PreferredTerm:
+    weight: int
+    preference: NodeSelectorTerm
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""  # "" matches every effect
+    toleration_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = NO_SCHEDULE
+
+
+@dataclass(frozen=True)
+class HostPort:
+    """A container port with hostPort set, as NodePorts sees it."""
+
+    port: int
+    protocol: str = "TCP"
+    ip: str = "0.0.0.0"
+
+
+@dataclass(frozen=True)
+class Container:
+    name: str
+    image: str = ""
+    requests: Resources = field(default_factory=dict)
+    ports: tuple[HostPort, ...] = ()
+    restart_policy: str | None = None  # "Always" on an init container makes it a sidecar
+
+
+@dataclass
+class PodSpec:
+    namespace: str
+    name: str
+    uid: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int = 0
+    node_name: str = ""  # spec.nodeName: set means bound (or the NodeName plugin's target)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    required_terms: tuple[NodeSelectorTerm, ...] | None = None  # None: no required node affinity
+    preferred_terms: tuple[PreferredTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    overhead: Resources = field(default_factory=dict)
+    deleting: bool = False  # metadata.deletionTimestamp set
+    # Computed from the containers in __post_init__ (as resource.PodRequests does).
+    requests: Resources = field(init=False)
+    nonzero_requests: Resources = field(init=False)
+    host_ports: tuple[HostPort, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.requests = pod_requests(self.containers, self.init_containers, self.overhead)
+        self.requests[PODS] = 1
+        defaulted = tuple(_with_nonzero_defaults(c) for c in self.containers)
+        defaulted_init = tuple(_with_nonzero_defaults(c) for c in self.init_containers)
+        full = pod_requests(defaulted, defaulted_init, self.overhead)
+        self.nonzero_requests = {CPU: full.get(CPU, 0), MEMORY: full.get(MEMORY, 0)}
+        self.host_ports = tuple(p for c in self.containers + self.init_containers for p in c.ports if p.port > 0)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def images(self) -> tuple[str, ...]:
+        return tuple(c.image for c in self.containers if c.image)
+
+
+def _add(into: Resources, more: Resources) -> None:
+    for name, value in more.items():
+        into[name] = into.get(name, 0) + value
+
+
+def _max(into: Resources, other: Resources) -> None:
+    for name, value in other.items():
+        if value > into.get(name, 0):
+            into[name] = value
+
+
+def pod_requests(containers, init_containers, overhead: Resources) -> Resources:
+    """The pod's effective requests, as k8s.io/component-helpers resource.PodRequests.
+
+    Regular containers add up; an init container runs alone (with the sidecars started
+    before it), so the pod needs the larger of the two; sidecars (restartPolicy Always)
+    run for the pod's whole life and count in both; overhead comes on top.
+    """
+    reqs: Resources = {}
+    for c in containers:
+        _add(reqs, c.requests)
+    init_max: Resources = {}
+    sidecars: Resources = {}
+    for ic in init_containers:
+        if ic.restart_policy == "Always":
+            _add(reqs, ic.requests)
+            _add(sidecars, ic.requests)
+            need = dict(sidecars)
+        else:
+            need = dict(ic.requests)
+            _add(need, sidecars)
+        _max(init_max, need)
+    _max(reqs, init_max)
+    _add(reqs, overhead)
+    return reqs
+
+
+def _with_nonzero_defaults(c: Container) -> Container:
+    """A container whose missing cpu/memory requests read as the scoring defaults (schedutil.GetNonzeroRequests)."""
+    reqs = dict(c.requests)
+    reqs.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
+    reqs.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
+    return Container(name=c.name, image=c.image, requests=reqs, ports=c.ports, restart_policy=c.restart_policy)

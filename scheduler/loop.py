@@ -1,0 +1,403 @@
+"""The scheduling loop on the shared state: schedule a batch, bind a batch, reconcile.
+
+A worker process pops a batch from the queue, runs schedule_one for each pod against its
+snapshot (reserving each placement in Postgres), writes the attempts, events and conditions
+of the whole batch at once, and hands the placements to the bind task. Reconcile repairs
+what a crash or a lost Redis left behind. The Celery tasks in tasks.py only call these.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from .backends import get_backend
+from .backends.simulated import BindError
+from .engine import schedule_one as cycle
+from .engine.config import SchedulerConfig, default_config, load_config
+from .engine.explain import top_candidates
+from .engine.framework import Algorithm
+from .engine.pods import PodSpec
+from .engine.queue import QueuedPodInfo
+from .manifests import pod_from_manifest
+from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Binding,
+                     ClusterEvent, Pod)
+from .queues import get_queue, get_redis
+from .reservations import release_assumed, reserve
+from .services import EventSpec, events_record
+from .snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+POD_SPEC_CACHE_SIZE = 50_000
+_USAGE_FIELDS = ("req_cpu", "req_memory", "req_ephemeral", "req_scalar", "nonzero_cpu", "nonzero_memory", "host_ports")
+
+
+def load_scheduler_config() -> SchedulerConfig:
+    path = settings.SCHEDBOARD_CONFIG
+    if not path:
+        return default_config()
+    with open(path) as f:
+        return load_config(f.read(), path)
+
+
+def _usage(pod: Pod) -> dict:
+    return {f: getattr(pod, f) for f in _USAGE_FIELDS}
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 3)
+
+
+@dataclass
+class BatchStats:
+    popped: int = 0
+    scheduled: int = 0
+    unschedulable: int = 0
+    errors: int = 0
+    skipped: int = 0
+    conflicts: int = 0
+    bind_items: list = field(default_factory=list)
+
+
+class _DbCluster:
+    """schedule_one's Cluster port over Postgres, for one pod row."""
+
+    def __init__(self, worker: Worker, pod: Pod):
+        self.worker = worker
+        self.pod = pod
+
+    def reserve(self, pod: PodSpec, node_name: str) -> bool:
+        return reserve(pod_id=self.pod.pk, usage=_usage(self.pod), node_name=node_name,
+                       spec_version=self.worker.snapshot.spec_versions.get(node_name))
+
+    def refresh_node(self, cache, node_name: str) -> None:
+        self.worker.snapshot.refresh_node(cache, node_name)
+
+
+class Worker:
+    """What one process keeps between batches: its snapshot, algorithm state and parsed pods."""
+
+    def __init__(self, queue=None, config: SchedulerConfig | None = None, seed: int | None = None):
+        self.queue = queue or get_queue()
+        self.config = config or load_scheduler_config()
+        self.profiles = {p.scheduler_name: p.build(version=0) for p in self.config.profiles}
+        self.algorithm = Algorithm(seed if seed is not None else settings.SCHEDBOARD_SEED)
+        self.snapshot = Snapshot()
+        self.identity = f"{socket.gethostname()}-{os.getpid()}"
+        self._pod_specs: OrderedDict[tuple, PodSpec] = OrderedDict()
+
+    def pod_spec(self, pod: Pod) -> PodSpec:
+        key = (pod.uid, pod.updated_at)
+        spec = self._pod_specs.get(key)
+        if spec is None:
+            spec = pod_from_manifest(pod.manifest)
+            self._pod_specs[key] = spec
+            if len(self._pod_specs) > POD_SPEC_CACHE_SIZE:
+                self._pod_specs.popitem(last=False)
+        return spec
+
+    # ---- the scheduling cycle, a batch at a time ---------------------------------------------
+    def schedule_batch(self, max_pods: int | None = None) -> BatchStats:
+        stats = BatchStats()
+        infos = self.queue.pop(max_pods or settings.SCHEDBOARD_BATCH_SIZE)
+        if not infos:
+            return stats
+        stats.popped = len(infos)
+        popped_at = time.time()
+        now = timezone.now()
+        rows = _pods_by_key([i.key for i in infos])
+        cache = self.snapshot.refresh()
+        attempts: list[Attempt] = []
+        events: list[EventSpec] = []
+        failed_pods: list[Pod] = []
+        requeue: list[tuple[QueuedPodInfo, bool, str]] = []
+        placed: list[tuple[Attempt, Pod, QueuedPodInfo]] = []
+
+        for info in infos:
+            pod = rows.get(info.key)
+            if pod is None or pod.node_name or pod.assumed_node or pod.scheduler_name not in self.profiles:
+                self.queue.done(info.key)  # deleted, already placed, or not ours any more
+                continue
+            spec = self.pod_spec(pod)
+            profile = self.profiles[pod.scheduler_name]
+            result = cycle.schedule_one(spec, profile=profile, algorithm=self.algorithm, cache=cache,
+                                        cluster=_DbCluster(self, pod))
+            stats.conflicts += result.conflicts
+            if result.status == cycle.SKIPPED:
+                stats.skipped += 1
+                events.append(EventSpec("Warning", "FailedScheduling", result.message, "Pod", pod.namespace, pod.name,
+                                        pod.uid, action="Scheduling", reporting_controller=pod.scheduler_name))
+                self.queue.done(info.key)
+                continue
+            pod.attempts += 1
+            attempt = self._attempt(pod, info, result, profile, now, popped_at)
+            attempts.append(attempt)
+            if result.status == cycle.SCHEDULED:
+                stats.scheduled += 1
+                placed.append((attempt, pod, info))
+                continue
+            unschedulable = result.status == cycle.UNSCHEDULABLE
+            stats.unschedulable += unschedulable
+            stats.errors += not unschedulable
+            events.append(EventSpec("Warning", "FailedScheduling", result.message, "Pod", pod.namespace, pod.name,
+                                    pod.uid, action="Scheduling", reporting_controller=pod.scheduler_name))
+            _set_condition(pod, False, "Unschedulable" if unschedulable else "SchedulerError", result.message, now)
+            failed_pods.append(pod)
+            requeue.append((info, unschedulable, result.message))
+
+        with transaction.atomic():
+            Attempt.objects.bulk_create(attempts)
+            events_record(events, now=now)
+            Pod.objects.bulk_update(failed_pods, ["scheduled_status", "scheduled_reason", "scheduled_message",
+                                                  "scheduled_transition_at", "attempts"])
+            placed_pods = [pod for _, pod, _ in placed]
+            Pod.objects.bulk_update(placed_pods, ["attempts"])
+        for info, unschedulable, message in requeue:
+            self.queue.add_unschedulable_if_not_present(info, unschedulable=unschedulable, message=message)
+        stats.bind_items = [
+            {"attempt": attempt.pk, "pod": pod.pk, "node": attempt.node_name, "info": asdict(info)}
+            for attempt, pod, info in placed
+        ]
+        return stats
+
+    def _attempt(self, pod: Pod, info: QueuedPodInfo, result, profile, now, popped_at: float) -> Attempt:
+        decision = result.decision
+        table = self.snapshot.cache.table
+        attempt = Attempt(
+            pod=pod, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, number=pod.attempts,
+            started_at=now, finished_at=timezone.now(), node_name=result.node_name or "", message=result.message,
+            profile_name=profile.scheduler_name, profile_version=profile.version, worker=self.identity,
+            queue_wait_ms=_ms(max(0.0, popped_at - info.timestamp)), algorithm_ms=_ms(result.algorithm_seconds),
+            result={cycle.SCHEDULED: RESULT_SCHEDULED, cycle.UNSCHEDULABLE: RESULT_UNSCHEDULABLE}.get(result.status, RESULT_ERROR),
+        )
+        if decision is not None:
+            attempt.num_nodes = decision.num_all_nodes
+            attempt.feasible_nodes = len(decision.candidates)
+            attempt.evaluated_nodes = decision.evaluated_nodes
+            if result.status == cycle.SCHEDULED:
+                attempt.candidates = top_candidates(decision, table)
+            else:
+                attempt.reasons = decision.reason_histogram()
+        return attempt
+
+
+def _pods_by_key(keys: list[str]) -> dict[str, Pod]:
+    pairs = [k.split("/", 1) for k in keys]
+    names = {n for _, n in pairs}
+    namespaces = {ns for ns, _ in pairs}
+    wanted = set(keys)
+    return {p.key: p for p in Pod.objects.filter(name__in=names, namespace__in=namespaces) if p.key in wanted}
+
+
+def _set_condition(pod: Pod, ok: bool, reason: str, message: str, now) -> None:
+    status = "True" if ok else "False"
+    if pod.scheduled_status != status:
+        pod.scheduled_transition_at = now
+    pod.scheduled_status = status
+    pod.scheduled_reason = reason
+    pod.scheduled_message = message
+
+
+# ---- the binding cycle ------------------------------------------------------------------
+
+def bind_batch(items: list[dict], *, queue=None) -> dict:
+    """Bind placed pods (the seed's binding goroutine, a batch at a time)."""
+    queue = queue or get_queue()
+    backend = get_backend()
+    attempts = Attempt.objects.in_bulk([i["attempt"] for i in items])
+    pods = Pod.objects.in_bulk([i["pod"] for i in items])
+    bound = failed = 0
+    now = timezone.now()
+    events: list[EventSpec] = []
+    done_keys: list[str] = []
+    retry: list[tuple[QueuedPodInfo, str]] = []
+    with transaction.atomic():
+        bindings = []
+        for item in items:
+            attempt, pod, node = attempts.get(item["attempt"]), pods.get(item["pod"]), item["node"]
+            info = QueuedPodInfo(**item["info"])
+            if pod is None:  # deleted while in flight: its reservation went with it
+                done_keys.append(info.key)
+                continue
+            started = time.perf_counter()
+            previous_failures = Attempt.objects.filter(pod=pod, result=RESULT_BIND_FAILED).count() if _wants_failures(pod) else 0
+            try:
+                backend.bind(pod_manifest=pod.manifest, node_name=node, attempt_number=pod.attempts,
+                             previous_bind_failures=previous_failures)
+                error = None
+            except BindError as exc:
+                error = f"Binding rejected: {exc}"
+            if error is None:
+                taken = Pod.objects.filter(pk=pod.pk, assumed_node=node, node_name="").update(
+                    node_name=node, assumed_node="", assumed_at=None, phase=Pod.RUNNING, bound_at=now,
+                    scheduled_status="True", scheduled_reason="", scheduled_message="", scheduled_transition_at=now)
+                if taken != 1:
+                    error = "Binding rejected: the reservation expired before the binding"
+            binding_ms = _ms(time.perf_counter() - started)
+            if error is None:
+                bound += 1
+                bindings.append(Binding(pod=pod, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid,
+                                        node_name=node, attempt=attempt, bound_at=now))
+                events.append(EventSpec("Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
+                                        "Pod", pod.namespace, pod.name, pod.uid, action="Binding",
+                                        reporting_controller=pod.scheduler_name))
+                if attempt is not None:
+                    attempt.binding_ms = binding_ms
+                    first = pod.queued_at or pod.created_at
+                    attempt.e2e_ms = _ms(max(0.0, (now - first).total_seconds())) if first else None
+                done_keys.append(info.key)
+            else:
+                failed += 1
+                release_assumed(pod_id=pod.pk, node_name=node, usage=_usage(pod))
+                events.append(EventSpec("Warning", "FailedScheduling", error, "Pod", pod.namespace, pod.name, pod.uid,
+                                        action="Scheduling", reporting_controller=pod.scheduler_name))
+                Pod.objects.filter(pk=pod.pk).update(scheduled_status="False", scheduled_reason="SchedulerError",
+                                                     scheduled_message=error, scheduled_transition_at=now)
+                if attempt is not None:
+                    attempt.result = RESULT_BIND_FAILED
+                    attempt.message = error
+                    attempt.binding_ms = binding_ms
+                retry.append((info, error))
+        Binding.objects.bulk_create(bindings)
+        Attempt.objects.bulk_update([a for a in attempts.values()], ["result", "message", "binding_ms", "e2e_ms"])
+        events_record(events, now=now)
+
+    def publish():
+        for key in done_keys:
+            queue.done(key)
+        for info, message in retry:
+            queue.add_unschedulable_if_not_present(info, unschedulable=False, message=message)
+        if retry:
+            kick()
+
+    transaction.on_commit(publish)
+    return {"bound": bound, "failed": failed}
+
+
+def _wants_failures(pod: Pod) -> bool:
+    from .backends.simulated import FAIL_BINDS_ANNOTATION
+
+    return FAIL_BINDS_ANNOTATION in ((pod.manifest.get("metadata") or {}).get("annotations") or {})
+
+
+# ---- reconciliation ---------------------------------------------------------------------
+
+_last_cluster_event_id: int | None = None
+
+
+def reconcile(*, queue=None) -> dict:
+    """Repair the queue from the truth in Postgres; safe to run anywhere, any number of times."""
+    global _last_cluster_event_id
+    queue = queue or get_queue()
+    now = timezone.now()
+    report = {"expired": 0, "requeued": 0, "moved": 0, "reclaimed": 0}
+
+    # Cluster events (from any process) move unschedulable pods, as the informers would.
+    if _last_cluster_event_id is None:
+        _last_cluster_event_id = ClusterEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    kinds = list(ClusterEvent.objects.filter(id__gt=_last_cluster_event_id).values_list("id", "kind"))
+    if kinds:
+        _last_cluster_event_id = kinds[-1][0]
+        for kind in sorted({k for _, k in kinds}):
+            queue.move_all_to_active_or_backoff(kind)
+            report["moved"] += 1
+
+    # Reservations whose binding never came (a worker died between reserve and bind).
+    stale = now - timedelta(seconds=settings.SCHEDBOARD_ASSUME_TTL_SECONDS)
+    for pod in Pod.objects.filter(node_name="").exclude(assumed_node="").filter(assumed_at__lt=stale):
+        if release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=_usage(pod)):
+            report["expired"] += 1
+            queue.add(pod.key, pod.priority)
+
+    # In-flight pods whose worker died, then pending pods the queue does not know (Redis lost).
+    report["reclaimed"] = len(queue.reclaim_expired(time.time(), settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS))
+    known = queue.keys()
+    pending = Pod.objects.filter(node_name="", assumed_node="", deleting=False,
+                                 scheduler_name__in=settings.SCHEDBOARD_SCHEDULER_NAMES)
+    for ns, name, priority in pending.values_list("namespace", "name", "priority").iterator():
+        key = f"{ns}/{name}"
+        if key not in known:
+            queue.add(key, priority)
+            report["requeued"] += 1
+    pending.filter(queued_at__isnull=True).update(queued_at=now)
+    queue.flush()
+    if queue.lengths().get("active", 0):
+        kick()
+    return report
+
+
+# ---- waking workers ---------------------------------------------------------------------
+
+_KICK_SLOTS = "schedboard:schedule-slots"
+_SLOT_SECONDS = 30
+
+
+def kick() -> None:
+    """Make sure up to SCHEDBOARD_PARALLELISM schedule tasks are queued or running (Redis only)."""
+    r = get_redis()
+    if r is None:
+        return  # embedded: the in-process loop polls
+    from .tasks import schedule
+
+    now = time.time()
+    r.zremrangebyscore(_KICK_SLOTS, 0, now)
+    while r.zcard(_KICK_SLOTS) < settings.SCHEDBOARD_PARALLELISM:
+        token = uuid.uuid4().hex
+        r.zadd(_KICK_SLOTS, {token: now + _SLOT_SECONDS})
+        if r.zcard(_KICK_SLOTS) > settings.SCHEDBOARD_PARALLELISM:  # lost a race with another kicker
+            r.zrem(_KICK_SLOTS, token)
+            break
+        schedule.delay(token)
+
+
+def slot_release(token: str) -> None:
+    r = get_redis()
+    if r is not None:
+        r.zrem(_KICK_SLOTS, token)
+
+
+def slot_extend(token: str) -> None:
+    r = get_redis()
+    if r is not None:
+        r.zadd(_KICK_SLOTS, {token: time.time() + _SLOT_SECONDS}, xx=True)
+
+
+_worker: Worker | None = None
+
+
+def get_worker() -> Worker:
+    global _worker
+    if _worker is None:
+        _worker = Worker()
+    return _worker
+
+
+def run_schedule_task(token: str | None = None) -> BatchStats:
+    """One batch, then hand on: binding runs as its own task, and the next batch is another kick."""
+    from .tasks import bind
+
+    try:
+        worker = get_worker()
+        worker.queue.flush()
+        stats = worker.schedule_batch()
+        if stats.bind_items:
+            items = stats.bind_items
+            transaction.on_commit(lambda: bind.delay(items))
+    finally:
+        if token:
+            slot_release(token)
+    if stats.popped:
+        kick()
+    return stats

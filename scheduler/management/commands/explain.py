@@ -1,0 +1,27 @@
+"""`manage.py explain --cluster CLUSTER.yaml --pod POD.yaml [--profile CONFIG.yaml] [--seed N]`: one dry-run cycle."""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from scheduler.dryrun import DryRunError, explain_files
+
+
+class Command(BaseCommand):
+    help = "Run one scheduling cycle for a pod as a dry run over a cluster file and print the decision as JSON."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--cluster", required=True, help="Nodes and already-bound Pods (YAML or JSON)")
+        parser.add_argument("--pod", required=True, help="the Pod to schedule")
+        parser.add_argument("--profile", help="a kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration")
+        parser.add_argument("--scheduler-name", help="which profile to use (default: the pod's spec.schedulerName)")
+        parser.add_argument("--seed", type=int, default=None, help="seed for the tie-break among top scores")
+
+    def handle(self, *args, cluster, pod, profile, scheduler_name, seed, **options):
+        try:
+            result = explain_files(cluster=cluster, pod=pod, profile=profile, scheduler_name=scheduler_name, seed=seed)
+        except DryRunError as e:
+            for line in e.lines:
+                self.stderr.write(line)
+            raise CommandError("nothing was scheduled", returncode=1) from None
+        self.stdout.write(json.dumps(result, indent=2))

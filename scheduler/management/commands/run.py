@@ -1,0 +1,100 @@
+"""`manage.py run`: the whole service in one process (embedded mode): web server, scheduling loop,
+reconciler and the demo trickle of pods, on SQLite with an in-memory queue by default."""
+
+import logging
+import random
+import threading
+import time
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from scheduler import loop
+from scheduler.manifests import ManifestError, parse_documents
+from scheduler.models import Node, Pod
+from scheduler.services import cluster_apply, pod_delete
+from scheduler.simulation import seed_nodes, trickle_pod
+
+log = logging.getLogger("schedboard.run")
+
+
+class Command(BaseCommand):
+    help = "Run schedboard in one process: web server, scheduling loop, reconciler and a demo trickle of pods."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--addr", default="127.0.0.1:8000", help="address:port for the web server")
+        parser.add_argument("--rate", type=float, default=2.0, help="demo pods per second (0: none)")
+        parser.add_argument("--lifetime", type=float, default=60.0, help="seconds a demo pod runs before it finishes")
+        parser.add_argument("--no-seed", action="store_true", help="do not create the demo nodes")
+        parser.add_argument("--no-web", action="store_true", help="run the loop only")
+
+    def handle(self, *args, addr, rate, lifetime, no_seed, no_web, **options):
+        if not no_seed and not Node.objects.exists():
+            result = cluster_apply(parse_documents_list(seed_nodes()))
+            self.stdout.write(f"seeded {len(result.created)} nodes")
+        if settings.EMBEDDED and not get_user_model().objects.filter(username="admin").exists():
+            get_user_model().objects.create_superuser("admin", "admin@localhost", "admin")
+            self.stdout.write("created the demo superuser admin / admin")
+        stop = threading.Event()
+        threading.Thread(target=scheduling_loop, args=(stop,), name="scheduler", daemon=True).start()
+        if rate > 0:
+            threading.Thread(target=trickle, args=(stop, rate, lifetime), name="trickle", daemon=True).start()
+        self.stdout.write(
+            "\nschedboard is running ({} mode).\n"
+            "  Django admin:   http://{}/admin/  (admin / admin)\n"
+            "  Watch pods:     python manage.py get pods -A -o wide\n"
+            "  Nodes:          python manage.py get nodes\n"
+            "  Events:         python manage.py get events -A\n"
+            "  Why a pod:      python manage.py explain --cluster CLUSTER.yaml --pod POD.yaml\n".format(
+                "embedded" if settings.EMBEDDED else "external", addr)
+        )
+        try:
+            if no_web:
+                while True:
+                    time.sleep(3600)
+            call_command("runserver", addr, use_reloader=False, use_threading=True)
+        finally:
+            stop.set()
+
+
+def parse_documents_list(objects: list[dict]):
+    import yaml
+
+    return parse_documents(yaml.safe_dump_all(objects), "<demo>")
+
+
+def scheduling_loop(stop: threading.Event) -> None:
+    """The in-process worker: what `celery worker` and `celery beat` do in the full stack."""
+    next_reconcile = 0.0
+    while not stop.is_set():
+        try:
+            now = time.monotonic()
+            if now >= next_reconcile:
+                loop.reconcile()
+                next_reconcile = now + settings.SCHEDBOARD_RECONCILE_SECONDS
+            stats = loop.run_schedule_task()
+            if not stats.popped:
+                stop.wait(0.05)
+        except Exception:  # keep the demo alive; the error is in the log
+            log.exception("scheduling loop iteration failed")
+            stop.wait(1.0)
+
+
+def trickle(stop: threading.Event, rate: float, lifetime: float) -> None:
+    rng = random.Random(42)
+    i = Pod.objects.count()
+    while not stop.wait(1.0 / rate):
+        i += 1
+        try:
+            cluster_apply(parse_documents_list([trickle_pod(i, rng)]))
+            # Pods that have "run" long enough finish, so the demo cluster never fills up.
+            cutoff = time.time() - lifetime
+            for ns, name, bound_at in Pod.objects.exclude(bound_at=None).values_list("namespace", "name", "bound_at")[:50]:
+                if bound_at.timestamp() < cutoff:
+                    pod_delete(namespace=ns, name=name)
+        except ManifestError as e:
+            log.error("demo pod rejected: %s", e)
+        except Exception:
+            log.exception("trickle iteration failed")

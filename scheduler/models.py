@@ -1,0 +1,213 @@
+"""Persistent state and audit: nodes, pods, scheduling attempts, bindings and events.
+
+Postgres is the truth. A node's `req_*` columns hold what its bound and assumed pods take
+from it; they change only through conditional updates (scheduler/reservations.py), so no
+interleaving of workers can push them past allocatable.
+"""
+
+from django.db import models
+
+RESULT_SCHEDULED = "scheduled"
+RESULT_UNSCHEDULABLE = "unschedulable"
+RESULT_ERROR = "error"
+RESULT_BIND_FAILED = "bind_failed"
+RESULT_CHOICES = [
+    (RESULT_SCHEDULED, "scheduled"),
+    (RESULT_UNSCHEDULABLE, "unschedulable"),
+    (RESULT_ERROR, "error"),
+    (RESULT_BIND_FAILED, "bind failed"),
+]
+
+
+class Node(models.Model):
+    name = models.CharField(max_length=253, unique=True)
+    manifest = models.JSONField(help_text="The v1 Node as applied (normalised).")
+    unschedulable = models.BooleanField(default=False)
+    alloc_cpu = models.BigIntegerField(default=0, help_text="millicores")
+    alloc_memory = models.BigIntegerField(default=0, help_text="bytes")
+    alloc_ephemeral = models.BigIntegerField(default=0, help_text="bytes")
+    alloc_pods = models.BigIntegerField(default=0)
+    alloc_scalar = models.JSONField(default=dict, blank=True, help_text="extended resources -> integer")
+    req_cpu = models.BigIntegerField(default=0)
+    req_memory = models.BigIntegerField(default=0)
+    req_ephemeral = models.BigIntegerField(default=0)
+    req_pods = models.BigIntegerField(default=0)
+    req_scalar = models.JSONField(default=dict, blank=True)
+    nonzero_cpu = models.BigIntegerField(default=0, help_text="requested cpu with the scoring defaults")
+    nonzero_memory = models.BigIntegerField(default=0)
+    used_ports = models.JSONField(default=list, blank=True, help_text="[[protocol, port, ip], ...]")
+    spec_version = models.BigIntegerField(default=1, help_text="bumped when the manifest changes")
+    generation = models.BigIntegerField(default=0, help_text="bumped when the usage changes")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        indexes = [models.Index(fields=["spec_version"], name="node_spec_version")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Pod(models.Model):
+    PENDING, RUNNING = "Pending", "Running"
+
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=64)
+    manifest = models.JSONField(help_text="The v1 Pod as applied (normalised).")
+    scheduler_name = models.CharField(max_length=253, default="default-scheduler")
+    priority = models.IntegerField(default=0)
+    phase = models.CharField(max_length=16, default=PENDING)
+    node_name = models.CharField(max_length=253, blank=True, default="", help_text="spec.nodeName once bound")
+    assumed_node = models.CharField(max_length=253, blank=True, default="", help_text="reserved, not yet bound")
+    assumed_at = models.DateTimeField(null=True, blank=True)
+    deleting = models.BooleanField(default=False)
+    # What the pod takes from its node, kept so a release needs no re-parse.
+    req_cpu = models.BigIntegerField(default=0)
+    req_memory = models.BigIntegerField(default=0)
+    req_ephemeral = models.BigIntegerField(default=0)
+    req_scalar = models.JSONField(default=dict, blank=True)
+    nonzero_cpu = models.BigIntegerField(default=0)
+    nonzero_memory = models.BigIntegerField(default=0)
+    host_ports = models.JSONField(default=list, blank=True)
+    # The PodScheduled condition, as kube-scheduler leaves it.
+    scheduled_status = models.CharField(max_length=8, blank=True, default="")
+    scheduled_reason = models.CharField(max_length=64, blank=True, default="")
+    scheduled_message = models.TextField(blank=True, default="")
+    scheduled_transition_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.IntegerField(default=0)
+    created_at = models.DateTimeField(help_text="metadata.creationTimestamp")
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="first time queued (SLI start)")
+    bound_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["namespace", "name"]
+        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="pod_unique_namespace_name")]
+        indexes = [
+            models.Index(fields=["node_name"], name="pod_node_name"),
+            models.Index(fields=["assumed_node"], name="pod_assumed_node"),
+            models.Index(fields=["phase", "node_name"], name="pod_pending"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class Attempt(models.Model):
+    """One scheduling attempt of one pod: the decision, why, and how long each part took."""
+
+    pod = models.ForeignKey(Pod, null=True, blank=True, on_delete=models.SET_NULL, related_name="attempt_set")
+    namespace = models.CharField(max_length=253)
+    pod_name = models.CharField(max_length=253)
+    pod_uid = models.CharField(max_length=64, blank=True, default="")
+    number = models.IntegerField(help_text="the pod's attempt count at this attempt")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    result = models.CharField(max_length=16, choices=RESULT_CHOICES)
+    node_name = models.CharField(max_length=253, blank=True, default="", help_text="chosen node")
+    message = models.TextField(blank=True, default="")
+    reasons = models.JSONField(default=dict, blank=True, help_text="reason -> number of nodes")
+    candidates = models.JSONField(default=list, blank=True, help_text="top candidates with per-plugin scores")
+    num_nodes = models.IntegerField(default=0)
+    feasible_nodes = models.IntegerField(default=0)
+    evaluated_nodes = models.IntegerField(default=0)
+    profile_name = models.CharField(max_length=253, default="default-scheduler")
+    profile_version = models.IntegerField(default=0)
+    worker = models.CharField(max_length=128, blank=True, default="")
+    queue_wait_ms = models.FloatField(null=True, blank=True)
+    algorithm_ms = models.FloatField(null=True, blank=True)
+    binding_ms = models.FloatField(null=True, blank=True)
+    e2e_ms = models.FloatField(null=True, blank=True, help_text="first queued to bound (the SLI)")
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            models.Index(fields=["namespace", "pod_name", "-started_at"], name="attempt_by_pod"),
+            models.Index(fields=["node_name", "-started_at"], name="attempt_by_node"),
+            models.Index(fields=["-started_at"], name="attempt_by_time"),
+            models.Index(fields=["result", "-started_at"], name="attempt_by_result"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.pod_name} #{self.number} {self.result}"
+
+
+class Binding(models.Model):
+    pod = models.ForeignKey(Pod, null=True, blank=True, on_delete=models.SET_NULL, related_name="binding_set")
+    namespace = models.CharField(max_length=253)
+    pod_name = models.CharField(max_length=253)
+    pod_uid = models.CharField(max_length=64, blank=True, default="")
+    node_name = models.CharField(max_length=253)
+    attempt = models.OneToOneField(Attempt, null=True, blank=True, on_delete=models.SET_NULL)
+    bound_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-bound_at", "-id"]
+        indexes = [
+            models.Index(fields=["namespace", "pod_name"], name="binding_by_pod"),
+            models.Index(fields=["node_name", "-bound_at"], name="binding_by_node"),
+            models.Index(fields=["-bound_at"], name="binding_by_time"),
+        ]
+        constraints = [
+            # A pod (by uid) is bound once; a second binding is a bug, and Postgres refuses it.
+            models.UniqueConstraint(fields=["pod_uid"], name="binding_once_per_pod_uid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.pod_name} -> {self.node_name}"
+
+
+class Event(models.Model):
+    """A Kubernetes-style event. A repeat of the same event bumps `count` and `last_timestamp`."""
+
+    NORMAL, WARNING = "Normal", "Warning"
+
+    dedup_key = models.CharField(max_length=64, unique=True)
+    type = models.CharField(max_length=16)
+    reason = models.CharField(max_length=128)
+    action = models.CharField(max_length=128, blank=True, default="")
+    message = models.TextField()
+    involved_kind = models.CharField(max_length=32)
+    involved_namespace = models.CharField(max_length=253, blank=True, default="")
+    involved_name = models.CharField(max_length=253)
+    involved_uid = models.CharField(max_length=64, blank=True, default="")
+    reporting_controller = models.CharField(max_length=253, default="default-scheduler")
+    count = models.IntegerField(default=1)
+    first_timestamp = models.DateTimeField()
+    last_timestamp = models.DateTimeField()
+
+    class Meta:
+        ordering = ["last_timestamp", "id"]
+        indexes = [
+            models.Index(fields=["involved_namespace", "involved_name"], name="event_by_object"),
+            models.Index(fields=["-last_timestamp"], name="event_by_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.reason} {self.involved_kind}/{self.involved_name}"
+
+
+class ClusterEvent(models.Model):
+    """A cluster change that may make unschedulable pods schedulable (upstream's ClusterEvent).
+
+    Written in the same transaction as the change, read by every reconciler, so the queue
+    reacts even when the change came from another process or the queue was lost.
+    """
+
+    NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE = "NodeAdd", "NodeUpdate", "AssignedPodDelete"
+
+    kind = models.CharField(max_length=32)
+    object_name = models.CharField(max_length=512, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.object_name}"

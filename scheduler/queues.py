@@ -1,0 +1,42 @@
+"""The process's SchedulingQueue: Redis when REDIS_URL is set (shared by every worker), else in memory."""
+
+from __future__ import annotations
+
+import threading
+
+from django.conf import settings
+
+_lock = threading.Lock()
+_queue = None
+
+
+def get_queue():
+    global _queue
+    with _lock:
+        if _queue is None:
+            if settings.REDIS_URL:
+                import redis
+
+                from .queue_redis import RedisQueue
+
+                _queue = RedisQueue(redis.Redis.from_url(settings.REDIS_URL), prefix=settings.SCHEDBOARD_QUEUE_PREFIX)
+            else:
+                from .engine.queue import MemoryQueue
+
+                _queue = MemoryQueue()
+        return _queue
+
+
+def reset_queue(queue=None) -> None:
+    """Tests: use this queue (or build a fresh one on next use)."""
+    global _queue
+    with _lock:
+        _queue = queue
+
+
+def get_redis():
+    if not settings.REDIS_URL:
+        return None
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL)

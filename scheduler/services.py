@@ -1,0 +1,270 @@
+"""Business operations on the simulated cluster: apply and delete nodes and pods, record events.
+
+Each operation is all-or-nothing (one transaction); what others must see (queue entries,
+cluster events) is published after commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from .manifests import ManifestError, ParsedNode, ParsedPod, Problem
+from .models import ClusterEvent, Event, Node, Pod
+from .reservations import add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage
+
+
+@dataclass
+class EventSpec:
+    """A Kubernetes event to record (repeats are counted by events_record)."""
+
+    type: str
+    reason: str
+    message: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    action: str = ""
+    reporting_controller: str = "default-scheduler"
+
+
+@dataclass
+class ApplyResult:
+    created: list[str]
+    configured: list[str]
+    unchanged: list[str]
+
+
+# ---- events -----------------------------------------------------------------------------
+
+_EVENT_UPSERT = """
+INSERT INTO scheduler_event (dedup_key, type, reason, action, message, involved_kind, involved_namespace,
+    involved_name, involved_uid, reporting_controller, count, first_timestamp, last_timestamp)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1, %s, %s)
+ON CONFLICT (dedup_key) DO UPDATE SET count = scheduler_event.count + 1, last_timestamp = excluded.last_timestamp
+"""
+
+
+def events_record(events: list[EventSpec], *, now: datetime | None = None) -> None:
+    """Insert events in one round trip; an identical event for the same object bumps its count (as the event correlator)."""
+    if not events:
+        return
+    ts = connection.ops.adapt_datetimefield_value(now or timezone.now())
+    rows = []
+    for e in events:
+        key = hashlib.sha256(
+            "\x00".join((e.kind, e.namespace, e.name, e.uid, e.type, e.reason, e.message, e.reporting_controller)).encode()
+        ).hexdigest()
+        rows.append((key, e.type, e.reason, e.action, e.message, e.kind, e.namespace, e.name, e.uid,
+                     e.reporting_controller, ts, ts))
+    with connection.cursor() as cursor:
+        cursor.executemany(_EVENT_UPSERT, rows)
+
+
+def cluster_event_record(kind: str, object_name: str) -> None:
+    ClusterEvent.objects.create(kind=kind, object_name=object_name)
+
+
+# ---- apply ------------------------------------------------------------------------------
+
+def _node_columns(parsed: ParsedNode) -> dict:
+    alloc = parsed.spec.allocatable
+    return {
+        "manifest": parsed.manifest,
+        "unschedulable": parsed.spec.unschedulable,
+        "alloc_cpu": alloc.get(CPU, 0),
+        "alloc_memory": alloc.get(MEMORY, 0),
+        "alloc_ephemeral": alloc.get(EPHEMERAL_STORAGE, 0),
+        "alloc_pods": alloc.get(PODS, 0),
+        "alloc_scalar": {r: v for r, v in alloc.items() if r not in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)},
+    }
+
+
+def _ours(scheduler_name: str) -> bool:
+    return scheduler_name in settings.SCHEDBOARD_SCHEDULER_NAMES
+
+
+def cluster_apply(objects: list[ParsedNode | ParsedPod], *, filename: str = "-") -> ApplyResult:
+    """Apply parsed Nodes and Pods in one transaction: nodes first, then pods; nothing on any problem."""
+    result = ApplyResult([], [], [])
+    to_queue: list[tuple[str, int]] = []
+    node_events: list[tuple[str, str]] = []
+    problems: list[Problem] = []
+    with transaction.atomic():
+        for obj in objects:
+            if isinstance(obj, ParsedNode):
+                _node_apply(obj, result, node_events)
+        for obj in objects:
+            if isinstance(obj, ParsedPod):
+                problem = _pod_apply(obj, result, to_queue)
+                if problem:
+                    problems.append(problem)
+        if problems:
+            transaction.set_rollback(True)
+        else:
+            for kind, name in node_events:
+                cluster_event_record(kind, name)
+    if problems:
+        raise ManifestError(problems)
+    transaction.on_commit(lambda: _publish(to_queue, node_events))
+    return result
+
+
+def _node_apply(parsed: ParsedNode, result: ApplyResult, node_events: list) -> None:
+    name = parsed.spec.name
+    columns = _node_columns(parsed)
+    node = Node.objects.select_for_update().filter(name=name).first()
+    if node is None:
+        node = Node(name=name, **columns)
+        node_recount(node)
+        node.save()
+        result.created.append(f"node/{name}")
+        node_events.append((ClusterEvent.NODE_ADD, name))
+        return
+    if node.manifest == parsed.manifest:
+        result.unchanged.append(f"node/{name}")
+        return
+    for field, value in columns.items():
+        setattr(node, field, value)
+    node.spec_version += 1
+    node.save()
+    result.configured.append(f"node/{name}")
+    node_events.append((ClusterEvent.NODE_UPDATE, name))
+
+
+def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list) -> Problem | None:
+    spec = parsed.spec
+    manifest = parsed.manifest
+    meta = manifest.setdefault("metadata", {})
+    pod = Pod.objects.select_for_update().filter(namespace=spec.namespace, name=spec.name).first()
+    usage = pod_usage_fields(spec)
+    if pod is None:
+        uid = spec.uid or meta.get("uid") or str(uuid.uuid4())
+        meta["uid"] = uid
+        created = parse_datetime(str(meta.get("creationTimestamp") or "")) or timezone.now()
+        meta["creationTimestamp"] = created.strftime("%Y-%m-%dT%H:%M:%SZ")
+        pod = Pod(namespace=spec.namespace, name=spec.name, uid=uid, manifest=manifest,
+                  scheduler_name=spec.scheduler_name, priority=spec.priority, deleting=spec.deleting,
+                  created_at=created, **usage)
+        if spec.node_name:
+            pod.node_name = spec.node_name
+            pod.phase = Pod.RUNNING
+            pod.scheduled_status = "True"
+            pod.bound_at = created
+            if Node.objects.filter(name=spec.node_name).exists():
+                add_node_usage(node_name=spec.node_name, usage=usage)
+        pending = not spec.node_name and _ours(spec.scheduler_name) and not spec.deleting
+        if pending:
+            pod.queued_at = timezone.now()
+        pod.save()
+        result.created.append(f"pod/{spec.name}")
+        if pending:
+            to_queue.append((pod.key, spec.priority))
+        return None
+    # An update. As the API server: a pod's spec is (mostly) immutable once it exists.
+    meta["uid"] = pod.uid
+    meta["creationTimestamp"] = pod.manifest.get("metadata", {}).get("creationTimestamp")
+    placed = pod.node_name or pod.assumed_node
+    if placed and (usage != {f: getattr(pod, f) for f in usage} or (spec.node_name and spec.node_name != pod.node_name)):
+        return Problem(file="", doc=0, kind="Pod", ns_name=pod.key, path="spec",
+                       message="Forbidden: pod updates may not change the resources or node of a scheduled pod")
+    if pod.manifest == manifest:
+        result.unchanged.append(f"pod/{spec.name}")
+        return None
+    pod.manifest = manifest
+    pod.priority = spec.priority
+    pod.scheduler_name = spec.scheduler_name
+    pod.deleting = pod.deleting or spec.deleting
+    if not placed:
+        for field, value in usage.items():
+            setattr(pod, field, value)
+        if spec.node_name:
+            pod.node_name = spec.node_name
+            pod.phase = Pod.RUNNING
+            pod.scheduled_status = "True"
+            pod.bound_at = timezone.now()
+            if Node.objects.filter(name=spec.node_name).exists():
+                add_node_usage(node_name=spec.node_name, usage=usage)
+        elif _ours(spec.scheduler_name) and not pod.deleting:
+            pod.queued_at = pod.queued_at or timezone.now()
+            to_queue.append((pod.key, spec.priority))
+    pod.save()
+    result.configured.append(f"pod/{spec.name}")
+    return None
+
+
+def _publish(to_queue: list[tuple[str, int]], node_events: list[tuple[str, str]]) -> None:
+    """After commit: tell the queue at once (the reconciler would find out within a second anyway)."""
+    from .loop import kick
+    from .queues import get_queue
+
+    queue = get_queue()
+    for key, priority in to_queue:
+        queue.add(key, priority)
+    for kind, _ in node_events[:1]:
+        queue.move_all_to_active_or_backoff(kind)
+    if to_queue or node_events:
+        kick()
+
+
+# ---- delete -----------------------------------------------------------------------------
+
+def pod_delete(*, namespace: str, name: str) -> bool:
+    """Delete a pod now (as `kubectl delete --grace-period=0 --force`), giving back its room."""
+    with transaction.atomic():
+        pod = Pod.objects.select_for_update().filter(namespace=namespace, name=name).first()
+        if pod is None:
+            return False
+        usage = {f: getattr(pod, f) for f in ("req_cpu", "req_memory", "req_ephemeral", "req_scalar",
+                                               "nonzero_cpu", "nonzero_memory", "host_ports")}
+        was_bound = bool(pod.node_name)
+        if pod.node_name:
+            if Node.objects.filter(name=pod.node_name).exists():
+                release_node_usage(node_name=pod.node_name, usage=usage)
+        elif pod.assumed_node:
+            release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=usage)
+        key = pod.key
+        pod.delete()
+        if was_bound:
+            cluster_event_record(ClusterEvent.ASSIGNED_POD_DELETE, key)
+
+    def publish():
+        from .queues import get_queue
+
+        queue = get_queue()
+        queue.delete(key)
+        if was_bound:
+            queue.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_DELETE)
+
+    transaction.on_commit(publish)
+    return True
+
+
+def node_delete(*, name: str) -> bool:
+    """Delete a node. Pods only assumed on it are released and go back to the queue."""
+    with transaction.atomic():
+        node = Node.objects.select_for_update().filter(name=name).first()
+        if node is None:
+            return False
+        requeue = list(Pod.objects.filter(node_name="", assumed_node=name).values_list("namespace", "name", "priority"))
+        Pod.objects.filter(node_name="", assumed_node=name).update(assumed_node="", assumed_at=None)
+        node.delete()
+
+    def publish():
+        from .queues import get_queue
+
+        queue = get_queue()
+        for ns, pod_name, priority in requeue:
+            queue.add(f"{ns}/{pod_name}", priority)
+
+    transaction.on_commit(publish)
+    return True

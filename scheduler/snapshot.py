@@ -1,0 +1,88 @@
+"""A worker's view of the nodes: a NodeTable rebuilt when node specs change, its usage
+reloaded from Postgres at the start of every batch (one query), one row at a time after a
+lost reservation race."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .engine.cache import Cache
+from .engine.nodes import NodeSpec, NodeTable, NodeUsage
+from .engine.pods import HostPort
+from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from .manifests import node_from_manifest
+from .models import Node
+
+_USAGE_FIELDS = ("req_cpu", "req_memory", "req_ephemeral", "req_pods", "nonzero_cpu", "nonzero_memory",
+                 "req_scalar", "used_ports")
+
+
+def ports_from_json(rows) -> list[HostPort]:
+    return [HostPort(port=int(port), protocol=proto, ip=ip) for proto, port, ip in rows]
+
+
+def usage_from_values(req_cpu, req_memory, req_ephemeral, req_pods, nonzero_cpu, nonzero_memory, req_scalar, used_ports) -> NodeUsage:
+    requested = {CPU: req_cpu, MEMORY: req_memory, EPHEMERAL_STORAGE: req_ephemeral, PODS: req_pods, **(req_scalar or {})}
+    return NodeUsage(requested=requested, nonzero_cpu=nonzero_cpu, nonzero_memory=nonzero_memory,
+                     ports=tuple(ports_from_json(used_ports or ())))
+
+
+class Snapshot:
+    """Holds the worker's Cache; `refresh()` brings it up to date with the shared state."""
+
+    def __init__(self) -> None:
+        self.cache: Cache | None = None
+        self._spec_key: tuple | None = None
+        self._specs: dict[str, tuple[int, NodeSpec]] = {}
+        self.spec_versions: dict[str, int] = {}
+
+    def refresh(self) -> Cache:
+        rows = list(Node.objects.order_by("name").values_list("name", "spec_version", *_USAGE_FIELDS))
+        spec_key = tuple((r[0], r[1]) for r in rows)
+        if spec_key != self._spec_key or self.cache is None:
+            self._rebuild([(name, version) for name, version, *_ in rows])
+            self._spec_key = spec_key
+        table = self.cache.table
+        n = len(rows)
+        cols = list(zip(*rows)) if rows else [()] * (2 + len(_USAGE_FIELDS))
+
+        def ints(i):
+            return np.fromiter(cols[i], dtype=np.int64, count=n)
+
+        standard = {CPU: ints(2), MEMORY: ints(3), EPHEMERAL_STORAGE: ints(4), PODS: ints(5)}
+        scalars = {i: r[8] for i, r in enumerate(rows) if r[8]}
+        ports = {i: ports_from_json(r[9]) for i, r in enumerate(rows) if r[9]}
+        table.load_usage(standard, ints(6), ints(7), scalars, ports)
+        # The shared state already counts every reservation that committed, ours included.
+        self.cache.assumed.clear()
+        return self.cache
+
+    def _rebuild(self, names_versions: list[tuple[str, int]]) -> None:
+        wanted = {name: version for name, version in names_versions}
+        stale = [name for name, version in wanted.items() if self._specs.get(name, (None,))[0] != version]
+        if stale:
+            for name, version, manifest in Node.objects.filter(name__in=stale).values_list("name", "spec_version", "manifest"):
+                self._specs[name] = (version, node_from_manifest(manifest))
+        for name in list(self._specs):
+            if name not in wanted:
+                del self._specs[name]
+        specs = [self._specs[name][1] for name, _ in names_versions if name in self._specs]
+        self.spec_versions = {name: self._specs[name][0] for name, _ in names_versions if name in self._specs}
+        table = NodeTable(specs)
+        if self.cache is None:
+            self.cache = Cache(table)
+        else:
+            # Keep the one Cache object: a cycle in progress holds it.
+            self.cache.table = table
+
+    def refresh_node(self, cache: Cache, node_name: str) -> None:
+        row = cache.table.index.get(node_name)
+        values = Node.objects.filter(name=node_name).values_list("spec_version", *_USAGE_FIELDS).first()
+        if row is None or values is None:
+            return
+        if values[0] != self.spec_versions.get(node_name):
+            # The node itself changed (labels, taints, allocatable...): rebuild everything.
+            self._spec_key = None
+            self.refresh()
+            return
+        cache.table.set_row_usage(row, usage_from_values(*values[1:]))

@@ -1,0 +1,469 @@
+"""Manifest parsing: kubectl dumps in, PodSpec/NodeSpec out; bad input out as exact, complete problem lists."""
+
+import json
+import os
+import textwrap
+
+import pytest
+
+from scheduler.engine.nodes import ImageState
+from scheduler.engine.pods import HostPort, NodeSelectorTerm, PreferredTerm, Requirement, Taint, Toleration
+from scheduler.manifests import (
+    ManifestError,
+    ParsedNode,
+    ParsedPod,
+    Problem,
+    node_from_manifest,
+    parse_documents,
+    parse_files,
+    pod_from_manifest,
+)
+
+TESTDATA = os.path.join(os.path.dirname(__file__), "testdata", "manifests")
+
+MiB = 1024 * 1024
+
+
+def fixture(name: str) -> str:
+    return os.path.join(TESTDATA, name)
+
+
+def pod_yaml(spec: str = "", name: str = "web", meta: str = "") -> str:
+    """A minimal valid pod; `spec` is extra YAML under spec, indented by two spaces."""
+    return (
+        f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n{textwrap.indent(textwrap.dedent(meta), '  ')}"
+        f"spec:\n  containers:\n  - name: app\n    image: nginx\n{textwrap.indent(textwrap.dedent(spec), '  ')}"
+    )
+
+
+def pod_with_requests(requests: str) -> str:
+    return (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n"
+        f"spec: {{containers: [{{name: app, image: nginx, resources: {{requests: {requests}}}}}]}}\n"
+    )
+
+
+def problems_of(text: str, filename: str = "pods.yaml") -> list[str]:
+    with pytest.raises(ManifestError) as info:
+        parse_documents(text, filename)
+    assert str(info.value) == "\n".join(str(p) for p in info.value.problems)
+    return [str(p) for p in info.value.problems]
+
+
+# ---- bad input: the exact message and nothing else ------------------------------------------------
+BAD = [
+    pytest.param(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: x}]}\n---\n"
+        "kind: Pod\nmetadata: {name: [\n",
+        ["pods.yaml: doc 2: invalid YAML: while parsing a flow node: expected the node content, "
+         "but found '<stream end>' (line 8, column 1)"],
+        id="bad-yaml-in-second-document",
+    ),
+    pytest.param(
+        "a: 1\n---\n  b: 2\n c: 3\n---\n" + pod_with_requests("{cpu: abc}"),
+        ["pods.yaml: doc 1: kind: required",
+         "pods.yaml: doc 1: apiVersion: required",
+         "pods.yaml: doc 2: invalid YAML: expected '<document start>', but found '<block mapping start>' (line 4, column 2)",
+         'pods.yaml: doc 3 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"'],
+        id="documents-after-a-syntax-error-are-still-checked",
+    ),
+    pytest.param(
+        "kind: Pod\n\tmetadata: {}\n",
+        ["pods.yaml: doc 1: invalid YAML: while scanning for the next token: found character '\\t' "
+         "that cannot start any token (line 2, column 1)"],
+        id="bad-yaml-tab",
+    ),
+    pytest.param(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\n",
+        ['pods.yaml: doc 1 (Deployment shop/web): kind: unsupported kind "Deployment" (only v1 Node and Pod)'],
+        id="unknown-kind",
+    ),
+    pytest.param(
+        "metadata: {name: web}\n",
+        ["pods.yaml: doc 1: kind: required", "pods.yaml: doc 1: apiVersion: required"],
+        id="missing-kind-and-apiVersion",
+    ),
+    pytest.param(
+        "apiVersion: v2\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c, image: x}]}\n",
+        ['pods.yaml: doc 1 (Pod default/web): apiVersion: unsupported apiVersion "v2" for Pod (only v1)'],
+        id="wrong-apiVersion",
+    ),
+    pytest.param(
+        pod_with_requests("{cpu: abc}"),
+        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"'],
+        id="bad-quantity",
+    ),
+    pytest.param(
+        pod_with_requests("{memory: 1K}"),  # parse_quantity alone would take "K"; Kubernetes does not
+        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests.memory: invalid quantity "1K"'],
+        id="bad-quantity-suffix",
+    ),
+    pytest.param(
+        pod_with_requests("{cpu: -1}"),
+        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests.cpu: '
+         'invalid value "-1": must be greater than or equal to 0'],
+        id="negative-request",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: nginx, "
+        "resources: {requests: {example.com/gpu: 0.5}, limits: {example.com/gpu: 0.5}}}]}\n",
+        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests[example.com/gpu]: '
+         'invalid value "0.5": must be an integer',
+         'pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.limits[example.com/gpu]: '
+         'invalid value "0.5": must be an integer'],
+        id="fractional-extended-resource",
+    ),
+    pytest.param(
+        pod_with_requests("{example.com/gpu: 1}"),
+        ["pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.limits[example.com/gpu]: "
+         "required: Limit must be set for non overcommitable resources"],
+        id="extended-resource-without-limit",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: nginx, "
+        "resources: {requests: {cpu: '2'}, limits: {cpu: '1'}}}]}\n",
+        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests.cpu: '
+         'invalid value "2": must be less than or equal to cpu limit of 1'],
+        id="request-above-limit",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: Pod\nmetadata: {namespace: shop}\nspec: {containers: [{name: c, image: x}]}\n",
+        ["pods.yaml: doc 1 (Pod): metadata.name: required"],
+        id="missing-name",
+    ),
+    pytest.param(
+        pod_yaml(name="Web_1"),
+        ["pods.yaml: doc 1 (Pod default/Web_1): metadata.name: invalid value \"Web_1\": a lowercase RFC 1123 "
+         "subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end "
+         "with an alphanumeric character (e.g. 'example.com')"],
+        id="invalid-name",
+    ),
+    pytest.param(
+        pod_yaml() + "---\n" + pod_yaml(meta="namespace: default\n") + "---\n" + pod_yaml(meta="namespace: other\n"),
+        ["pods.yaml: doc 2 (Pod default/web): metadata.name: duplicate Pod default/web (also doc 1)"],
+        id="duplicate-names",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- {apiVersion: v1, kind: Node, metadata: {name: n1}}\n"
+        "- {apiVersion: v1, kind: Node, metadata: {name: n1}}\n",
+        ["pods.yaml: doc 1 (Node n1): items[1].metadata.name: duplicate Node n1 (also doc 1, items[0])"],
+        id="duplicate-names-in-list",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: Pod\nmetadata: abc\nspec:\n  containers: {name: c}\n  priority: '5'\n"
+        "  nodeSelector: [a]\n  tolerations: {key: a}\n",
+        ['pods.yaml: doc 1 (Pod): metadata: expected a map, got string "abc"',
+         "pods.yaml: doc 1 (Pod): spec.containers: expected a list, got a map",
+         "pods.yaml: doc 1 (Pod): spec.nodeSelector: expected a map, got a list",
+         "pods.yaml: doc 1 (Pod): spec.tolerations: expected a list, got a map",
+         'pods.yaml: doc 1 (Pod): spec.priority: expected an integer, got string "5"'],
+        id="wrong-types",
+    ),
+    pytest.param(
+        pod_yaml(meta="labels: {tier: 1}\n"),
+        ["pods.yaml: doc 1 (Pod default/web): metadata.labels.tier: expected a string, got number 1"],
+        id="label-value-not-a-string",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: [a]\n",
+        ["pods.yaml: doc 1 (Pod default/web): spec: expected a map, got a list"],
+        id="spec-not-a-map",
+    ),
+    pytest.param(
+        pod_yaml("resources: {requests: {cpu: 1}}\n"),
+        ["pods.yaml: doc 1 (Pod default/web): spec.resources: pod-level resources are not supported: "
+         "set requests on the containers"],
+        id="pod-level-resources",
+    ),
+    pytest.param(
+        "hello\n",
+        ['pods.yaml: doc 1: expected a Kubernetes object (a map with apiVersion and kind), got string "hello"'],
+        id="not-an-object",
+    ),
+    pytest.param(
+        pod_yaml("""\
+            affinity:
+              nodeAffinity:
+                requiredDuringSchedulingIgnoredDuringExecution:
+                  nodeSelectorTerms:
+                  - matchExpressions:
+                    - {key: zone, operator: Near, values: [a]}
+            """),
+        ['pods.yaml: doc 1 (Pod default/web): spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution'
+         '.nodeSelectorTerms[0].matchExpressions[0].operator: invalid value "Near": not a valid selector operator'],
+        id="bad-operator",
+    ),
+    pytest.param(
+        pod_yaml("""\
+            affinity:
+              nodeAffinity:
+                preferredDuringSchedulingIgnoredDuringExecution:
+                - weight: 10
+                  preference:
+                    matchExpressions:
+                    - {key: zone, operator: Exists, values: [a]}
+                    - {key: zone, operator: In}
+                    - {key: gen, operator: Gt, values: ["1.5"]}
+                    - {key: gen, operator: Lt, values: ["1", "2"]}
+                - weight: 0
+                  preference:
+                    matchFields:
+                    - {key: metadata.labels, operator: In, values: [a, b]}
+            """),
+        [f"pods.yaml: doc 1 (Pod default/web): spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution{p}"
+         for p in (
+             "[0].preference.matchExpressions[0].values: forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+             "[0].preference.matchExpressions[1].values: required: must be specified when `operator` is 'In' or 'NotIn'",
+             "[0].preference.matchExpressions[2].values[0]: invalid value \"1.5\": for 'Gt', 'Lt' operators, the value must be an integer",
+             "[0].preference.matchExpressions[3].values: required: must be specified single value when `operator` is 'Lt' or 'Gt'",
+             "[1].weight: invalid value 0: must be in the range 1-100",
+             "[1].preference.matchFields[0].values: must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+             "[1].preference.matchFields[0].key: invalid value \"metadata.labels\": not a valid field selector key",
+         )],
+        id="exists-with-values-and-other-requirement-rules",
+    ),
+    pytest.param(
+        pod_yaml("""\
+            tolerations:
+            - {key: a, operator: Exists, value: b}
+            - {operator: Equal, value: b}
+            - {key: a, effect: NoExecut}
+            - {key: a, operator: Like}
+            """),
+        ["pods.yaml: doc 1 (Pod default/web): spec.tolerations[0].value: invalid value \"b\": value must be empty when `operator` is 'Exists'",
+         "pods.yaml: doc 1 (Pod default/web): spec.tolerations[1].operator: invalid value \"Equal\": operator must be Exists "
+         "when `key` is empty, which means \"match all values and all keys\"",
+         'pods.yaml: doc 1 (Pod default/web): spec.tolerations[2].effect: unsupported value "NoExecut": supported values: '
+         '"NoSchedule", "PreferNoSchedule", "NoExecute"',
+         'pods.yaml: doc 1 (Pod default/web): spec.tolerations[3].operator: unsupported value "Like": supported values: '
+         '"Equal", "Exists"'],
+        id="bad-tolerations",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: []\n",
+        ["pods.yaml: doc 1 (Pod default/web): spec.containers: required: a pod needs at least one container"],
+        id="no-containers",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{image: x}, {name: b}, {name: b, image: y}]\n",
+        ["pods.yaml: doc 1 (Pod default/web): spec.containers[0].name: required",
+         "pods.yaml: doc 1 (Pod default/web): spec.containers[1].image: required",
+         'pods.yaml: doc 1 (Pod default/web): spec.containers[2].name: duplicate value "b" (also spec.containers[1])'],
+        id="container-name-and-image",
+    ),
+    pytest.param(
+        pod_yaml("initContainers: [{name: init, image: x, restartPolicy: OnFailure}]\n"),
+        ['pods.yaml: doc 1 (Pod default/web): spec.initContainers[0].restartPolicy: unsupported value "OnFailure": '
+         'supported values: "Always"'],
+        id="init-container-restart-policy",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nspec:\n  taints:\n  - {effect: NoSchedule}\n"
+        "  - {key: a}\n  - {key: b, effect: Sometimes}\n  - {key: c, effect: NoSchedule}\n"
+        "  - {key: c, effect: NoSchedule, value: x}\n"
+        "status:\n  allocatable: {cpu: 1x, nvidia.com/gpu: 1.5}\n  images: [{names: [a, 1], sizeBytes: big}]\n",
+        ["pods.yaml: doc 1 (Node n1): spec.taints[0].key: required",
+         "pods.yaml: doc 1 (Node n1): spec.taints[1].effect: required",
+         'pods.yaml: doc 1 (Node n1): spec.taints[2].effect: unsupported value "Sometimes": supported values: '
+         '"NoSchedule", "PreferNoSchedule", "NoExecute"',
+         "pods.yaml: doc 1 (Node n1): spec.taints[4]: duplicate taint c:NoSchedule: taints must be unique by key and effect pair",
+         'pods.yaml: doc 1 (Node n1): status.allocatable.cpu: invalid quantity "1x"',
+         'pods.yaml: doc 1 (Node n1): status.allocatable[nvidia.com/gpu]: invalid value "1.5": must be an integer',
+         "pods.yaml: doc 1 (Node n1): status.images[0].names[1]: expected a string, got number 1",
+         'pods.yaml: doc 1 (Node n1): status.images[0].sizeBytes: expected an integer, got string "big"'],
+        id="bad-node",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: List\nitems:\n- 5\n- {kind: Service, apiVersion: v1, metadata: {name: s}}\n"
+        "- {kind: Pod, apiVersion: v1, metadata: {name: p}, spec: {containers: [{name: c, image: x, "
+        "ports: [{containerPort: 80, hostPort: 70000, protocol: HTTP}]}]}}\n",
+        ["pods.yaml: doc 1: items[0]: expected a Kubernetes object (a map with apiVersion and kind), got number 5",
+         'pods.yaml: doc 1 (Service s): items[1].kind: unsupported kind "Service" (only v1 Node and Pod)',
+         "pods.yaml: doc 1 (Pod default/p): items[2].spec.containers[0].ports[0].hostPort: "
+         "invalid value 70000: must be between 1 and 65535, inclusive",
+         'pods.yaml: doc 1 (Pod default/p): items[2].spec.containers[0].ports[0].protocol: unsupported value "HTTP": '
+         'supported values: "SCTP", "TCP", "UDP"'],
+        id="list-items-are-located-by-index",
+    ),
+]
+
+
+@pytest.mark.parametrize("text, expected", BAD)
+def test_it_reports_exactly_these_problems(text, expected):
+    assert problems_of(text) == expected
+
+
+def test_bad_json_is_one_problem_with_its_position():
+    assert problems_of('{"kind": "Pod",\n  "metadata": }\n', "pod.json") == [
+        "pod.json: doc 1: invalid JSON: Expecting value (line 2, column 15)",
+    ]
+
+
+def test_a_problem_prints_file_doc_object_path_and_message():
+    p = Problem("pods.yaml", 2, "Pod", "default/web", "spec.containers[0].resources.requests.cpu", 'invalid quantity "abc"')
+    assert str(p) == 'pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"'
+
+
+def test_it_refuses_the_whole_file_and_lists_every_problem():
+    text = pod_with_requests("{cpu: abc}") + "---\n" + pod_yaml(name="ok") + "---\n" + pod_with_requests("{memory: -1Gi}").replace("web", "w2")
+    problems = problems_of(text)
+    assert problems == [
+        'pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"',
+        'pods.yaml: doc 3 (Pod default/w2): spec.containers[0].resources.requests.memory: '
+        'invalid value "-1Gi": must be greater than or equal to 0',
+    ]
+
+
+def test_empty_documents_are_skipped_but_keep_their_numbers():
+    text = "---\n" + pod_yaml() + "---\n---\n" + pod_with_requests("{cpu: abc}").replace("web", "w2")
+    assert problems_of(text) == [
+        'pods.yaml: doc 3 (Pod default/w2): spec.containers[0].resources.requests.cpu: invalid quantity "abc"',
+    ]
+    assert [p.spec.name for p in parse_documents("---\n" + pod_yaml() + "---\n---\n", "p.yaml")] == ["web"]
+
+
+# ---- quantities -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("resource, quantity, expected", [
+    ("cpu", "500m", 500),
+    ("cpu", "1.5", 1500),
+    ("cpu", "2", 2000),
+    ("cpu", "0.1m", 1),  # MilliValue rounds up
+    ("cpu", "1e-3", 1),
+    ("cpu", "100n", 1),
+    ("memory", "128Mi", 134217728),
+    ("memory", "1G", 1000000000),
+    ("memory", "1.5Gi", 1610612736),
+    ("memory", "0.5", 1),  # Value rounds up
+    ("memory", "1e3", 1000),
+    ("memory", "1E", 10**18),
+    ("ephemeral-storage", "10Gi", 10 * 1024**3),
+])
+def test_quantities_convert_to_kube_scheduler_units(resource, quantity, expected):
+    [pod] = parse_documents(pod_with_requests(f'{{{resource}: "{quantity}"}}'), "p.yaml")
+    assert pod.spec.containers[0].requests[resource] == expected
+
+
+def test_yaml_numbers_are_quantities_too():
+    [pod] = parse_documents(pod_with_requests("{cpu: 0.25, memory: 1048576}"), "p.yaml")
+    assert pod.spec.containers[0].requests == {"cpu": 250, "memory": MiB}
+
+
+# ---- good input: kubectl dumps ---------------------------------------------------------------------
+def test_it_reads_a_kubectl_get_pod_dump():
+    [parsed] = parse_files([fixture("pod-kubectl-get.yaml")])
+    assert isinstance(parsed, ParsedPod)
+    pod = parsed.spec
+    assert (pod.namespace, pod.name, pod.uid) == ("shop", "web-7c9d8f6b5d-x2kqp", "5f1d2c3b-7a8e-4b6f-9c0d-1e2f3a4b5c6d")
+    assert (pod.priority, pod.scheduler_name, pod.node_name, pod.deleting) == (1000, "default-scheduler", "node-b", False)
+    # limits.memory with no request: the API server defaults the request to the limit.
+    assert pod.containers[0].requests == {"cpu": 500, "memory": 256 * MiB}
+    assert pod.requests == {"cpu": 500, "memory": 256 * MiB, "pods": 1}
+    assert pod.host_ports == (HostPort(8080, "TCP", "0.0.0.0"),)  # the metrics port has no hostPort
+    assert pod.images == ("registry.example.com/shop/web:1.8.2",)
+    assert pod.node_selector == {"kubernetes.io/os": "linux"}
+    assert pod.required_terms == (
+        NodeSelectorTerm(match_expressions=(
+            Requirement("kubernetes.io/arch", "In", ("amd64", "arm64")),
+            Requirement("node.example.com/generation", "Gt", ("3",)),
+        )),
+        NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", ("node-b",)),)),
+    )
+    assert pod.preferred_terms == (
+        PreferredTerm(20, NodeSelectorTerm(match_expressions=(Requirement("topology.kubernetes.io/zone", "In", ("eu-west-1a",)),))),
+    )
+    assert pod.tolerations == (
+        Toleration("node.kubernetes.io/not-ready", "Exists", "", "NoExecute", 300),
+        Toleration("node.kubernetes.io/unreachable", "Exists", "", "NoExecute", 300),
+        Toleration("dedicated", "Equal", "shop", "NoSchedule", None),
+    )
+    # The dump is kept, managedFields and status included, with the defaulted request written in.
+    assert parsed.manifest["metadata"]["managedFields"][0]["manager"] == "kube-controller-manager"
+    assert parsed.manifest["status"]["phase"] == "Running"
+    assert parsed.manifest["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m", "memory": "256Mi"}
+
+
+def test_it_reads_a_kubectl_get_nodes_list():
+    parsed = parse_files([fixture("nodes-kubectl-get.yaml")])
+    assert all(isinstance(p, ParsedNode) for p in parsed)
+    a, b, c = (p.spec for p in parsed)
+    assert a.name == "node-a"
+    assert a.allocatable == {"cpu": 4000, "ephemeral-storage": 95551679124, "hugepages-1Gi": 0, "hugepages-2Mi": 0,
+                             "memory": 16283300 * 1024, "pods": 110}
+    assert a.labels["node-role.kubernetes.io/control-plane"] == ""
+    assert a.taints == (Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule"),)
+    assert a.images[1] == ImageState(("registry.k8s.io/pause@sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097",
+                                      "registry.k8s.io/pause:3.9"), 321520)
+    assert b.unschedulable is True
+    assert b.allocatable == {"cpu": 7910, "ephemeral-storage": 1000000000, "memory": 31 * 1024**3, "nvidia.com/gpu": 2, "pods": 110}
+    assert b.taints == (Taint("nvidia.com/gpu", "present", "NoSchedule"), Taint("dedicated", "shop", "PreferNoSchedule"))
+    # No allocatable reported: capacity stands in.
+    assert c.allocatable == {"cpu": 1500, "memory": 2000000000, "pods": 20}
+    assert c.images == () and c.taints == () and c.unschedulable is False
+
+
+def test_init_containers_sidecars_and_overhead_make_the_pod_requests():
+    [parsed] = parse_files([fixture("pod-sidecar-overhead.yaml")])
+    pod = parsed.spec
+    assert [c.restart_policy for c in pod.init_containers] == [None, "Always", None]
+    # cpu: containers 1500 + sidecar 100 = 1600; init peak max(2000, 300 + 100) = 2000; + overhead 250.
+    # memory: containers 512Mi + 64Mi; init peak max(1Gi, 2Gi + 64Mi) = 2112Mi; + overhead 120Mi.
+    assert pod.requests == {"cpu": 2250, "memory": 2232 * MiB, "example.com/foo": 2, "pods": 1}
+    assert pod.overhead == {"cpu": 250, "memory": 120 * MiB}
+
+
+def test_it_reads_a_json_pod_list_with_api_defaults():
+    tiny, hostnet = (p.spec for p in parse_files([fixture("pods.json")]))
+    assert tiny.key == "default/tiny" and tiny.deleting is True
+    assert tiny.requests == {"cpu": 1, "memory": 1000000000, "pods": 1}
+    assert hostnet.scheduler_name == "my-scheduler"
+    assert hostnet.containers[0].requests == {"cpu": 1500, "memory": 134217728}
+    # hostNetwork: every container port is a host port (defaultHostNetworkPorts).
+    assert hostnet.host_ports == (HostPort(80, "TCP", "0.0.0.0"), HostPort(53, "UDP", "10.0.0.1"))
+
+
+def test_priority_class_name_without_priority_reads_as_zero():
+    [pod] = parse_documents(pod_yaml("priorityClassName: high\n"), "p.yaml")
+    assert pod.spec.priority == 0
+
+
+# ---- files, stdin, stored manifests ---------------------------------------------------------------
+def test_parse_files_collects_problems_across_files_and_stdin(tmp_path):
+    first = tmp_path / "a.yaml"
+    first.write_text(pod_yaml())
+    second = tmp_path / "b.yaml"
+    second.write_text(pod_with_requests("{cpu: abc}").replace("web", "other"))
+    with pytest.raises(ManifestError) as info:
+        parse_files([str(first), str(second), "-", str(tmp_path / "missing.yaml")], stdin_text=pod_yaml())
+    assert [str(p) for p in info.value.problems] == [
+        f'{second}: doc 1 (Pod default/other): spec.containers[0].resources.requests.cpu: invalid quantity "abc"',
+        f"<stdin>: doc 1 (Pod default/web): metadata.name: duplicate Pod default/web (also {first} doc 1)",
+        f"{tmp_path / 'missing.yaml'}: cannot read: No such file or directory",
+    ]
+
+
+def test_parse_files_reads_stdin_and_directories(tmp_path):
+    (tmp_path / "1-nodes.yaml").write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n")
+    (tmp_path / "notes.txt").write_text("not a manifest")
+    parsed = parse_files([str(tmp_path), "-"], stdin_text=pod_yaml())
+    assert [type(p).__name__ for p in parsed] == ["ParsedNode", "ParsedPod"]
+
+
+def test_stored_manifests_rebuild_the_same_specs():
+    for parsed in parse_files([TESTDATA]):
+        stored = json.loads(json.dumps(parsed.manifest))  # what the database keeps
+        rebuild = pod_from_manifest if isinstance(parsed, ParsedPod) else node_from_manifest
+        assert rebuild(stored) == parsed.spec
+
+
+def test_yaml_timestamps_are_stored_as_strings():
+    [pod] = parse_documents(pod_yaml(meta="creationTimestamp: 2024-05-02T09:14:05Z\n"), "p.yaml")
+    assert pod.manifest["metadata"]["creationTimestamp"] == "2024-05-02T09:14:05Z"
+    assert pod.manifest["metadata"]["namespace"] == "default"
+    assert pod.manifest["spec"]["schedulerName"] == "default-scheduler"
+
+
+def test_rebuilding_the_wrong_kind_is_an_error():
+    with pytest.raises(ManifestError, match=r'<manifest>: doc 1 \(Pod default/p\): kind: expected Node, got "Pod"'):
+        node_from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                            "spec": {"containers": [{"name": "c", "image": "x"}]}})
