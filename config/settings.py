@@ -86,7 +86,8 @@ SCHEDBOARD_SEED = env_int("SCHEDBOARD_SEED", 0) or None
 
 # ---- celery ----------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL or "memory://"
-CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+# Embedded mode runs tasks inline; tests that are not about workers do too (SCHEDBOARD_EAGER=1).
+CELERY_TASK_ALWAYS_EAGER = env_bool("SCHEDBOARD_EAGER", not REDIS_URL)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -115,7 +115,7 @@ class Worker:
         if not infos:
             return stats
         stats.popped = len(infos)
-        popped_at = time.time()
+        popped_at = self.queue.clock()
         now = timezone.now()
         rows = _pods_by_key([i.key for i in infos])
         cache = self.snapshot.refresh()
@@ -132,8 +132,10 @@ class Worker:
                 continue
             spec = self.pod_spec(pod)
             profile = self.profiles[pod.scheduler_name]
+            cycle_started = time.perf_counter()
             result = cycle.schedule_one(spec, profile=profile, algorithm=self.algorithm, cache=cache,
                                         cluster=_DbCluster(self, pod))
+            result.cycle_seconds = time.perf_counter() - cycle_started
             stats.conflicts += result.conflicts
             if result.status == cycle.SKIPPED:
                 stats.skipped += 1
@@ -180,6 +182,7 @@ class Worker:
             started_at=now, finished_at=timezone.now(), node_name=result.node_name or "", message=result.message,
             profile_name=profile.scheduler_name, profile_version=profile.version, worker=self.identity,
             queue_wait_ms=_ms(max(0.0, popped_at - info.timestamp)), algorithm_ms=_ms(result.algorithm_seconds),
+            attempt_ms=_ms(result.cycle_seconds),
             result={cycle.SCHEDULED: RESULT_SCHEDULED, cycle.UNSCHEDULABLE: RESULT_UNSCHEDULABLE}.get(result.status, RESULT_ERROR),
         )
         if decision is not None:
@@ -322,7 +325,7 @@ def reconcile(*, queue=None) -> dict:
             queue.add(pod.key, pod.priority)
 
     # In-flight pods whose worker died, then pending pods the queue does not know (Redis lost).
-    report["reclaimed"] = len(queue.reclaim_expired(time.time(), settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS))
+    report["reclaimed"] = len(queue.reclaim_expired(None, settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS))
     known = queue.keys()
     pending = Pod.objects.filter(node_name="", assumed_node="", deleting=False,
                                  scheduler_name__in=settings.SCHEDBOARD_SCHEDULER_NAMES)
@@ -347,8 +350,8 @@ _SLOT_SECONDS = 30
 def kick() -> None:
     """Make sure up to SCHEDBOARD_PARALLELISM schedule tasks are queued or running (Redis only)."""
     r = get_redis()
-    if r is None:
-        return  # embedded: the in-process loop polls
+    if r is None or settings.CELERY_TASK_ALWAYS_EAGER:
+        return  # embedded (or inline tasks): the caller's own loop polls
     from .tasks import schedule
 
     now = time.time()

@@ -86,12 +86,14 @@ class ManifestError(Exception):
 class ParsedNode:
     spec: NodeSpec
     manifest: dict  # the object as given, made JSON-safe and with API-server defaults applied
+    origin: tuple[str, int, str] = ("", 0, "")  # (file, doc, "items[K]" prefix) for error messages
 
 
 @dataclass
 class ParsedPod:
     spec: PodSpec
     manifest: dict
+    origin: tuple[str, int, str] = ("", 0, "")
 
 
 # ---- field paths and typed access ---------------------------------------------------------------
@@ -853,6 +855,9 @@ def _result(located: list[_Located], problems: list[Problem], files: list[str]) 
         order = {f: i for i, f in enumerate(files)}
         problems.sort(key=lambda p: (order.get(p.file, -1), p.doc))  # stable: keeps field order within a doc
         raise ManifestError(problems)
+    for loc in located:
+        if loc.parsed is not None:
+            loc.parsed.origin = (loc.file, loc.doc, loc.prefix)
     return [loc.parsed for loc in located if loc.parsed is not None]
 
 

@@ -121,7 +121,8 @@ class Attempt(models.Model):
     profile_version = models.IntegerField(default=0)
     worker = models.CharField(max_length=128, blank=True, default="")
     queue_wait_ms = models.FloatField(null=True, blank=True)
-    algorithm_ms = models.FloatField(null=True, blank=True)
+    algorithm_ms = models.FloatField(null=True, blank=True, help_text="filter, score and select")
+    attempt_ms = models.FloatField(null=True, blank=True, help_text="the whole scheduling cycle: algorithm, assume, reserve")
     binding_ms = models.FloatField(null=True, blank=True)
     e2e_ms = models.FloatField(null=True, blank=True, help_text="first queued to bound (the SLI)")
 

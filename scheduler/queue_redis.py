@@ -287,6 +287,7 @@ class RedisQueue:
         self.redis = redis_client
         self.prefix = prefix
         self._clock = clock
+        self.clock = clock  # the time base of every timestamp this queue hands out
         self.initial_backoff = float(initial_backoff)
         self.max_backoff = float(max_backoff)
         self.max_in_unschedulable = float(max_in_unschedulable)

@@ -151,6 +151,7 @@ class MemoryQueue:
         max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
     ):
         self._clock = clock
+        self.clock = clock  # the time base of every timestamp this queue hands out
         self.initial_backoff = float(initial_backoff)
         self.max_backoff = float(max_backoff)
         self.max_in_unschedulable = float(max_in_unschedulable)

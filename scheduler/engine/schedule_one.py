@@ -43,6 +43,7 @@ class CycleResult:
     message: str = ""
     algorithm_seconds: float = 0.0
     conflicts: int = 0
+    cycle_seconds: float = 0.0  # set by the caller: the whole cycle including the reservation
 
 
 def schedule_one(pod: PodSpec, *, profile: Profile, algorithm: Algorithm, cache: Cache, cluster: Cluster) -> CycleResult:

@@ -1,0 +1,33 @@
+# The two set-up commands: `make run` (the service, embedded: no Postgres or Redis needed)
+# and `make test` (the whole suite against real Postgres and Redis).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/schedboard
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+
+.PHONY: run test bench venv clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python manage.py migrate --verbosity 0
+	$(BIN)/python manage.py run
+
+test: $(STAMP)
+	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
+		$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-redis://127.0.0.1:6379/14}" \
+		$(BIN)/python manage.py bench --json
+
+clean:
+	rm -rf $(VENV) db.sqlite3 var

@@ -1,0 +1,13 @@
+"""Settings for the test suite: real Postgres and Redis (defaults on 127.0.0.1), tasks inline
+unless a test starts real worker processes (which set SCHEDBOARD_EAGER=0 for themselves)."""
+
+import os
+
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/schedboard")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+os.environ.setdefault("SCHEDBOARD_EAGER", "1")
+os.environ.setdefault("SCHEDBOARD_QUEUE_PREFIX", "schedboard-test:q")
+
+from .settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests

@@ -1,0 +1,110 @@
+"""Real worker processes for tests and the benchmark: `celery -A config worker` (one process each,
+so a SIGKILL takes exactly one) and `celery -A config beat`, on a given database and Redis."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def worker_env(*, database_url: str, redis_url: str, queue_prefix: str, **extra: str) -> dict:
+    env = dict(os.environ)
+    env.update({
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "SCHEDBOARD_QUEUE_PREFIX": queue_prefix,
+        "SCHEDBOARD_EAGER": "0",
+        "PYTHONUNBUFFERED": "1",
+    })
+    env.update(extra)
+    return env
+
+
+def purge_broker(redis_url: str) -> None:
+    """Drop task messages left by an earlier run (the default Celery queue and its bookkeeping)."""
+    r = redis.Redis.from_url(redis_url)
+    r.delete("celery", "unacked", "unacked_index", "schedboard:schedule-slots")
+
+
+class WorkerProcesses:
+    """N single-process Celery workers (+ beat), started and stopped as real OS processes."""
+
+    def __init__(self, n: int, env: dict, *, beat: bool = True, log_dir: str | None = None):
+        self.n = n
+        self.env = env
+        self.beat = beat
+        self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="schedboard-workers-"))
+        self.procs: list[subprocess.Popen] = []
+        self.beat_proc: subprocess.Popen | None = None
+
+    def _spawn(self, args: list[str], log_name: str) -> subprocess.Popen:
+        log = open(self.log_dir / log_name, "ab")
+        return subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", *args], cwd=BASE_DIR, env=self.env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start_worker(self, i: int) -> subprocess.Popen:
+        proc = self._spawn(["worker", "-P", "solo", "-n", f"w{i}-{os.getpid()}@%h", "--loglevel", "WARNING",
+                            "--without-gossip", "--without-mingle", "--without-heartbeat"], f"worker-{i}.log")
+        return proc
+
+    def start(self) -> WorkerProcesses:
+        self.procs = [self.start_worker(i) for i in range(self.n)]
+        if self.beat:
+            self.beat_proc = self._spawn(["beat", "--loglevel", "WARNING", "-s", str(self.log_dir / "beat-schedule")],
+                                         "beat.log")
+        return self
+
+    def kill(self, i: int, sig: int = signal.SIGKILL) -> None:
+        self.procs[i].send_signal(sig)
+        self.procs[i].wait(timeout=30)
+
+    def restart(self, i: int) -> None:
+        self.procs[i] = self.start_worker(i)
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs if p.poll() is None]
+
+    def peak_rss_mb(self) -> float:
+        """The largest peak resident set (VmHWM) among the live workers."""
+        peak = 0
+        for pid in self.pids():
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]))
+            except OSError:
+                pass
+        return round(peak / 1024.0, 1)
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}" for p in sorted(self.log_dir.glob("*.log")))
+
+    def stop(self) -> None:
+        for proc in [*self.procs, self.beat_proc]:
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for proc in [*self.procs, self.beat_proc]:
+            if proc is None:
+                continue
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    def __enter__(self) -> WorkerProcesses:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
