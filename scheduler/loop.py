@@ -34,7 +34,7 @@ from .manifests import pod_from_manifest
 from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Binding,
                      ClusterEvent, Pod)
 from .queues import get_queue, get_redis
-from .reservations import release_assumed, reserve
+from .reservations import release_assumed, reserve_many
 from .services import EventSpec, events_record
 from .snapshot import Snapshot
 
@@ -72,18 +72,21 @@ class BatchStats:
 
 
 class _DbCluster:
-    """schedule_one's Cluster port over Postgres, for one pod row."""
+    """schedule_batch's Cluster port over Postgres for one batch of pod rows."""
 
-    def __init__(self, worker: Worker, pod: Pod):
+    def __init__(self, worker: Worker, rows: dict[str, Pod]):
         self.worker = worker
-        self.pod = pod
+        self.rows = rows
 
-    def reserve(self, pod: PodSpec, node_name: str) -> bool:
-        return reserve(pod_id=self.pod.pk, usage=_usage(self.pod), node_name=node_name,
-                       spec_version=self.worker.snapshot.spec_versions.get(node_name))
+    def reserve_many(self, placements: list[tuple[PodSpec, str]]) -> cycle.ReserveOutcome:
+        versions = self.worker.snapshot.spec_versions
+        by_id = {self.rows[pod.key].pk: pod.key for pod, _ in placements}
+        conflicts, gone = reserve_many([(self.rows[pod.key].pk, _usage(self.rows[pod.key]), node, versions.get(node))
+                                        for pod, node in placements])
+        return cycle.ReserveOutcome(conflicts={by_id[i] for i in conflicts}, gone={by_id[i] for i in gone})
 
-    def refresh_node(self, cache, node_name: str) -> None:
-        self.worker.snapshot.refresh_node(cache, node_name)
+    def refresh_nodes(self, cache, node_names: set[str]) -> None:
+        self.worker.snapshot.refresh_nodes(cache, node_names)
 
 
 class Worker:
@@ -125,18 +128,25 @@ class Worker:
         requeue: list[tuple[QueuedPodInfo, bool, str]] = []
         placed: list[tuple[Attempt, Pod, QueuedPodInfo]] = []
 
+        batch: list[tuple[PodSpec, object]] = []
+        batch_rows: dict[str, Pod] = {}
+        batch_infos: dict[str, QueuedPodInfo] = {}
         for info in infos:
             pod = rows.get(info.key)
             if pod is None or pod.node_name or pod.assumed_node or pod.scheduler_name not in self.profiles:
                 self.queue.done(info.key)  # deleted, already placed, or not ours any more
                 continue
-            spec = self.pod_spec(pod)
-            profile = self.profiles[pod.scheduler_name]
-            cycle_started = time.perf_counter()
-            result = cycle.schedule_one(spec, profile=profile, algorithm=self.algorithm, cache=cache,
-                                        cluster=_DbCluster(self, pod))
-            result.cycle_seconds = time.perf_counter() - cycle_started
+            batch.append((self.pod_spec(pod), self.profiles[pod.scheduler_name]))
+            batch_rows[info.key] = pod
+            batch_infos[info.key] = info
+        results = cycle.schedule_batch(batch, algorithm=self.algorithm, cache=cache, cluster=_DbCluster(self, batch_rows))
+
+        for (spec, profile), result in zip(batch, results):
+            pod, info = batch_rows[spec.key], batch_infos[spec.key]
             stats.conflicts += result.conflicts
+            if result.status == cycle.GONE:
+                self.queue.done(info.key)
+                continue
             if result.status == cycle.SKIPPED:
                 stats.skipped += 1
                 events.append(EventSpec("Warning", "FailedScheduling", result.message, "Pod", pod.namespace, pod.name,
@@ -344,7 +354,7 @@ def reconcile(*, queue=None) -> dict:
 # ---- waking workers ---------------------------------------------------------------------
 
 _KICK_SLOTS = "schedboard:schedule-slots"
-_SLOT_SECONDS = 30
+_SLOT_SECONDS = 5  # a dead worker holds its slot this long at most
 
 
 def kick() -> None:

@@ -7,7 +7,7 @@ row is claimed in the same transaction, so a pod is reserved on at most one node
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -140,3 +140,80 @@ def node_recount(node: Node) -> None:
     node.req_scalar = scalars
     node.used_ports = ports
     node.generation += 1
+
+
+def _values(rows: list[tuple]) -> tuple[str, list]:
+    """A VALUES list with placeholders for `rows`, and the flat parameters."""
+    width = len(rows[0])
+    one = "(" + ", ".join(["%s"] * width) + ")"
+    return ", ".join([one] * len(rows)), [v for row in rows for v in row]
+
+
+_CLAIM = """
+WITH v(id, node) AS (VALUES {values})
+UPDATE scheduler_pod SET assumed_node = v.node, assumed_at = %s
+FROM v
+WHERE scheduler_pod.id = v.id AND scheduler_pod.node_name = '' AND scheduler_pod.assumed_node = ''
+  AND scheduler_pod.deleting = %s
+RETURNING scheduler_pod.id
+"""
+
+# As NodeResourcesFit: the pod count always counts; a zero request never fails.
+_TAKE = """
+WITH v(name, cpu, mem, eph, pods, nzc, nzm, specv) AS (VALUES {values})
+UPDATE scheduler_node SET
+  req_cpu = req_cpu + v.cpu, req_memory = req_memory + v.mem, req_ephemeral = req_ephemeral + v.eph,
+  req_pods = req_pods + v.pods, nonzero_cpu = nonzero_cpu + v.nzc, nonzero_memory = nonzero_memory + v.nzm,
+  generation = generation + 1
+FROM v
+WHERE scheduler_node.name = v.name AND (v.specv = 0 OR scheduler_node.spec_version = v.specv)
+  AND req_pods + v.pods <= alloc_pods
+  AND (v.cpu = 0 OR req_cpu + v.cpu <= alloc_cpu)
+  AND (v.mem = 0 OR req_memory + v.mem <= alloc_memory)
+  AND (v.eph = 0 OR req_ephemeral + v.eph <= alloc_ephemeral)
+RETURNING scheduler_node.name
+"""
+
+
+def reserve_many(placements: list[tuple[int, dict, str, int | None]]) -> tuple[set[int], set[int]]:
+    """Reserve many (pod id, usage, node, node spec_version) placements in one transaction.
+
+    Returns (conflicts, gone): pods whose node had no room left (or changed), and pods that
+    were deleted or placed meanwhile. Everything else is reserved when this returns. Pods on
+    one node are taken together, so the node's check is against their sum.
+    """
+    if not placements:
+        return set(), set()
+    conflicts: set[int] = set()
+    simple = [p for p in placements if not p[1]["req_scalar"] and not p[1]["host_ports"]]
+    special = [p for p in placements if p[1]["req_scalar"] or p[1]["host_ports"]]
+    with transaction.atomic(), connection.cursor() as cursor:
+        claimed: set[int] = set()
+        if simple:
+            values, params = _values([(pod_id, node) for pod_id, _, node, _ in simple])
+            cursor.execute(_CLAIM.format(values=values), [*params, timezone.now(), False])
+            claimed = {row[0] for row in cursor.fetchall()}
+        by_node: dict[str, list] = {}
+        for p in simple:
+            if p[0] in claimed:
+                by_node.setdefault(p[2], []).append(p)
+        if by_node:
+            rows = []
+            for node, group in by_node.items():
+                total = [sum(p[1][f] for p in group) for f in ("req_cpu", "req_memory", "req_ephemeral")]
+                nonzero = [sum(p[1][f] for p in group) for f in ("nonzero_cpu", "nonzero_memory")]
+                rows.append((node, *total, len(group), *nonzero, group[0][3] if group[0][3] is not None else 0))
+            values, params = _values(rows)
+            cursor.execute(_TAKE.format(values=values), params)
+            taken = {row[0] for row in cursor.fetchall()}
+            lost = [p[0] for node, group in by_node.items() if node not in taken for p in group]
+            if lost:
+                Pod.objects.filter(pk__in=lost).update(assumed_node="", assumed_at=None)
+                conflicts.update(lost)
+        gone = {p[0] for p in simple if p[0] not in claimed}
+        for pod_id, usage, node, spec_version in special:
+            if reserve(pod_id=pod_id, usage=usage, node_name=node, spec_version=spec_version):
+                continue
+            still_there = Pod.objects.filter(pk=pod_id, node_name="", assumed_node="", deleting=False).exists()
+            (conflicts if still_there else gone).add(pod_id)
+    return conflicts, gone

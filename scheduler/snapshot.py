@@ -75,14 +75,14 @@ class Snapshot:
             # Keep the one Cache object: a cycle in progress holds it.
             self.cache.table = table
 
-    def refresh_node(self, cache: Cache, node_name: str) -> None:
-        row = cache.table.index.get(node_name)
-        values = Node.objects.filter(name=node_name).values_list("spec_version", *_USAGE_FIELDS).first()
-        if row is None or values is None:
-            return
-        if values[0] != self.spec_versions.get(node_name):
-            # The node itself changed (labels, taints, allocatable...): rebuild everything.
+    def refresh_nodes(self, cache: Cache, node_names: set[str]) -> None:
+        """Reload these nodes' usage (after a lost reservation race); rebuild if one of them changed."""
+        rows = Node.objects.filter(name__in=node_names).values_list("name", "spec_version", *_USAGE_FIELDS)
+        found = {r[0]: r for r in rows}
+        if set(found) != set(node_names) or any(r[1] != self.spec_versions.get(name) for name, r in found.items()):
+            # A node changed (labels, taints, allocatable) or went away: rebuild everything.
             self._spec_key = None
             self.refresh()
             return
-        cache.table.set_row_usage(row, usage_from_values(*values[1:]))
+        for name, values in found.items():
+            cache.table.set_row_usage(cache.table.index[name], usage_from_values(*values[2:]))

@@ -1,11 +1,14 @@
-"""One scheduling cycle for one pod, read top to bottom like kube-scheduler's scheduleOne().
+"""One scheduling cycle, read top to bottom like kube-scheduler's scheduleOne(), and the batch
+around it that reserves placements in the shared state.
 
-    pop (the caller) -> skip a deleting pod -> schedulePod (filter, score, select host)
-    -> assume in the cache -> reserve on the node (a conditional write shared by every
-    worker) -> hand to the binder (asynchronous).
+    schedule_one:   skip a deleting pod -> schedulePod (filter, score, select host) -> assume
+    schedule_batch: schedule_one for each popped pod -> reserve every placement at once on the
+                    shared state (one round trip, compare-and-set per node) -> for a lost race:
+                    forget, look at those nodes again, run the pod again (Omega-style)
+    (then the caller hands the reserved placements to the binder, asynchronously)
 
-The cluster side (reserve, bind, record) is a port, so the same cycle runs against the
-database in a worker, against a plain in-memory cluster in the benchmark, and in tests.
+The cluster side is a port, so the same cycle runs against Postgres in a worker, against a
+plain in-memory cluster in tests and the benchmark.
 """
 
 from __future__ import annotations
@@ -18,20 +21,10 @@ from .cache import Cache
 from .framework import Algorithm, Decision, Profile
 from .pods import PodSpec
 
-SCHEDULED, UNSCHEDULABLE, ERROR, SKIPPED = "scheduled", "unschedulable", "error", "skipped"
+SCHEDULED, UNSCHEDULABLE, ERROR, SKIPPED, GONE = "scheduled", "unschedulable", "error", "skipped", "gone"
 
-# How often one pod may lose the reservation race in one cycle before it is requeued (Omega-style retry).
+# How often one pod may lose the reservation race in one batch before it goes back to the queue.
 MAX_RESERVE_CONFLICTS = 3
-
-
-class Cluster(Protocol):
-    def reserve(self, pod: PodSpec, node_name: str) -> bool:
-        """Take the pod's requests on the node, atomically for every worker; False on a lost race."""
-        ...
-
-    def refresh_node(self, cache: Cache, node_name: str) -> None:
-        """Reload one node's usage into the cache after a lost race."""
-        ...
 
 
 @dataclass
@@ -43,36 +36,88 @@ class CycleResult:
     message: str = ""
     algorithm_seconds: float = 0.0
     conflicts: int = 0
-    cycle_seconds: float = 0.0  # set by the caller: the whole cycle including the reservation
+    cycle_seconds: float = 0.0  # the whole cycle, including this pod's share of the reservation
 
 
-def schedule_one(pod: PodSpec, *, profile: Profile, algorithm: Algorithm, cache: Cache, cluster: Cluster) -> CycleResult:
+@dataclass
+class ReserveOutcome:
+    conflicts: set[str]  # pod keys whose node had no room any more (another worker took it)
+    gone: set[str]  # pod keys that were deleted or placed elsewhere meanwhile
+
+
+class Cluster(Protocol):
+    def reserve_many(self, placements: list[tuple[PodSpec, str]]) -> ReserveOutcome:
+        """Take each pod's requests on its node, atomically against every other worker."""
+        ...
+
+    def refresh_nodes(self, cache: Cache, node_names: set[str]) -> None:
+        """Reload these nodes' usage into the cache after a lost race."""
+        ...
+
+
+def schedule_one(pod: PodSpec, *, profile: Profile, algorithm: Algorithm, cache: Cache) -> CycleResult:
     # skipPodSchedule: a pod already being deleted is not scheduled.
     if pod.deleting:
         return CycleResult(pod, SKIPPED, message=f"skip schedule deleting pod: {pod.namespace}/{pod.name}")
 
-    conflicts = 0
-    elapsed = 0.0
-    while True:
-        started = time.perf_counter()
-        decision = algorithm.schedule(profile, pod, cache.table)
-        elapsed += time.perf_counter() - started
-        if decision.error:
-            return CycleResult(pod, ERROR, decision, message=decision.error, algorithm_seconds=elapsed, conflicts=conflicts)
-        if not decision.scheduled:
-            return CycleResult(pod, UNSCHEDULABLE, decision, message=decision.fit_error_message(),
-                               algorithm_seconds=elapsed, conflicts=conflicts)
+    started = time.perf_counter()
+    decision = algorithm.schedule(profile, pod, cache.table)
+    elapsed = time.perf_counter() - started
+    if decision.error:
+        return CycleResult(pod, ERROR, decision, message=decision.error, algorithm_seconds=elapsed)
+    if not decision.scheduled:
+        return CycleResult(pod, UNSCHEDULABLE, decision, message=decision.fit_error_message(), algorithm_seconds=elapsed)
 
-        node_name = cache.table.names[decision.selected_row]
-        # assume: the next cycle must see this pod's requests on the node already.
-        cache.assume(pod, decision.selected_row)
-        # Reserve: the shared, conditional write. Losing it means another worker took the
-        # room first: forget, look at the node again, and run the algorithm again.
-        if cluster.reserve(pod, node_name):
-            return CycleResult(pod, SCHEDULED, decision, node_name=node_name, algorithm_seconds=elapsed, conflicts=conflicts)
-        cache.forget(pod.key)
-        cluster.refresh_node(cache, node_name)
-        conflicts += 1
-        if conflicts >= MAX_RESERVE_CONFLICTS:
-            return CycleResult(pod, ERROR, decision, message=f"lost the reservation race {conflicts} times",
-                               algorithm_seconds=elapsed, conflicts=conflicts)
+    # assume: the next cycle must already see this pod's requests on the node.
+    cache.assume(pod, decision.selected_row)
+    return CycleResult(pod, SCHEDULED, decision, node_name=cache.table.names[decision.selected_row],
+                       algorithm_seconds=elapsed)
+
+
+def schedule_batch(pods: list[tuple[PodSpec, Profile]], *, algorithm: Algorithm, cache: Cache,
+                   cluster: Cluster) -> list[CycleResult]:
+    """Schedule pods in order, then reserve all placements; retry the ones that lost a race."""
+    results: dict[str, CycleResult] = {}
+    profiles = {pod.key: profile for pod, profile in pods}
+    for pod, profile in pods:
+        started = time.perf_counter()
+        results[pod.key] = schedule_one(pod, profile=profile, algorithm=algorithm, cache=cache)
+        results[pod.key].cycle_seconds = time.perf_counter() - started
+
+    pending = [r for r in results.values() if r.status == SCHEDULED]
+    for round_ in range(MAX_RESERVE_CONFLICTS + 1):
+        if not pending:
+            break
+        started = time.perf_counter()
+        outcome = cluster.reserve_many([(r.pod, r.node_name) for r in pending])
+        share = (time.perf_counter() - started) / len(pending)
+        for r in pending:
+            r.cycle_seconds += share
+        lost = [r for r in pending if r.pod.key in outcome.conflicts or r.pod.key in outcome.gone]
+        for r in lost:
+            cache.forget(r.pod.key)
+        for r in lost:
+            if r.pod.key in outcome.gone:
+                results[r.pod.key] = CycleResult(r.pod, GONE, message="pod was deleted or placed elsewhere")
+        retry = [r for r in lost if r.pod.key in outcome.conflicts]
+        if not retry:
+            break
+        if round_ == MAX_RESERVE_CONFLICTS:
+            for r in retry:
+                results[r.pod.key] = CycleResult(r.pod, ERROR, r.decision, conflicts=r.conflicts + 1,
+                                                 message=f"lost the reservation race {r.conflicts + 1} times",
+                                                 algorithm_seconds=r.algorithm_seconds, cycle_seconds=r.cycle_seconds)
+            break
+        # Another worker took the room first: look at those nodes again and run the pods again.
+        cluster.refresh_nodes(cache, {r.node_name for r in retry})
+        pending = []
+        for r in retry:
+            started = time.perf_counter()
+            again = schedule_one(r.pod, profile=profiles[r.pod.key], algorithm=algorithm, cache=cache)
+            again.conflicts = r.conflicts + 1
+            again.algorithm_seconds += r.algorithm_seconds
+            again.cycle_seconds = r.cycle_seconds + time.perf_counter() - started
+            results[r.pod.key] = again
+            if again.status == SCHEDULED:
+                pending.append(again)
+    return [results[pod.key] for pod, _ in pods]

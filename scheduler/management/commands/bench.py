@@ -1,0 +1,64 @@
+"""`manage.py bench [--nodes 5000] [--pods 10000] [--workers 2] --json`: scheduler_perf's SchedulingBasic."""
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand
+
+from scheduler import bench
+from scheduler.engine import perf
+
+
+class Command(BaseCommand):
+    help = ("Benchmark SchedulingBasic (nodes 4 CPU / 32Gi / 110 pods; pods 100m / 500Mi; 1000 placed): "
+            "the engine alone, the per-node reference, and end to end through real workers, Redis and Postgres.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--nodes", type=int, default=5000)
+        parser.add_argument("--pods", type=int, default=10000)
+        parser.add_argument("--placed", type=int, default=1000, help="pods already bound before the run")
+        parser.add_argument("--workers", type=int, default=2, help="Celery worker processes for the e2e run")
+        parser.add_argument("--reference-sample", type=int, default=100, help="pods timed through the reference")
+        parser.add_argument("--skip-e2e", action="store_true", help="engine and reference only (no Postgres/Redis)")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args, nodes, pods, placed, workers, reference_sample, skip_e2e, seed, **options):
+        as_json = options["json"]
+        from config.celery import app
+
+        app.conf.task_always_eager = False  # the e2e run must go through the broker to real workers
+
+        def say(msg):
+            print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+        say(f"engine: {pods} pods on {nodes} nodes")
+        engine = perf.run_engine(pods=pods, nodes=nodes, placed=placed, seed=seed)
+        say(f"reference: {reference_sample} pods")
+        reference = bench.run_reference(nodes=nodes, placed=placed, sample=reference_sample, seed=seed)
+        result = {
+            "workload": "SchedulingBasic",
+            "nodes": nodes,
+            "pods": pods,
+            "placed": placed,
+            "workers": workers,
+            "engine_pods_per_s": engine["pods_per_second"],
+            "engine_p50_ms": engine["latency_ms"]["p50"],
+            "engine_p99_ms": engine["latency_ms"]["p99"],
+            "reference_pods_per_s": reference["pods_per_second"],
+            "reference_sample": reference_sample,
+            "engine_vs_reference": round(engine["pods_per_second"] / reference["pods_per_second"], 1)
+            if reference["pods_per_second"] else None,
+        }
+        if not skip_e2e:
+            say(f"e2e: {pods} pods, {workers} worker processes")
+            result.update(bench.run_e2e(nodes=nodes, placed=placed, pods=pods, workers=workers, seed=seed, progress=say))
+        if as_json:
+            self.stdout.write(_json_dumps(result))
+        else:
+            for key, value in result.items():
+                self.stdout.write(f"{key:>24}: {value}")
+
+
+def _json_dumps(obj):
+    return json.dumps(obj)
