@@ -10,13 +10,15 @@ from .env import env_bool, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
-SECRET_KEY = env_str("DJANGO_SECRET_KEY", "dev-insecure-key-change-me" if DEBUG else None)
-ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
-
 DATABASE_URL = env_str("DATABASE_URL", "")
 REDIS_URL = env_str("REDIS_URL", "")
 EMBEDDED = not DATABASE_URL
+
+# Debug by default only in the embedded demo: DEBUG also records every SQL statement, which
+# costs a worker more than the statements themselves.
+DEBUG = env_bool("DJANGO_DEBUG", EMBEDDED)
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "dev-insecure-key-change-me" if DEBUG else None)
+ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -61,6 +63,10 @@ if DATABASE_URL:
     import dj_database_url
 
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600)}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Send parameters to the server as they are instead of quoting them into the SQL in
+        # Python: a batch write carries thousands of parameters.
+        DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
 else:
     DATABASES = {
         "default": {

@@ -7,7 +7,11 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/schedb
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("SCHEDBOARD_EAGER", "1")
 os.environ.setdefault("SCHEDBOARD_QUEUE_PREFIX", "schedboard-test:q")
+os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-secret-key")
 
 from .settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+
+# Separate names let two test sessions share one Postgres server.
+DATABASES["default"]["TEST"] = {"NAME": os.environ.get("SCHEDBOARD_TEST_DB", "test_schedboard")}

@@ -8,6 +8,8 @@ what a crash or a lost Redis left behind. The Celery tasks in tasks.py only call
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import os
 import socket
@@ -37,6 +39,7 @@ from .queues import get_queue, get_redis
 from .reservations import release_assumed, reserve_many
 from .services import EventSpec, events_record
 from .snapshot import Snapshot
+from .sql import insert_many, update_from_values
 
 log = logging.getLogger(__name__)
 
@@ -100,15 +103,25 @@ class Worker:
         self.snapshot = Snapshot()
         self.identity = f"{socket.gethostname()}-{os.getpid()}"
         self._pod_specs: OrderedDict[tuple, PodSpec] = OrderedDict()
+        self._templates: OrderedDict[str, PodSpec] = OrderedDict()
 
     def pod_spec(self, pod: Pod) -> PodSpec:
         key = (pod.uid, pod.updated_at)
         spec = self._pod_specs.get(key)
         if spec is None:
-            spec = pod_from_manifest(pod.manifest)
+            # Pods of one workload share a spec: parse (and validate) each distinct spec once.
+            shape = json.dumps(pod.manifest.get("spec"), sort_keys=True)
+            template = self._templates.get(shape)
+            if template is None:
+                spec = pod_from_manifest(pod.manifest)
+                self._templates[shape] = spec
+            else:
+                deleting = bool((pod.manifest.get("metadata") or {}).get("deletionTimestamp"))
+                spec = dataclasses.replace(template, namespace=pod.namespace, name=pod.name, uid=pod.uid, deleting=deleting)
             self._pod_specs[key] = spec
-            if len(self._pod_specs) > POD_SPEC_CACHE_SIZE:
-                self._pod_specs.popitem(last=False)
+            for cache in (self._pod_specs, self._templates):
+                if len(cache) > POD_SPEC_CACHE_SIZE:
+                    cache.popitem(last=False)
         return spec
 
     # ---- the scheduling cycle, a batch at a time ---------------------------------------------
@@ -170,12 +183,11 @@ class Worker:
             requeue.append((info, unschedulable, result.message))
 
         with transaction.atomic():
-            Attempt.objects.bulk_create(attempts)
+            insert_many(Attempt, attempts)
             events_record(events, now=now)
-            Pod.objects.bulk_update(failed_pods, ["scheduled_status", "scheduled_reason", "scheduled_message",
-                                                  "scheduled_transition_at", "attempts"])
-            placed_pods = [pod for _, pod, _ in placed]
-            Pod.objects.bulk_update(placed_pods, ["attempts"])
+            condition = ["scheduled_status", "scheduled_reason", "scheduled_message", "scheduled_transition_at", "attempts"]
+            update_from_values(Pod, condition, [(p.pk, *(getattr(p, f) for f in condition)) for p in failed_pods])
+            update_from_values(Pod, ["attempts"], [(pod.pk, pod.attempts) for _, pod, _ in placed])
         for info, unschedulable, message in requeue:
             self.queue.add_unschedulable_if_not_present(info, unschedulable=unschedulable, message=message)
         stats.bind_items = [
@@ -229,74 +241,71 @@ def bind_batch(items: list[dict], *, queue=None) -> dict:
     """Bind placed pods (the seed's binding goroutine, a batch at a time)."""
     queue = queue or get_queue()
     backend = get_backend()
-    attempts = Attempt.objects.in_bulk([i["attempt"] for i in items])
-    pods = Pod.objects.in_bulk([i["pod"] for i in items])
-    bound = failed = 0
+    pods = Pod.objects.only("id", "namespace", "name", "uid", "scheduler_name", "manifest", "attempts",
+                            "queued_at", "created_at").in_bulk([i["pod"] for i in items])
     now = timezone.now()
-    events: list[EventSpec] = []
     done_keys: list[str] = []
+    accepted: list[tuple[dict, Pod, float]] = []
+    refused: list[tuple[dict, Pod, str, float]] = []
+    for item in items:
+        pod = pods.get(item["pod"])
+        if pod is None:  # deleted while in flight: its reservation went with it
+            done_keys.append(item["info"]["key"])
+            continue
+        started = time.perf_counter()
+        previous_failures = Attempt.objects.filter(pod=pod, result=RESULT_BIND_FAILED).count() if _wants_failures(pod) else 0
+        try:
+            backend.bind(pod_manifest=pod.manifest, node_name=item["node"], attempt_number=pod.attempts,
+                         previous_bind_failures=previous_failures)
+            accepted.append((item, pod, time.perf_counter() - started))
+        except BindError as exc:
+            refused.append((item, pod, f"Binding rejected: {exc}", time.perf_counter() - started))
+
+    events: list[EventSpec] = []
     retry: list[tuple[QueuedPodInfo, str]] = []
     with transaction.atomic():
-        bindings = []
-        for item in items:
-            attempt, pod, node = attempts.get(item["attempt"]), pods.get(item["pod"]), item["node"]
-            info = QueuedPodInfo(**item["info"])
-            if pod is None:  # deleted while in flight: its reservation went with it
-                done_keys.append(info.key)
+        # The binding itself, for every accepted pod at once: only where our reservation still stands.
+        fields = ["node_name", "assumed_node", "assumed_at", "phase", "bound_at", "scheduled_status",
+                  "scheduled_reason", "scheduled_message", "scheduled_transition_at"]
+        bound_ids = set(update_from_values(
+            Pod, fields, [(pod.pk, item["node"], "", None, Pod.RUNNING, now, "True", "", "", now) for item, pod, _ in accepted],
+            where="scheduler_pod.assumed_node = v.node_name AND scheduler_pod.node_name = ''", returning=True))
+        bindings, attempt_rows = [], []
+        for item, pod, seconds in accepted:
+            if pod.pk not in bound_ids:
+                refused.append((item, pod, "Binding rejected: the reservation expired before the binding", seconds))
                 continue
-            started = time.perf_counter()
-            previous_failures = Attempt.objects.filter(pod=pod, result=RESULT_BIND_FAILED).count() if _wants_failures(pod) else 0
-            try:
-                backend.bind(pod_manifest=pod.manifest, node_name=node, attempt_number=pod.attempts,
-                             previous_bind_failures=previous_failures)
-                error = None
-            except BindError as exc:
-                error = f"Binding rejected: {exc}"
-            if error is None:
-                taken = Pod.objects.filter(pk=pod.pk, assumed_node=node, node_name="").update(
-                    node_name=node, assumed_node="", assumed_at=None, phase=Pod.RUNNING, bound_at=now,
-                    scheduled_status="True", scheduled_reason="", scheduled_message="", scheduled_transition_at=now)
-                if taken != 1:
-                    error = "Binding rejected: the reservation expired before the binding"
-            binding_ms = _ms(time.perf_counter() - started)
-            if error is None:
-                bound += 1
-                bindings.append(Binding(pod=pod, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid,
-                                        node_name=node, attempt=attempt, bound_at=now))
-                events.append(EventSpec("Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
-                                        "Pod", pod.namespace, pod.name, pod.uid, action="Binding",
-                                        reporting_controller=pod.scheduler_name))
-                if attempt is not None:
-                    attempt.binding_ms = binding_ms
-                    first = pod.queued_at or pod.created_at
-                    attempt.e2e_ms = _ms(max(0.0, (now - first).total_seconds())) if first else None
-                done_keys.append(info.key)
-            else:
-                failed += 1
-                release_assumed(pod_id=pod.pk, node_name=node, usage=_usage(pod))
-                events.append(EventSpec("Warning", "FailedScheduling", error, "Pod", pod.namespace, pod.name, pod.uid,
-                                        action="Scheduling", reporting_controller=pod.scheduler_name))
-                Pod.objects.filter(pk=pod.pk).update(scheduled_status="False", scheduled_reason="SchedulerError",
-                                                     scheduled_message=error, scheduled_transition_at=now)
-                if attempt is not None:
-                    attempt.result = RESULT_BIND_FAILED
-                    attempt.message = error
-                    attempt.binding_ms = binding_ms
-                retry.append((info, error))
-        Binding.objects.bulk_create(bindings)
-        Attempt.objects.bulk_update([a for a in attempts.values()], ["result", "message", "binding_ms", "e2e_ms"])
+            node = item["node"]
+            bindings.append(Binding(pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid,
+                                    node_name=node, attempt_id=item["attempt"], bound_at=now))
+            events.append(EventSpec("Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
+                                    "Pod", pod.namespace, pod.name, pod.uid, action="Binding",
+                                    reporting_controller=pod.scheduler_name))
+            first = pod.queued_at or pod.created_at
+            attempt_rows.append((item["attempt"], RESULT_SCHEDULED, "", _ms(seconds),
+                                 _ms(max(0.0, (now - first).total_seconds())) if first else None))
+            done_keys.append(item["info"]["key"])
+        for item, pod, error, seconds in refused:
+            release_assumed(pod_id=pod.pk, node_name=item["node"], usage=_usage(pod))
+            events.append(EventSpec("Warning", "FailedScheduling", error, "Pod", pod.namespace, pod.name, pod.uid,
+                                    action="Scheduling", reporting_controller=pod.scheduler_name))
+            Pod.objects.filter(pk=pod.pk).update(scheduled_status="False", scheduled_reason="SchedulerError",
+                                                 scheduled_message=error, scheduled_transition_at=now)
+            attempt_rows.append((item["attempt"], RESULT_BIND_FAILED, error, _ms(seconds), None))
+            retry.append((QueuedPodInfo(**item["info"]), error))
+        insert_many(Binding, bindings)
+        update_from_values(Attempt, ["result", "message", "binding_ms", "e2e_ms"], attempt_rows)
         events_record(events, now=now)
 
     def publish():
-        for key in done_keys:
-            queue.done(key)
+        queue.done_many(done_keys)
         for info, message in retry:
             queue.add_unschedulable_if_not_present(info, unschedulable=False, message=message)
         if retry:
             kick()
 
     transaction.on_commit(publish)
-    return {"bound": bound, "failed": failed}
+    return {"bound": len(bindings), "failed": len(refused)}
 
 
 def _wants_failures(pod: Pod) -> bool:

@@ -327,6 +327,17 @@ class RedisQueue:
     def done(self, key: str) -> bool:
         return self.delete(key)
 
+    def done_many(self, keys: list[str]) -> None:
+        """done() for many pods in one round trip (each still its own atomic script)."""
+        if not keys:
+            return
+        pipe = self.redis.pipeline(transaction=False)
+        now = self._clock()
+        head = [self.prefix, repr(self.initial_backoff), repr(self.max_backoff), repr(float(now))]
+        for key in keys:
+            self._delete(keys=self._keys, args=[*head, str(key)], client=pipe)
+        pipe.execute()
+
     def pop(self, max_count: int = 1) -> list[QueuedPodInfo]:
         if max_count <= 0:
             return []

@@ -26,6 +26,7 @@ def worker_env(*, database_url: str, redis_url: str, queue_prefix: str, **extra:
         "SCHEDBOARD_EAGER": "0",
         "PYTHONUNBUFFERED": "1",
     })
+    env.setdefault("DJANGO_SECRET_KEY", "schedboard-workers-" + os.urandom(8).hex())
     env.update(extra)
     return env
 

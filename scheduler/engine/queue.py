@@ -84,6 +84,10 @@ class SchedulingQueue(Protocol):
         """The pod was bound or dropped: forget it entirely."""
         ...
 
+    def done_many(self, keys: list[str]) -> None:
+        """done() for each key."""
+        ...
+
     def pop(self, max_count: int = 1) -> list[QueuedPodInfo]: ...
 
     def scheduling_cycle(self) -> int: ...
@@ -269,6 +273,10 @@ class MemoryQueue:
 
     def done(self, key: str) -> bool:
         return self.delete(key)
+
+    def done_many(self, keys: list[str]) -> None:
+        for key in keys:
+            self.delete(key)
 
     def pop(self, max_count: int = 1) -> list[QueuedPodInfo]:
         out = []
