@@ -7,15 +7,18 @@ PodScheduled condition.
 from __future__ import annotations
 
 import copy
-from datetime import datetime
+import json
+import sys
+from datetime import datetime, timezone as dt_timezone
 
+from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from .models import Event, Node, Pod
 
 
 def _rfc3339(dt: datetime | None) -> str | None:
-    return dt.astimezone(timezone.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if dt else None
+    return dt.astimezone(dt_timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if dt else None
 
 
 def human_duration(seconds: float) -> str:
@@ -51,24 +54,84 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24 // 365}y"
 
 
+# As cli-runtime's printers.GetNewTabWriter: text/tabwriter with minwidth 6, padding 3, ' '.
+TABWRITER_MIN_WIDTH = 6
+TABWRITER_PADDING = 3
+
+
 def table(headers: list[str], rows: list[list[str]]) -> str:
-    """kubectl's column layout: left-aligned, three spaces between columns."""
+    """kubectl's column layout: cells are tab-terminated except the last, so every column but
+    the last is padded to max(widest cell + 3, 6) and the last one is not padded at all."""
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    widths = [max(w + TABWRITER_PADDING, TABWRITER_MIN_WIDTH) for w in widths]
     lines = []
     for row in [headers, *rows]:
-        cells = [c.ljust(w) for c, w in zip(row, widths)]
-        lines.append("   ".join(cells).rstrip())
+        lines.append("".join(c.ljust(w) for c, w in zip(row[:-1], widths)) + row[-1])
     return "\n".join(lines)
+
+
+def go_json(obj) -> str:
+    """As kubectl -o json (Go's json.MarshalIndent, 4 spaces): UTF-8 kept, <, > and & escaped."""
+    text = json.dumps(obj, indent=4, ensure_ascii=False)
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escaped)
+    return text
+
+
+class KubectlError(CommandError):
+    """A failure the command has already explained on stderr, as kubectl does: from the command
+    line, the optional summary is printed as `error: ...` (no "CommandError:") and the exit status
+    is 1; from call_command it is raised like any CommandError."""
+
+    def __init__(self, summary: str = ""):
+        super().__init__(summary, returncode=1)
+        self.summary = summary
+
+
+class KubectlCommand(BaseCommand):
+    def execute(self, *args, **options):
+        try:
+            return super().execute(*args, **options)
+        except KubectlError as e:
+            if not getattr(self, "_called_from_command_line", False) or options.get("traceback"):
+                raise
+            if e.summary:
+                self.stderr.write(f"error: {e.summary}")
+            sys.exit(e.returncode)
 
 
 # ---- pods -------------------------------------------------------------------------------
 
 def pod_status(pod: Pod) -> str:
-    if pod.deleting:
+    # As printPod: the phase, or Terminating once a deletionTimestamp is set on a non-terminal pod.
+    if pod.deleting and pod.phase not in ("Succeeded", "Failed"):
         return "Terminating"
     return pod.phase
+
+
+def _sidecar(container: dict) -> bool:
+    # As podutil.IsRestartableInitContainer: an init container with restartPolicy Always.
+    return isinstance(container, dict) and container.get("restartPolicy") == "Always"
+
+
+def pod_ready(pod: Pod) -> str:
+    """READY as printPod: regular containers plus sidecars; in the simulation a bound pod's
+    containers are all running and ready (there is no kubelet to say otherwise)."""
+    spec = pod.manifest.get("spec") or {}
+    total = len(spec.get("containers") or []) + sum(1 for c in spec.get("initContainers") or [] if _sidecar(c))
+    ready = total if pod.phase == Pod.RUNNING and not pod.deleting else 0
+    return f"{ready}/{total}"
+
+
+def pod_readiness_gates(pod: Pod, conditions: list[dict]) -> str:
+    gates = (pod.manifest.get("spec") or {}).get("readinessGates") or []
+    if not gates:
+        return "<none>"
+    true = {c.get("type") for c in conditions if c.get("status") == "True"}
+    return f"{sum(1 for g in gates if isinstance(g, dict) and g.get('conditionType') in true)}/{len(gates)}"
 
 
 def pod_object(pod: Pod) -> dict:
@@ -99,11 +162,11 @@ def pods_table(pods: list[Pod], *, all_namespaces: bool, wide: bool, now: dateti
         headers = ["NAMESPACE", *headers]
     rows = []
     for pod in pods:
-        containers = len((pod.manifest.get("spec") or {}).get("containers") or [])
-        ready = containers if pod.phase == Pod.RUNNING and not pod.deleting else 0
-        row = [pod.name, f"{ready}/{containers}", pod_status(pod), "0", human_duration((now - pod.created_at).total_seconds())]
+        row = [pod.name, pod_ready(pod), pod_status(pod), "0", human_duration((now - pod.created_at).total_seconds())]
         if wide:
-            row += ["<none>", pod.node_name or "<none>", "<none>", "<none>"]
+            nominated = ((pod.manifest.get("status") or {}).get("nominatedNodeName")) or "<none>"
+            conditions = [{"type": "PodScheduled", "status": pod.scheduled_status}] if pod.scheduled_status else []
+            row += ["<none>", pod.node_name or "<none>", nominated, pod_readiness_gates(pod, conditions)]
         if all_namespaces:
             row = [pod.namespace, *row]
         rows.append(row)
@@ -113,7 +176,35 @@ def pods_table(pods: list[Pod], *, all_namespaces: bool, wide: bool, now: dateti
 # ---- nodes ------------------------------------------------------------------------------
 
 def node_status(node: Node) -> str:
-    return "Ready,SchedulingDisabled" if node.unschedulable else "Ready"
+    """As printNode: Ready or NotReady from the Ready condition, then SchedulingDisabled.
+
+    kubectl says Unknown for a node without a Ready condition; a simulated node with no
+    conditions is ready by construction, so it reads Ready.
+    """
+    conditions = (node.manifest.get("status") or {}).get("conditions") or []
+    ready = [c for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"]
+    status = ["Ready" if not ready or ready[-1].get("status") == "True" else "NotReady"]
+    if node.unschedulable:
+        status.append("SchedulingDisabled")
+    return ",".join(status)
+
+
+def node_roles(labels: dict) -> str:
+    # As findNodeRoles: node-role.kubernetes.io/<role> keys and the kubernetes.io/role value, sorted.
+    roles = set()
+    for key, value in labels.items():
+        if key.startswith("node-role.kubernetes.io/") and key[len("node-role.kubernetes.io/"):]:
+            roles.add(key[len("node-role.kubernetes.io/"):])
+        elif key == "kubernetes.io/role" and value:
+            roles.add(value)
+    return ",".join(sorted(roles)) or "<none>"
+
+
+def _node_address(node: Node, kind: str) -> str:
+    for address in (node.manifest.get("status") or {}).get("addresses") or []:
+        if isinstance(address, dict) and address.get("type") == kind:
+            return str(address.get("address"))
+    return "<none>"
 
 
 def node_object(node: Node) -> dict:
@@ -128,43 +219,69 @@ def _cpu(m: int) -> str:
 
 
 def _mem(b: int) -> str:
-    for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
-        if b >= size and b % size == 0:
+    # As resource.Quantity.String() for BinarySI bytes: the largest exact power-of-1024 suffix,
+    # else the plain number (below 1Ki always plain).
+    if b < 1024:
+        return str(b)
+    for unit, size in (("Ei", 1 << 60), ("Pi", 1 << 50), ("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if b % size == 0:
             return f"{b // size}{unit}"
-    if b >= 1 << 30:
-        return f"{b / (1 << 30):.1f}Gi"
-    if b >= 1 << 20:
-        return f"{b / (1 << 20):.0f}Mi"
     return str(b)
 
 
+NODE_HEADERS = ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+NODE_WIDE_HEADERS = ["INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"]
+# Ours, after kubectl's columns (as `-L` label columns are): what the scheduler sees.
+NODE_USAGE_HEADERS = ["CPU(REQ/ALLOC)", "MEMORY(REQ/ALLOC)", "PODS(REQ/ALLOC)"]
+NODE_EXTRA_WIDE_HEADERS = ["TAINTS", "ZONE"]
+
+
+def _taint(t: dict) -> str:
+    value = t.get("value")
+    return f"{t.get('key')}{'=' + str(value) if value else ''}:{t.get('effect')}"
+
+
 def nodes_table(nodes: list[Node], *, wide: bool, now: datetime) -> str:
-    headers = ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "CPU(REQ/ALLOC)", "MEMORY(REQ/ALLOC)", "PODS(REQ/ALLOC)"]
+    headers = NODE_HEADERS + (NODE_WIDE_HEADERS if wide else []) + NODE_USAGE_HEADERS
     if wide:
-        headers += ["TAINTS", "ZONE"]
+        headers += NODE_EXTRA_WIDE_HEADERS
     rows = []
     for node in nodes:
         labels = (node.manifest.get("metadata") or {}).get("labels") or {}
-        roles = ",".join(sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/"))) or "<none>"
-        version = ((node.manifest.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion") or "<none>"
-        row = [node.name, node_status(node), roles, human_duration((now - node.created_at).total_seconds()), version,
-               f"{_cpu(node.req_cpu)}/{_cpu(node.alloc_cpu)}", f"{_mem(node.req_memory)}/{_mem(node.alloc_memory)}",
-               f"{node.req_pods}/{node.alloc_pods}"]
+        info = (node.manifest.get("status") or {}).get("nodeInfo") or {}
+        # As printNode: VERSION is kubeletVersion as it is, empty when unset.
+        row = [node.name, node_status(node), node_roles(labels), human_duration((now - node.created_at).total_seconds()),
+               str(info.get("kubeletVersion") or "")]
         if wide:
-            taints = (node.manifest.get("spec") or {}).get("taints") or []
-            row += [",".join(f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}" for t in taints) or "<none>",
-                    labels.get("topology.kubernetes.io/zone", "<none>")]
+            row += [_node_address(node, "InternalIP"), _node_address(node, "ExternalIP"),
+                    str(info.get("osImage") or "<unknown>"), str(info.get("kernelVersion") or "<unknown>"),
+                    str(info.get("containerRuntimeVersion") or "<unknown>")]
+        row += [f"{_cpu(node.req_cpu)}/{_cpu(node.alloc_cpu)}", f"{_mem(node.req_memory)}/{_mem(node.alloc_memory)}",
+                f"{node.req_pods}/{node.alloc_pods}"]
+        if wide:
+            taints = [t for t in (node.manifest.get("spec") or {}).get("taints") or [] if isinstance(t, dict)]
+            row += [",".join(_taint(t) for t in taints) or "<none>", labels.get("topology.kubernetes.io/zone", "<none>")]
         rows.append(row)
     return table(headers, rows)
 
 
 # ---- events -----------------------------------------------------------------------------
 
+def event_namespace(e: Event) -> str:
+    # Events about cluster-scoped objects (nodes) live in the default namespace, as upstream's recorder puts them.
+    return e.involved_namespace or "default"
+
+
+def event_name(e: Event) -> str:
+    # As the event recorder's names: the object's name, a dot and a unique hex suffix.
+    return f"{e.involved_name}.{e.pk:x}"
+
+
 def event_object(e: Event) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{e.involved_name}.{e.pk:x}", "namespace": e.involved_namespace or "default"},
+        "metadata": {"name": event_name(e), "namespace": event_namespace(e)},
         "involvedObject": {"kind": e.involved_kind, "namespace": e.involved_namespace, "name": e.involved_name,
                            "uid": e.involved_uid, "apiVersion": "v1"},
         "type": e.type,
@@ -191,12 +308,12 @@ def events_table(events: list[Event], *, all_namespaces: bool, wide: bool, now: 
         last = human_duration((now - e.last_timestamp).total_seconds())
         obj = f"{e.involved_kind.lower()}/{e.involved_name}"
         if wide:
-            row = [last, e.type, e.reason, obj, "", e.reporting_controller, e.message,
-                   human_duration((now - e.first_timestamp).total_seconds()), str(e.count), f"{e.involved_name}.{e.pk:x}"]
+            row = [last, e.type, e.reason, obj, "", e.reporting_controller, e.message.strip(),
+                   human_duration((now - e.first_timestamp).total_seconds()), str(e.count), event_name(e)]
         else:
-            row = [last, e.type, e.reason, obj, e.message]
+            row = [last, e.type, e.reason, obj, e.message.strip()]
         if all_namespaces:
-            row = [e.involved_namespace, *row]
+            row = [event_namespace(e), *row]
         rows.append(row)
     return table(headers, rows)
 

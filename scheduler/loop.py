@@ -27,7 +27,7 @@ from django.utils import timezone
 from .backends import get_backend
 from .backends.simulated import BindError
 from .engine import schedule_one as cycle
-from .engine.config import SchedulerConfig, default_config, load_config
+from .engine.config import SchedulerConfig
 from .engine.explain import top_candidates
 from .engine.framework import Algorithm
 from .engine.pods import PodSpec
@@ -35,6 +35,7 @@ from .engine.queue import QueuedPodInfo
 from .manifests import pod_from_manifest
 from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Binding,
                      ClusterEvent, Pod)
+from .profiles import scheduler_config
 from .queues import get_queue, get_redis
 from .reservations import release_assumed, reserve_many
 from .services import EventSpec, events_record
@@ -45,14 +46,6 @@ log = logging.getLogger(__name__)
 
 POD_SPEC_CACHE_SIZE = 50_000
 _USAGE_FIELDS = ("req_cpu", "req_memory", "req_ephemeral", "req_scalar", "nonzero_cpu", "nonzero_memory", "host_ports")
-
-
-def load_scheduler_config() -> SchedulerConfig:
-    path = settings.SCHEDBOARD_CONFIG
-    if not path:
-        return default_config()
-    with open(path) as f:
-        return load_config(f.read(), path)
 
 
 def _usage(pod: Pod) -> dict:
@@ -97,8 +90,8 @@ class Worker:
 
     def __init__(self, queue=None, config: SchedulerConfig | None = None, seed: int | None = None):
         self.queue = queue or get_queue()
-        self.config = config or load_scheduler_config()
-        self.profiles = {p.scheduler_name: p.build(version=0) for p in self.config.profiles}
+        self.config = config or scheduler_config()
+        self.profiles = self.config.build_profiles(version=0)
         self.algorithm = Algorithm(seed if seed is not None else settings.SCHEDBOARD_SEED)
         self.snapshot = Snapshot()
         self.identity = f"{socket.gethostname()}-{os.getpid()}"

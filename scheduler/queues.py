@@ -14,16 +14,21 @@ def get_queue():
     global _queue
     with _lock:
         if _queue is None:
+            from .profiles import scheduler_config
+
+            config = scheduler_config()
+            backoff = {"initial_backoff": float(config.pod_initial_backoff_seconds),
+                       "max_backoff": float(config.pod_max_backoff_seconds)}
             if settings.REDIS_URL:
                 import redis
 
                 from .queue_redis import RedisQueue
 
-                _queue = RedisQueue(redis.Redis.from_url(settings.REDIS_URL), prefix=settings.SCHEDBOARD_QUEUE_PREFIX)
+                _queue = RedisQueue(redis.Redis.from_url(settings.REDIS_URL), prefix=settings.SCHEDBOARD_QUEUE_PREFIX, **backoff)
             else:
                 from .engine.queue import MemoryQueue
 
-                _queue = MemoryQueue()
+                _queue = MemoryQueue(**backoff)
         return _queue
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from datetime import datetime
 
 from django.conf import settings
@@ -42,6 +42,13 @@ class ApplyResult:
     created: list[str]
     configured: list[str]
     unchanged: list[str]
+    # ("Node", "", name) or ("Pod", namespace, name) -> "created" | "configured" | "unchanged":
+    # pods of the same name in two namespaces are both "pod/NAME" in the lists above.
+    statuses: dict[tuple[str, str, str], str] = dataclass_field(default_factory=dict)
+
+    def record(self, kind: str, namespace: str, name: str, status: str) -> None:
+        getattr(self, status).append(f"{kind.lower()}/{name}")
+        self.statuses[(kind, namespace, name)] = status
 
 
 # ---- events -----------------------------------------------------------------------------
@@ -127,17 +134,17 @@ def _node_apply(parsed: ParsedNode, result: ApplyResult, node_events: list) -> N
         node = Node(name=name, **columns)
         node_recount(node)
         node.save()
-        result.created.append(f"node/{name}")
+        result.record("Node", "", name, "created")
         node_events.append((ClusterEvent.NODE_ADD, name))
         return
     if node.manifest == parsed.manifest:
-        result.unchanged.append(f"node/{name}")
+        result.record("Node", "", name, "unchanged")
         return
     for field, value in columns.items():
         setattr(node, field, value)
     node.spec_version += 1
     node.save()
-    result.configured.append(f"node/{name}")
+    result.record("Node", "", name, "configured")
     node_events.append((ClusterEvent.NODE_UPDATE, name))
 
 
@@ -166,7 +173,7 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list) -> Proble
         if pending:
             pod.queued_at = timezone.now()
         pod.save()
-        result.created.append(f"pod/{spec.name}")
+        result.record("Pod", spec.namespace, spec.name, "created")
         if pending:
             to_queue.append((pod.key, spec.priority))
         return None
@@ -175,10 +182,11 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list) -> Proble
     meta["creationTimestamp"] = pod.manifest.get("metadata", {}).get("creationTimestamp")
     placed = pod.node_name or pod.assumed_node
     if placed and (usage != {f: getattr(pod, f) for f in usage} or (spec.node_name and spec.node_name != pod.node_name)):
-        return Problem(file="", doc=0, kind="Pod", ns_name=pod.key, path="spec",
+        file, doc, prefix = parsed.origin
+        return Problem(file=file, doc=doc, kind="Pod", ns_name=pod.key, path=f"{prefix}.spec" if prefix else "spec",
                        message="Forbidden: pod updates may not change the resources or node of a scheduled pod")
     if pod.manifest == manifest:
-        result.unchanged.append(f"pod/{spec.name}")
+        result.record("Pod", spec.namespace, spec.name, "unchanged")
         return None
     pod.manifest = manifest
     pod.priority = spec.priority
@@ -198,7 +206,7 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list) -> Proble
             pod.queued_at = pod.queued_at or timezone.now()
             to_queue.append((pod.key, spec.priority))
     pod.save()
-    result.configured.append(f"pod/{spec.name}")
+    result.record("Pod", spec.namespace, spec.name, "configured")
     return None
 
 

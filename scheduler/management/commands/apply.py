@@ -2,33 +2,35 @@
 
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
-
-from scheduler.manifests import ManifestError, parse_files
+from scheduler.kubectl import KubectlCommand, KubectlError
+from scheduler.manifests import STDIN, ManifestError, ParsedPod, parse_files
 from scheduler.services import cluster_apply
 
 
-class Command(BaseCommand):
+class Command(KubectlCommand):
     help = "Apply Kubernetes v1 Node and Pod manifests (YAML or JSON; '-' reads stdin), like kubectl apply."
 
     def add_arguments(self, parser):
         parser.add_argument("-f", "--filename", action="append", required=True, dest="files",
-                            help="a manifest file, or - for standard input (repeatable)")
+                            help="a manifest file or directory, or - for standard input (repeatable)")
 
     def handle(self, *args, files, **options):
-        stdin_text = sys.stdin.read() if "-" in files else None
+        stdin_text = sys.stdin.read() if STDIN in files else None
         try:
             objects = parse_files(files, stdin_text=stdin_text)
+            if not objects:
+                # As kubectl apply on a file without objects.
+                raise KubectlError("no objects passed to apply")
             result = cluster_apply(objects)
         except ManifestError as e:
             for problem in e.problems:
                 self.stderr.write(str(problem))
-            raise CommandError(f"{len(e.problems)} problem(s); nothing was applied", returncode=1) from None
-        except OSError as e:
-            raise CommandError(f"{e.filename}: {e.strerror}", returncode=1) from None
-        for name in result.created:
-            self.stdout.write(f"{name} created")
-        for name in result.configured:
-            self.stdout.write(f"{name} configured")
-        for name in result.unchanged:
-            self.stdout.write(f"{name} unchanged")
+            count = len(e.problems)
+            raise KubectlError(f"{count} problem{'s' if count != 1 else ''} found; nothing was applied") from None
+        # As kubectl apply: one line per object, in the order given.
+        for obj in objects:
+            if isinstance(obj, ParsedPod):
+                key = ("Pod", obj.spec.namespace, obj.spec.name)
+            else:
+                key = ("Node", "", obj.spec.name)
+            self.stdout.write(f"{key[0].lower()}/{key[2]} {result.statuses[key]}")

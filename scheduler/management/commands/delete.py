@@ -1,34 +1,32 @@
-"""`manage.py delete pod NS/NAME` and `delete node NAME`."""
+"""`manage.py delete pod NS/NAME` (or NAME with -n) and `delete node NAME`."""
 
-from django.core.management.base import BaseCommand, CommandError
-
+from scheduler.kubectl import KubectlCommand, KubectlError
 from scheduler.services import node_delete, pod_delete
 
 
-class Command(BaseCommand):
-    help = "Delete a pod (NS/NAME, or NAME with -n) or a node from the simulated cluster."
+class Command(KubectlCommand):
+    help = "Delete pods (NS/NAME, or NAME with -n) or nodes from the simulated cluster, like kubectl delete --now."
 
     def add_arguments(self, parser):
-        parser.add_argument("kind", choices=["pod", "pods", "node", "nodes"])
+        parser.add_argument("kind", choices=["pod", "pods", "po", "node", "nodes", "no"])
         parser.add_argument("names", nargs="+")
         parser.add_argument("-n", "--namespace", default="default")
 
     def handle(self, *args, kind, names, namespace, **options):
-        missing = []
+        # As kubectl delete: each object in turn; a missing one is reported and the others still go; exit 1.
+        missing = False
         for name in names:
-            if kind.startswith("pod"):
+            if kind.startswith("po"):
                 ns, _, pod_name = name.rpartition("/")
-                ns = ns or namespace
-                if pod_delete(namespace=ns, name=pod_name):
+                if pod_delete(namespace=ns or namespace, name=pod_name):
                     self.stdout.write(f'pod "{pod_name}" deleted')
                 else:
-                    missing.append(f'Error from server (NotFound): pods "{pod_name}" not found')
+                    self.stderr.write(f'Error from server (NotFound): pods "{pod_name}" not found')
+                    missing = True
+            elif node_delete(name=name):
+                self.stdout.write(f'node "{name}" deleted')
             else:
-                if node_delete(name=name):
-                    self.stdout.write(f'node "{name}" deleted')
-                else:
-                    missing.append(f'Error from server (NotFound): nodes "{name}" not found')
-        for line in missing:
-            self.stderr.write(line)
+                self.stderr.write(f'Error from server (NotFound): nodes "{name}" not found')
+                missing = True
         if missing:
-            raise CommandError("some objects were not found", returncode=1)
+            raise KubectlError()

@@ -2,12 +2,11 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
-
 from scheduler.dryrun import DryRunError, explain_files
+from scheduler.kubectl import KubectlCommand, KubectlError
 
 
-class Command(BaseCommand):
+class Command(KubectlCommand):
     help = "Run one scheduling cycle for a pod as a dry run over a cluster file and print the decision as JSON."
 
     def add_arguments(self, parser):
@@ -23,5 +22,5 @@ class Command(BaseCommand):
         except DryRunError as e:
             for line in e.lines:
                 self.stderr.write(line)
-            raise CommandError("nothing was scheduled", returncode=1) from None
+            raise KubectlError() from None
         self.stdout.write(json.dumps(result, indent=2))

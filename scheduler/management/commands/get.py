@@ -1,18 +1,16 @@
-"""`manage.py get pods|nodes|events [-n NS | -A] [-o wide|json]`, as kubectl get prints them."""
+"""`manage.py get pods|nodes|events [NAME ...] [-n NS | -A] [-o wide|json]`, as kubectl get prints them."""
 
-import json
-
-from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from scheduler import kubectl
 from scheduler.models import Event, Node, Pod
 
+# As kubectl's resource names and short names.
 KINDS = {"pod": "pods", "pods": "pods", "po": "pods", "node": "nodes", "nodes": "nodes", "no": "nodes",
          "event": "events", "events": "events", "ev": "events"}
 
 
-class Command(BaseCommand):
+class Command(kubectl.KubectlCommand):
     help = "Print pods, nodes or events of the cluster, like kubectl get."
 
     def add_arguments(self, parser):
@@ -25,38 +23,60 @@ class Command(BaseCommand):
     def handle(self, *args, kind, names, namespace, all_namespaces, output, **options):
         what = KINDS.get(kind.lower())
         if what is None:
-            raise CommandError(f'the server doesn\'t have a resource type "{kind}"', returncode=1)
+            raise kubectl.KubectlError(f'the server doesn\'t have a resource type "{kind}"')
+        if names and all_namespaces:
+            # As kubectl: a name is looked up in one namespace.
+            raise kubectl.KubectlError("a resource cannot be retrieved by name across all namespaces")
         now = timezone.now()
         wide = output == "wide"
         if what == "pods":
             objs = Pod.objects.all() if all_namespaces else Pod.objects.filter(namespace=namespace)
             objs = list(objs.filter(name__in=names) if names else objs)
-            self._missing("pods", names, {o.name for o in objs})
+            objs = self._in_order(objs, names)
             if output == "json":
-                return self._json([kubectl.pod_object(p) for p in objs])
-            text = kubectl.pods_table(objs, all_namespaces=all_namespaces, wide=wide, now=now)
+                self._json([kubectl.pod_object(p) for p in objs], names)
+            elif objs:
+                self.stdout.write(kubectl.pods_table(objs, all_namespaces=all_namespaces, wide=wide, now=now))
         elif what == "nodes":
             objs = list(Node.objects.filter(name__in=names) if names else Node.objects.all())
-            self._missing("nodes", names, {o.name for o in objs})
+            objs = self._in_order(objs, names)
             if output == "json":
-                return self._json([kubectl.node_object(n) for n in objs])
-            text = kubectl.nodes_table(objs, wide=wide, now=now)
+                self._json([kubectl.node_object(n) for n in objs], names)
+            elif objs:
+                self.stdout.write(kubectl.nodes_table(objs, wide=wide, now=now))
         else:
-            objs = Event.objects.all() if all_namespaces else Event.objects.filter(involved_namespace=namespace)
-            objs = list(objs.order_by("last_timestamp", "id"))
+            objs = Event.objects.all()
+            if not all_namespaces:
+                objs = objs.filter(involved_namespace__in=[namespace, ""] if namespace == "default" else [namespace])
+            objs = self._in_order(list(objs.order_by("last_timestamp", "id")), names)
             if output == "json":
-                return self._json([kubectl.event_object(e) for e in objs])
-            text = kubectl.events_table(objs, all_namespaces=all_namespaces, wide=wide, now=now)
-        if not objs:
+                self._json([kubectl.event_object(e) for e in objs], names)
+            elif objs:
+                self.stdout.write(kubectl.events_table(objs, all_namespaces=all_namespaces, wide=wide, now=now))
+        missing = [n for n in dict.fromkeys(names) if n not in {_name(o) for o in objs}]
+        for name in missing:
+            # As kubectl: found objects are printed, then one NotFound line per missing name; exit 1.
+            self.stderr.write(f'Error from server (NotFound): {what} "{name}" not found')
+        if missing:
+            raise kubectl.KubectlError()
+        if not objs and not names and output != "json":
             where = "" if all_namespaces or what == "nodes" else f" in {namespace} namespace"
             self.stderr.write(f"No resources found{where}.")
-            return
-        self.stdout.write(text)
 
-    def _missing(self, plural, wanted, found):
-        missing = [n for n in wanted if n not in found]
-        if missing:
-            raise CommandError("\n".join(f'Error from server (NotFound): {plural} "{n}" not found' for n in missing), returncode=1)
+    @staticmethod
+    def _in_order(objs, names):
+        if not names:
+            return objs
+        by_name = {_name(o): o for o in objs}
+        return [by_name[n] for n in dict.fromkeys(names) if n in by_name]
 
-    def _json(self, items):
-        self.stdout.write(json.dumps(kubectl.v1_list(items), indent=4))
+    def _json(self, items, names):
+        # As kubectl: one object asked for by name prints as itself; anything else as a v1 List.
+        if len(names) == 1 and len(items) == 1:
+            self.stdout.write(kubectl.go_json(items[0]))
+        else:
+            self.stdout.write(kubectl.go_json(kubectl.v1_list(items)))
+
+
+def _name(obj) -> str:
+    return kubectl.event_name(obj) if isinstance(obj, Event) else obj.name

@@ -1,0 +1,351 @@
+"""`manage.py apply` and `manage.py delete` end to end against real Postgres and Redis.
+
+Each behaviour is checked through call_command; the exit codes and the printed text are also
+proved once through a real `python manage.py` subprocess on the test database.
+"""
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+
+from scheduler import queues
+from scheduler.models import ClusterEvent, Node, Pod
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REPO = Path(__file__).resolve().parent.parent
+TESTDATA = Path(__file__).resolve().parent / "testdata"
+
+
+# ---- helpers shared by the test_cli_* files ------------------------------------------------------
+
+class Result:
+    def __init__(self, code: int, out: str, err: str):
+        self.code, self.out, self.err = code, out, err
+
+    def __repr__(self) -> str:
+        return f"Result(code={self.code}, out={self.out!r}, err={self.err!r})"
+
+
+def cli(*args: str, stdin: str | None = None) -> Result:
+    """A command in-process: its exit status (0, or the CommandError's), stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    old_stdin = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.StringIO(stdin)
+    try:
+        call_command(*args, stdout=out, stderr=err)
+        code = 0
+    except CommandError as e:
+        code = e.returncode
+    finally:
+        sys.stdin = old_stdin
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def manage(*args: str, stdin: str | None = None, cwd: Path | None = None) -> Result:
+    """A real `python manage.py ...` process on the test database and the test queue."""
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.update({
+        "DJANGO_SETTINGS_MODULE": "config.settings_test",
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        "REDIS_URL": settings.REDIS_URL,
+        "SCHEDBOARD_QUEUE_PREFIX": settings.SCHEDBOARD_QUEUE_PREFIX,
+        "SCHEDBOARD_EAGER": "1",
+    })
+    if db.get("PASSWORD"):
+        env["PGPASSWORD"] = db["PASSWORD"]
+    proc = subprocess.run([sys.executable, str(REPO / "manage.py"), *args], input=stdin or "", capture_output=True,
+                          text=True, cwd=cwd or REPO, env=env, timeout=120)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def write(directory: Path, name: str, text: str) -> str:
+    (directory / name).write_text(text)
+    return name
+
+
+NODE_A = """\
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+"""
+
+POD_WEB = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers:
+  - name: web
+    image: nginx
+    resources: {requests: {cpu: 500m, memory: 256Mi}}
+"""
+
+
+def counts():
+    return Node.objects.count(), Pod.objects.count(), ClusterEvent.objects.count()
+
+
+def queue_state():
+    q = queues.get_queue()
+    return q.lengths(), q.keys()
+
+
+@pytest.fixture(autouse=True)
+def workdir(tmp_path, monkeypatch):
+    """Files are named relative to the working directory, so messages read `pods.yaml: ...`."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# ---- applying -----------------------------------------------------------------------------------
+
+def test_it_creates_nodes_and_pods_and_queues_the_pending_pod(workdir):
+    write(workdir, "cluster.yaml", NODE_A + "---\n" + POD_WEB)
+    r = cli("apply", "-f", "cluster.yaml")
+    assert (r.code, r.out, r.err) == (0, "node/node-a created\npod/web created\n", "")
+    web = Pod.objects.get(name="web")
+    assert (web.phase, web.node_name, web.req_cpu, web.req_memory) == ("Pending", "", 500, 256 << 20)
+    assert web.queued_at is not None
+    info = queues.get_queue().get("default/web")
+    assert info is not None and info.queue == "active"
+
+
+def test_reapplying_says_unchanged_and_a_change_says_configured(workdir):
+    write(workdir, "cluster.yaml", NODE_A + "---\n" + POD_WEB)
+    cli("apply", "-f", "cluster.yaml")
+    r = cli("apply", "-f", "cluster.yaml")
+    assert (r.code, r.out) == (0, "node/node-a unchanged\npod/web unchanged\n")
+    write(workdir, "cluster.yaml", NODE_A.replace('cpu: "4"', 'cpu: "8"') + "---\n"
+          + POD_WEB.replace("{name: web, namespace: default}", "{name: web, namespace: default, labels: {app: web}}"))
+    r = cli("apply", "-f", "cluster.yaml")
+    assert (r.code, r.out) == (0, "node/node-a configured\npod/web configured\n")
+    assert Node.objects.get(name="node-a").alloc_cpu == 8000
+    assert Pod.objects.get(name="web").manifest["metadata"]["labels"] == {"app": "web"}
+    assert Pod.objects.count() == 1
+
+
+def test_it_reads_stdin_with_dash_and_several_files_in_order(workdir):
+    write(workdir, "node.yaml", NODE_A)
+    r = cli("apply", "-f", "node.yaml", "-f", "-", stdin=POD_WEB)
+    assert (r.code, r.out, r.err) == (0, "node/node-a created\npod/web created\n", "")
+
+
+def test_it_reads_a_kind_list_as_kubectl_get_o_yaml_prints_it(workdir):
+    r = cli("apply", "-f", str(TESTDATA / "manifests" / "nodes-kubectl-get.yaml"))
+    assert r.code == 0, r
+    names = list(Node.objects.values_list("name", flat=True))
+    assert r.out == "".join(f"node/{n} created\n" for n in names) and len(names) >= 2
+    r = cli("apply", "-f", str(TESTDATA / "manifests" / "pod-kubectl-get.yaml"))
+    assert r.code == 0, r
+    assert r.out.endswith(" created\n")
+
+
+def test_it_reads_json_lists(workdir):
+    write(workdir, "cluster.json", """{"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"},
+         "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "10"}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "shop"},
+         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}]}""")
+    r = cli("apply", "-f", "cluster.json")
+    assert (r.code, r.out) == (0, "node/node-a created\npod/web created\n")
+    assert Pod.objects.get(name="web").namespace == "shop"
+
+
+def test_same_pod_name_in_two_namespaces_gets_a_line_each(workdir):
+    write(workdir, "pods.yaml", POD_WEB + "---\n" + POD_WEB.replace("namespace: default", "namespace: shop"))
+    cli("apply", "-f", "pods.yaml")
+    write(workdir, "pods.yaml", POD_WEB + "---\n" + POD_WEB.replace("namespace: default", "namespace: shop, labels: {a: b}"))
+    r = cli("apply", "-f", "pods.yaml")
+    assert r.out == "pod/web unchanged\npod/web configured\n"
+
+
+def test_a_pod_with_node_name_counts_against_its_node_and_is_not_queued(workdir):
+    bound = POD_WEB.replace("spec:\n", "spec:\n  nodeName: node-a\n")
+    write(workdir, "cluster.yaml", NODE_A + "---\n" + bound)
+    assert cli("apply", "-f", "cluster.yaml").code == 0
+    node = Node.objects.get(name="node-a")
+    assert (node.req_cpu, node.req_memory, node.req_pods) == (500, 256 << 20, 1)
+    web = Pod.objects.get(name="web")
+    assert (web.phase, web.node_name, web.scheduled_status) == ("Running", "node-a", "True")
+    assert queues.get_queue().get("default/web") is None
+
+
+def test_a_pod_for_another_scheduler_is_stored_but_not_queued(workdir):
+    write(workdir, "pod.yaml", POD_WEB.replace("spec:\n", "spec:\n  schedulerName: other-scheduler\n"))
+    assert cli("apply", "-f", "pod.yaml").code == 0
+    assert Pod.objects.get(name="web").scheduler_name == "other-scheduler"
+    assert queues.get_queue().keys() == set()
+
+
+def test_an_empty_file_is_an_error_as_in_kubectl(workdir):
+    write(workdir, "empty.yaml", "# nothing here\n")
+    r = cli("apply", "-f", "empty.yaml")
+    assert r.code == 1 and r.out == ""
+
+
+def test_a_missing_file_is_reported_and_nothing_is_applied(workdir):
+    write(workdir, "node.yaml", NODE_A)
+    r = cli("apply", "-f", "node.yaml", "-f", "nope.yaml")
+    assert (r.code, r.err) == (1, "nope.yaml: cannot read: No such file or directory\n")
+    assert Node.objects.count() == 0
+
+
+# ---- bad input: every problem printed, exit 1, nothing applied -------------------------------------
+
+BAD_INPUTS = {
+    "bad YAML": (
+        "yaml.yaml",
+        NODE_A + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n   namespace: default\n",
+        ["yaml.yaml: doc 2: invalid YAML: mapping values are not allowed here (line 10, column 13)"],
+    ),
+    "unknown kind": (
+        "kind.yaml",
+        NODE_A + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec: {}\n",
+        ['kind.yaml: doc 2 (Deployment shop/web): kind: unsupported kind "Deployment" (only v1 Node and Pod)'],
+    ),
+    "bad quantity": (
+        "pods.yaml",
+        NODE_A + "---\n" + POD_WEB.replace("cpu: 500m", "cpu: abc"),
+        ['pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"'],
+    ),
+    "missing name": (
+        "noname.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata: {labels: {a: b}}\nstatus: {allocatable: {cpu: '4'}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {namespace: default}\nspec: {containers: [{name: c, image: nginx}]}\n",
+        ["noname.yaml: doc 1 (Node): metadata.name: required",
+         "noname.yaml: doc 2 (Pod): metadata.name: required"],
+    ),
+    "duplicate names": (
+        "dup.yaml",
+        POD_WEB.replace("namespace: default", "labels: {v: '1'}") + "---\n" + POD_WEB + "---\n"
+        + POD_WEB.replace("namespace: default", "namespace: other") + "---\n" + NODE_A + "---\n" + NODE_A,
+        ["dup.yaml: doc 2 (Pod default/web): metadata.name: duplicate Pod default/web (also doc 1)",
+         "dup.yaml: doc 5 (Node node-a): metadata.name: duplicate Node node-a (also doc 4)"],
+    ),
+    "wrong types": (
+        "types.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nspec: {unschedulable: 'yes', taints: {key: a}}\n"
+        "status: {allocatable: {cpu: [1]}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web, labels: {app: 3}}\nspec:\n  priority: high\n  containers: nginx\n",
+        ['types.yaml: doc 1 (Node n1): spec.unschedulable: expected a boolean, got string "yes"',
+         "types.yaml: doc 1 (Node n1): spec.taints: expected a list, got a map",
+         "types.yaml: doc 1 (Node n1): status.allocatable.cpu: invalid quantity: expected a string or a number, got a list",
+         "types.yaml: doc 2 (Pod default/web): metadata.labels.app: expected a string, got number 3",
+         'types.yaml: doc 2 (Pod default/web): spec.containers: expected a list, got string "nginx"',
+         'types.yaml: doc 2 (Pod default/web): spec.priority: expected an integer, got string "high"'],
+    ),
+    "bad item in a List": (
+        "list.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: node-b}\n"
+        "- apiVersion: v1\n  kind: Pod\n  metadata: {name: web}\n  spec: {containers: [{name: c, image: i, "
+        "resources: {requests: {memory: 1Zi}}}]}\n",
+        ['list.yaml: doc 1 (Pod default/web): items[1].spec.containers[0].resources.requests.memory: '
+         'invalid quantity "1Zi"'],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS), ids=list(BAD_INPUTS))
+def test_bad_input_prints_every_problem_exits_1_and_applies_nothing(workdir, case):
+    # Something already in the cluster and in the queue, to prove neither moves.
+    write(workdir, "before.yaml", POD_WEB.replace("name: web", "name: before"))
+    assert cli("apply", "-f", "before.yaml").code == 0
+    before_counts, before_queue = counts(), queue_state()
+    name, text, lines = BAD_INPUTS[case]
+    write(workdir, name, text)
+    r = cli("apply", "-f", name)
+    assert r.code == 1
+    assert r.out == ""
+    assert r.err.splitlines() == lines
+    assert counts() == before_counts
+    assert queue_state() == before_queue
+    assert not Node.objects.exists()
+
+
+def test_a_problem_in_one_file_keeps_the_other_files_out_too(workdir):
+    write(workdir, "good.yaml", NODE_A + "---\n" + POD_WEB)
+    write(workdir, "bad.yaml", POD_WEB.replace("name: web", "name: bad").replace("cpu: 500m", "cpu: -1"))
+    r = cli("apply", "-f", "good.yaml", "-f", "bad.yaml")
+    assert r.code == 1
+    assert r.err.splitlines()[0].startswith("bad.yaml: doc 1 (Pod default/bad): spec.containers[0].resources.requests.cpu: ")
+    assert counts() == (0, 0, 0)
+    assert not any(queues.get_queue().lengths().values()) and queues.get_queue().keys() == set()
+
+
+def test_changing_the_requests_of_a_scheduled_pod_is_refused_whole(workdir):
+    bound = POD_WEB.replace("spec:\n", "spec:\n  nodeName: node-a\n")
+    write(workdir, "cluster.yaml", NODE_A + "---\n" + bound)
+    cli("apply", "-f", "cluster.yaml")
+    write(workdir, "cluster.yaml", NODE_A.replace('"4"', '"8"') + "---\n" + bound.replace("500m", "2"))
+    r = cli("apply", "-f", "cluster.yaml")
+    assert r.code == 1
+    assert r.err.splitlines() == ["cluster.yaml: doc 2 (Pod default/web): spec: Forbidden: pod updates may not change "
+                                  "the resources or node of a scheduled pod"]
+    node = Node.objects.get(name="node-a")
+    assert (node.alloc_cpu, node.req_cpu) == (4000, 500)  # the node's change was rolled back too
+
+
+# ---- delete -------------------------------------------------------------------------------------
+
+def test_delete_pod_and_node_and_not_found(workdir):
+    bound = POD_WEB.replace("spec:\n", "spec:\n  nodeName: node-a\n")
+    write(workdir, "cluster.yaml", NODE_A + "---\n" + bound + "---\n" + POD_WEB.replace("name: web", "name: queued"))
+    cli("apply", "-f", "cluster.yaml")
+    assert queues.get_queue().get("default/queued") is not None
+
+    r = cli("delete", "pod", "default/web")
+    assert (r.code, r.out, r.err) == (0, 'pod "web" deleted\n', "")
+    assert Node.objects.get(name="node-a").req_cpu == 0  # its room is given back
+
+    r = cli("delete", "pod", "queued", "-n", "default")
+    assert (r.code, r.out) == (0, 'pod "queued" deleted\n')
+    assert queues.get_queue().get("default/queued") is None  # and it left the queue
+
+    r = cli("delete", "pod", "default/web", "shop/gone")
+    assert (r.code, r.out) == (1, "")
+    assert r.err == 'Error from server (NotFound): pods "web" not found\nError from server (NotFound): pods "gone" not found\n'
+
+    r = cli("delete", "node", "node-a", "node-z")
+    assert (r.code, r.out, r.err) == (1, 'node "node-a" deleted\n', 'Error from server (NotFound): nodes "node-z" not found\n')
+    assert not Node.objects.exists()
+
+
+# ---- the real command line --------------------------------------------------------------------------
+
+def test_through_manage_py_exit_codes_and_text(workdir):
+    write(workdir, "cluster.yaml", NODE_A + "---\n" + POD_WEB)
+    r = manage("apply", "-f", "cluster.yaml", cwd=workdir)
+    assert (r.code, r.out, r.err) == (0, "node/node-a created\npod/web created\n", ""), r
+    # The other process queued the pod in the shared Redis queue.
+    assert queues.get_queue().get("default/web").queue == "active"
+
+    r = manage("apply", "-f", "-", stdin=POD_WEB, cwd=workdir)
+    assert (r.code, r.out) == (0, "pod/web unchanged\n"), r
+
+    write(workdir, "pods.yaml", POD_WEB.replace("name: web", "name: api") + "---\n"
+          + POD_WEB.replace("cpu: 500m", "cpu: abc"))
+    r = manage("apply", "-f", "pods.yaml", cwd=workdir)
+    assert r.code == 1, r
+    assert r.out == ""
+    assert r.err == ('pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"\n'
+                     "error: 1 problem found; nothing was applied\n")
+    assert not Pod.objects.filter(name="api").exists()
+
+    r = manage("delete", "pod", "default/web", cwd=workdir)
+    assert (r.code, r.out, r.err) == (0, 'pod "web" deleted\n', ""), r
+    r = manage("delete", "pod", "default/web", cwd=workdir)
+    assert (r.code, r.out, r.err) == (1, "", 'Error from server (NotFound): pods "web" not found\n'), r
+    r = manage("delete", "node", "nope", cwd=workdir)
+    assert (r.code, r.err) == (1, 'Error from server (NotFound): nodes "nope" not found\n'), r

@@ -1,0 +1,130 @@
+"""`manage.py explain`: one dry-run scheduling cycle over files, checked against golden outputs.
+
+Each case is a folder under testdata/explain/ with cluster.yaml, pod.yaml, an optional profile.yaml
+and either expected.json (stdout, exit 0) or expected.stderr (exit 1).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scheduler import queues
+from scheduler.models import Attempt, Binding, ClusterEvent, Event, Node, Pod
+from scheduler.test_cli_apply import cli, manage
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CASES = Path(__file__).resolve().parent / "testdata" / "explain"
+SEEDS = {"seed-tie-break": "7"}
+
+
+def case_args(name: str) -> list[str]:
+    case = CASES / name
+    args = ["explain", "--cluster", "cluster.yaml", "--pod", "pod.yaml"]
+    if (case / "profile.yaml").exists():
+        args += ["--profile", "profile.yaml"]
+    if name in SEEDS:
+        args += ["--seed", SEEDS[name]]
+    return args
+
+
+@pytest.fixture
+def in_case(monkeypatch):
+    def enter(name):
+        monkeypatch.chdir(CASES / name)
+        return CASES / name
+    return enter
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CASES.iterdir() if p.is_dir()))
+def test_explain_matches_its_golden_output(in_case, name):
+    case = in_case(name)
+    r = cli(*case_args(name))
+    if (case / "expected.json").exists():
+        assert (r.code, r.err) == (0, ""), r
+        assert r.out == (case / "expected.json").read_text()
+        assert set(json.loads(r.out)) == {"pod", "feasible", "filtered", "scores", "selected", "message"}
+    else:
+        assert (r.code, r.out) == (1, ""), r
+        assert r.err == (case / "expected.stderr").read_text()
+
+
+def test_default_profile_prefers_the_emptier_node_with_upstreams_scores(in_case):
+    in_case("default")
+    result = json.loads(cli(*case_args("default")).out)
+    assert result["selected"] == "node-b" and result["message"] is None
+    assert result["feasible"] == ["node-a", "node-b"]
+    assert result["filtered"] == {"node-c": [{"plugin": "NodeUnschedulable", "reasons": ["node(s) were unschedulable"]}]}
+    a, b = result["scores"]["node-a"]["plugins"], result["scores"]["node-b"]["plugins"]
+    # LeastAllocated, as upstream's integer arithmetic: node-a cpu (4-3)*100/4=25, memory (8-3)*100/8=62 -> 43.
+    assert (a["NodeResourcesFit"]["raw"], b["NodeResourcesFit"]["raw"]) == (43, 81)
+    assert a["TaintToleration"] == {"raw": 0, "normalized": 100, "weight": 3, "weighted": 300}
+    for scores in result["scores"].values():
+        assert scores["total"] == sum(p["weighted"] for p in scores["plugins"].values())
+
+
+def test_most_allocated_profile_changes_the_winner(in_case):
+    in_case("most-allocated")
+    with_profile = json.loads(cli(*case_args("most-allocated")).out)
+    without = json.loads(cli("explain", "--cluster", "cluster.yaml", "--pod", "pod.yaml").out)
+    assert (without["selected"], with_profile["selected"]) == ("node-b", "node-a")
+    # MostAllocated: node-a cpu 3*100/4=75, memory 3*100/8=37 -> 56.
+    assert with_profile["scores"]["node-a"]["plugins"]["NodeResourcesFit"]["raw"] == 56
+
+
+def test_when_no_node_fits_the_message_is_kube_schedulers_to_the_character(in_case):
+    in_case("taint-and-cpu")
+    result = json.loads(cli(*case_args("taint-and-cpu")).out)
+    assert result["selected"] is None and result["feasible"] == [] and result["scores"] == {}
+    assert result["message"] == "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+
+
+def test_the_seed_makes_the_tie_break_reproducible_and_matters(in_case):
+    in_case("seed-tie-break")
+    base = ["explain", "--cluster", "cluster.yaml", "--pod", "pod.yaml", "--seed"]
+    first = cli(*base, "7").out
+    assert cli(*base, "7").out == first
+    result = json.loads(first)
+    assert len({s["total"] for s in result["scores"].values()}) == 1  # a real tie
+    picked = {json.loads(cli(*base, str(seed)).out)["selected"] for seed in range(12)}
+    assert len(picked) > 1 and picked <= {"node-1", "node-2", "node-3", "node-4"}
+
+
+def test_explain_writes_nothing(in_case, tmp_path):
+    # Something in the cluster and the queue beforehand, to prove neither changes.
+    (tmp_path / "live.yaml").write_text((CASES / "default" / "cluster.yaml").read_text() + "---\n"
+                                        + (CASES / "default" / "pod.yaml").read_text())
+    assert cli("apply", "-f", str(tmp_path / "live.yaml")).code == 0
+    models = (Node, Pod, Attempt, Binding, Event, ClusterEvent)
+
+    def state():
+        q = queues.get_queue()
+        return ([m.objects.count() for m in models], list(Node.objects.values_list("name", "req_cpu", "generation")),
+                list(Pod.objects.values_list("name", "node_name", "assumed_node", "attempts")), q.lengths(), q.keys())
+
+    before = state()
+    for name in ("default", "taint-and-cpu", "seed-tie-break"):
+        in_case(name)
+        assert cli(*case_args(name)).code == 0
+    assert state() == before
+
+
+def test_bad_input_files_are_reported_like_apply(in_case, tmp_path):
+    in_case("default")
+    (tmp_path / "two.yaml").write_text((CASES / "default" / "pod.yaml").read_text() + "---\n"
+                                       + (CASES / "default" / "pod.yaml").read_text().replace("name: web", "name: api"))
+    r = cli("explain", "--cluster", "cluster.yaml", "--pod", str(tmp_path / "two.yaml"))
+    assert r.code == 1 and r.err == f"{tmp_path / 'two.yaml'}: expected exactly one Pod, found 2 object(s)\n"
+    r = cli("explain", "--cluster", "nope.yaml", "--pod", "pod.yaml")
+    assert (r.code, r.err) == (1, "nope.yaml: cannot read: No such file or directory\n")
+
+
+def test_through_manage_py(in_case):
+    case = in_case("taint-and-cpu")
+    r = manage(*case_args("taint-and-cpu"), cwd=case)
+    assert (r.code, r.err) == (0, ""), r
+    assert r.out == (case / "expected.json").read_text()
+    case = in_case("invalid-profile")
+    r = manage(*case_args("invalid-profile"), cwd=case)
+    assert (r.code, r.out, r.err) == (1, "", (case / "expected.stderr").read_text()), r
