@@ -56,6 +56,10 @@ def top_candidates(decision: Decision, nodes: NodeTable, k: int = TOP_CANDIDATES
     totals = decision.totals
     if len(totals) > k:
         part = np.argpartition(-totals, k - 1)[:k]
+        # Among more than k tied top scores the partition keeps any k: make sure the winner is one.
+        chosen_pos = np.flatnonzero(decision.candidates == decision.selected_row)
+        if len(chosen_pos) and chosen_pos[0] not in part:
+            part[np.argmin(totals[part])] = chosen_pos[0]
     else:
         part = np.arange(len(totals))
     order = part[np.argsort(-totals[part], kind="stable")]

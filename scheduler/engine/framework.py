@@ -26,30 +26,49 @@ NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
 
+_ALL_TRUE: dict[int, np.ndarray] = {}
+
+
+def all_true(n: int) -> np.ndarray:
+    """A shared, read-only all-True mask over n nodes (most filters pass every node for most pods)."""
+    mask = _ALL_TRUE.get(n)
+    if mask is None:
+        if len(_ALL_TRUE) > 64:
+            _ALL_TRUE.clear()
+        mask = np.ones(n, dtype=bool)
+        mask.flags.writeable = False
+        _ALL_TRUE[n] = mask
+    return mask
+
+
 @dataclass
 class FilterResult:
     """One filter plugin's verdict over all nodes.
 
     `reasons` pairs each reason string with the mask of nodes it applies to; a rejected node
-    may carry several (e.g. "Insufficient cpu" and "Insufficient memory").
+    may carry several (e.g. "Insufficient cpu" and "Insufficient memory"). `all_passed` marks a
+    verdict known to pass every node, so the pipeline can skip its mask arithmetic.
     """
 
     passed: np.ndarray
     reasons: list[tuple[str, np.ndarray]] = field(default_factory=list)
+    all_passed: bool = field(default=False, compare=False, repr=False)
 
     @classmethod
     def all_pass(cls, n: int) -> FilterResult:
-        return cls(np.ones(n, dtype=bool), [])
+        return cls(all_true(n), [], True)
 
     @classmethod
     def from_reasons(cls, n: int, reasons: list[tuple[str, np.ndarray]]) -> FilterResult:
         """Nodes fail where any reason applies."""
-        failed = np.zeros(n, dtype=bool)
+        failed = None
         kept = []
         for text, mask in reasons:
-            if mask.any():
-                failed |= mask
+            if np.count_nonzero(mask):  # as mask.any(), faster on long masks
+                failed = np.asarray(mask, dtype=bool) if failed is None else failed | mask
                 kept.append((text, mask))
+        if failed is None:
+            return cls.all_pass(n)
         return cls(~failed, kept)
 
 
@@ -201,6 +220,15 @@ class Decision:
 ABSENT = -2  # rejected_by value for rows a PreFilterResult excluded
 
 
+if MIN_NODE_SCORE == 0:
+    def _out_of_range(scores: np.ndarray) -> bool:
+        # One reduction checks both bounds: a negative int64 reads as a huge uint64.
+        return bool(np.maximum.reduce(scores.view(np.uint64)) > MAX_NODE_SCORE)
+else:  # pragma: no cover - the constant is 0 upstream
+    def _out_of_range(scores: np.ndarray) -> bool:
+        return bool(scores.max() > MAX_NODE_SCORE or scores.min() < MIN_NODE_SCORE)
+
+
 class Algorithm:
     """schedulePod over a NodeTable: filter, score, select. Holds the round-robin start index and the RNG."""
 
@@ -208,70 +236,78 @@ class Algorithm:
         self.next_start_node_index = 0
         self.rng = np.random.default_rng(seed)
 
+    @staticmethod
+    def _rejected_at_pre_filter(decision: Decision, plugin: str, message: str) -> Decision:
+        """The pod fails PreFilter: every node gets the same status and the message stands alone."""
+        decision.pre_filter_msg = message
+        decision.rejected_by[:] = ABSENT
+        decision.absent_status = (plugin, message)
+        return decision
+
     def schedule(self, profile: Profile, pod: PodSpec, nodes: NodeTable, *, all_nodes: bool = False) -> Decision:
         """Run one scheduling algorithm pass. `all_nodes` disables the numFeasibleNodesToFind cut (explain)."""
         n = nodes.n
-        names = [p.name for p in profile.filters]
+        filters = profile.filters
+        rejected_by = np.empty(n, dtype=np.int64)
+        rejected_by.fill(-1)
         decision = Decision(
             pod_key=pod.key, num_all_nodes=n, candidates=np.zeros(0, dtype=np.int64),
-            rejected_by=np.full(n, -1, dtype=np.int64), filter_names=names, filter_results=[None] * len(names),
+            rejected_by=rejected_by, filter_names=[p.name for p in filters], filter_results=[None] * len(filters),
         )
         if n == 0:
             return decision
 
         # PreFilter: a plugin may narrow the nodes (NodeAffinity on metadata.name, NodeName).
-        considered = np.ones(n, dtype=bool)
+        # `considered` stays None while every node is considered (the common case).
+        considered: np.ndarray | None = None
         narrowing: list[str] = []
+        allowed_names: set[str] | None = None
         for plugin in profile.pre_filters:
             allowed = plugin.pre_filter(pod, nodes)
             if isinstance(allowed, PreFilterRejected):
-                decision.pre_filter_msg = allowed.message
-                decision.rejected_by[:] = ABSENT
-                decision.absent_status = (plugin.name, allowed.message)
-                return decision
+                return self._rejected_at_pre_filter(decision, plugin.name, allowed.message)
             if allowed is not None:
+                narrowing.append(plugin.name)
+                # As RunPreFilterPlugins: results merge by intersecting node names.
+                allowed_names = set(allowed) if allowed_names is None else allowed_names & set(allowed)
+                if not allowed_names:
+                    names = sorted(narrowing)
+                    message = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1 else
+                               f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously")
+                    return self._rejected_at_pre_filter(decision, narrowing[0], message)
                 mask = np.zeros(n, dtype=bool)
                 rows = [nodes.index[name] for name in allowed if name in nodes.index]
                 mask[rows] = True
-                considered &= mask
-                narrowing.append(plugin.name)
+                considered = mask if considered is None else considered & mask
         if narrowing:
-            decision.rejected_by[~considered] = ABSENT
+            rejected_by[~considered] = ABSENT
             decision.absent_status = (narrowing[0], f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]")
 
         # Filter: each node is reported under the first plugin that rejects it.
-        remaining = considered.copy()
-        for i, plugin in enumerate(profile.filters):
+        # `remaining` stays None while no node has been rejected.
+        remaining: np.ndarray | None = None if considered is None else considered.copy()
+        for i, plugin in enumerate(filters):
             result = plugin.filter(pod, nodes)
             decision.filter_results[i] = result
-            newly_rejected = remaining & ~result.passed
-            decision.rejected_by[newly_rejected] = i
-            remaining &= result.passed
+            if result.all_passed:
+                continue
+            passed = result.passed
+            if remaining is None:
+                rejected_by[~passed] = i
+                remaining = np.array(passed, dtype=bool)
+            else:
+                rejected_by[remaining & ~passed] = i
+                remaining &= passed
 
         # numFeasibleNodesToFind, starting at the round-robin index over the considered nodes.
-        considered_rows = np.flatnonzero(considered)
-        num_considered = len(considered_rows)
-        has_scoring = bool(profile.scores)
-        to_find = num_considered if all_nodes else num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_considered)
-        if not has_scoring:
-            to_find = min(1, num_considered)
-        start = self.next_start_node_index % num_considered if num_considered else 0
-        order = np.roll(considered_rows, -start)
-        feasible_in_order = np.flatnonzero(remaining[order])
-        if len(feasible_in_order) > to_find:
-            taken = feasible_in_order[:to_find]
-            processed = int(taken[-1]) + 1
-            # Rows past the cut were never examined: they carry no status (as upstream).
-            unexamined = order[processed:]
-            decision.rejected_by[unexamined[decision.rejected_by[unexamined] >= 0]] = -1
+        if considered is None:
+            processed, candidates = self._take_all_considered(profile, remaining, rejected_by, n, all_nodes)
         else:
-            taken = feasible_in_order
-            processed = num_considered
-        decision.candidates = order[taken].astype(np.int64)
+            processed, candidates = self._take_narrowed(profile, considered, remaining, rejected_by, all_nodes)
+        decision.candidates = candidates
         decision.evaluated_nodes = processed
         self.next_start_node_index = (self.next_start_node_index + processed) % n
 
-        candidates = decision.candidates
         if len(candidates) == 0:
             return decision
         if len(candidates) == 1:
@@ -286,17 +322,79 @@ class Algorithm:
                 continue
             raw = np.asarray(raw, dtype=np.int64)
             normalized = np.asarray(plugin.normalize(raw), dtype=np.int64)
-            if len(normalized) and (normalized.max() > MAX_NODE_SCORE or normalized.min() < MIN_NODE_SCORE):
+            if len(normalized) and _out_of_range(normalized):
                 decision.error = f"plugin {plugin.name!r} returns an invalid score, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
                 decision.candidates = np.zeros(0, dtype=np.int64)
                 return decision
-            ps = PluginScores(plugin.name, weight, raw, normalized)
-            decision.plugin_scores.append(ps)
-            totals += ps.weighted
+            decision.plugin_scores.append(PluginScores(plugin.name, weight, raw, normalized))
+            totals += normalized * weight if weight != 1 else normalized
         decision.totals = totals
 
         # selectHost: uniformly at random among the top scores.
-        best = np.flatnonzero(totals == totals.max())
+        best = (totals == totals.max()).nonzero()[0]
         pick = best[0] if len(best) == 1 else best[int(self.rng.integers(len(best)))]
         decision.selected_row = int(candidates[pick])
         return decision
+
+    def _to_find(self, profile: Profile, num_considered: int, all_nodes: bool) -> int:
+        if not profile.scores:
+            return min(1, num_considered)
+        if all_nodes:
+            return num_considered
+        return num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_considered)
+
+    def _take_all_considered(self, profile: Profile, remaining: np.ndarray | None, rejected_by: np.ndarray,
+                             n: int, all_nodes: bool) -> tuple[int, np.ndarray]:
+        """The cut when every node is considered: the order is rows start..n-1 then 0..start-1.
+
+        Returns (nodes processed, candidate rows).
+        """
+        to_find = self._to_find(profile, n, all_nodes)
+        start = self.next_start_node_index % n
+        if remaining is None:
+            # No node was rejected: the feasible nodes are the order itself.
+            processed = to_find if n > to_find else n
+            if start + processed <= n:
+                return processed, np.arange(start, start + processed, dtype=np.int64)
+            taken = np.arange(processed, dtype=np.int64)
+        else:
+            feasible_in_order = remaining[start:].nonzero()[0]
+            if len(feasible_in_order) <= to_find:
+                head = remaining[:start].nonzero()[0]
+                if len(head):
+                    feasible_in_order = np.concatenate((feasible_in_order, head + (n - start)))
+            if len(feasible_in_order) > to_find:
+                taken = feasible_in_order[:to_find]
+                processed = int(taken[-1]) + 1
+                # Rows past the cut were never examined: they carry no status (as upstream).
+                stop = start + processed
+                if stop < n:
+                    rejected_by[stop:] = -1
+                    rejected_by[:start] = -1
+                else:
+                    rejected_by[stop - n:start] = -1
+            else:
+                taken = feasible_in_order
+                processed = n
+        candidates = taken + start
+        candidates[candidates >= n] -= n
+        return processed, candidates.astype(np.int64, copy=False)
+
+    def _take_narrowed(self, profile: Profile, considered: np.ndarray, remaining: np.ndarray, rejected_by: np.ndarray,
+                       all_nodes: bool) -> tuple[int, np.ndarray]:
+        """The cut over the nodes a PreFilterResult left (rows past the cut keep ABSENT)."""
+        considered_rows = np.flatnonzero(considered)
+        num_considered = len(considered_rows)
+        to_find = self._to_find(profile, num_considered, all_nodes)
+        start = self.next_start_node_index % num_considered if num_considered else 0
+        order = np.roll(considered_rows, -start)
+        feasible_in_order = np.flatnonzero(remaining[order])
+        if len(feasible_in_order) > to_find:
+            taken = feasible_in_order[:to_find]
+            processed = int(taken[-1]) + 1
+            unexamined = order[processed:]
+            rejected_by[unexamined[rejected_by[unexamined] >= 0]] = -1
+        else:
+            taken = feasible_in_order
+            processed = num_considered
+        return processed, order[taken].astype(np.int64)

@@ -158,3 +158,21 @@ def _with_nonzero_defaults(c: Container) -> Container:
     reqs.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
     reqs.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
     return Container(name=c.name, image=c.image, requests=reqs, ports=c.ports, restart_policy=c.restart_policy)
+
+
+def derived(pod: PodSpec, key: object, sources: tuple, make):
+    """Per-pod data a plugin derives once and reuses on every cycle and retry of that pod.
+
+    Kept on the pod, keyed by `key` (e.g. the plugin instance), and recomputed when any of
+    `sources` (the pod attributes it derives from) is no longer the same object. PodSpec fields
+    are treated as values: replace them, never mutate them in place, or the memo goes stale.
+    """
+    memo = pod.__dict__.get("_derived")
+    if memo is None:
+        memo = pod.__dict__["_derived"] = {}
+    hit = memo.get(key)
+    if hit is not None and len(hit[0]) == len(sources) and all(a is b for a, b in zip(hit[0], sources)):
+        return hit[1]
+    value = make()
+    memo[key] = (sources, value)
+    return value

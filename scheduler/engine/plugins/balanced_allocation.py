@@ -15,8 +15,8 @@ import numpy as np
 from ..nodes import NodeTable
 from ..plugin_args import NodeResourcesBalancedAllocationArgs
 from ..pods import PodSpec
-from ..resources import MAX_NODE_SCORE
-from .node_resources_fit import allocatable_and_requested, go_div, pod_resource_request, validate_resources
+from ..resources import CPU, EPHEMERAL_STORAGE, MAX_NODE_SCORE, MEMORY
+from .node_resources_fit import allocatable_and_requested, is_scalar_resource_name, pod_resource_request, validate_resources
 
 
 def balance_scores(fractions: list[np.ndarray], included: list[np.ndarray]) -> np.ndarray:
@@ -49,6 +49,32 @@ def balance_scores(fractions: list[np.ndarray], included: list[np.ndarray]) -> n
     return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)  # float64 -> int64 truncates, as Go
 
 
+def dense_balance_scores(fractions: list[np.ndarray]) -> np.ndarray:
+    """balance_scores where every fraction is included on every row: the same float64 operations in
+    the same order, without the per-row bookkeeping. Works elementwise on arrays of any shape."""
+    k = len(fractions)
+    if k == 2:
+        std = np.abs((fractions[0] - fractions[1]) / 2)
+    elif k > 2:
+        total = fractions[0]
+        for f in fractions[1:]:
+            total = total + f
+        mean = total / float(k)
+        squares = None
+        for f in fractions:
+            d = f - mean
+            squares = d * d if squares is None else squares + d * d
+        std = np.sqrt(squares / float(k))
+    else:
+        return np.full(fractions[0].shape if fractions else 0, MAX_NODE_SCORE, dtype=np.int64)
+    return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
+def go_half(a: np.ndarray) -> np.ndarray:
+    """Go's int64 a / 2 (truncating toward zero): add 1 to negative values, then shift."""
+    return (a - (a >> 63)) >> 1
+
+
 class NodeResourcesBalancedAllocation:
     name: ClassVar[str] = "NodeResourcesBalancedAllocation"
 
@@ -64,19 +90,45 @@ class NodeResourcesBalancedAllocation:
             # As PreScore: Skip for best-effort pods (kubernetes/kubernetes#129138).
             return None
         rows = np.asarray(rows, dtype=np.int64)
-        with_pod, without_pod, included = [], [], []
-        for spec, want in zip(self.resources, wants):
-            alloc, allocated, requested = allocatable_and_requested(nodes, rows, spec.name, want, use_requested=True)
-            valid = alloc != 0
-            safe = np.where(valid, alloc, 1).astype(np.float64)
-            # As upstream: a fraction above 1 counts as 1.
-            with_pod.append(np.minimum(requested.astype(np.float64) / safe, 1.0))
-            without_pod.append(np.minimum(allocated.astype(np.float64) / safe, 1.0))
-            included.append(valid)
-        score_with = balance_scores(with_pod, included)
-        score_without = balance_scores(without_pod, included)
+        fractions = self._dense_fractions(nodes, rows, wants)
+        if fractions is not None:
+            # Row 0 of every score array is with the pod, row 1 without it.
+            scores = dense_balance_scores(fractions)
+            score_with, score_without = scores[0], scores[1]
+        else:
+            with_pod, without_pod, included = [], [], []
+            for spec, want in zip(self.resources, wants):
+                alloc, allocated, requested = allocatable_and_requested(nodes, rows, spec.name, want, use_requested=True)
+                valid = alloc != 0
+                safe = np.where(valid, alloc, 1).astype(np.float64)
+                # As upstream: a fraction above 1 counts as 1.
+                with_pod.append(np.minimum(requested.astype(np.float64) / safe, 1.0))
+                without_pod.append(np.minimum(allocated.astype(np.float64) / safe, 1.0))
+                included.append(valid)
+            score_with = balance_scores(with_pod, included)
+            score_without = balance_scores(without_pod, included)
         half = MAX_NODE_SCORE // 2
-        return (half + go_div(half + score_with - score_without, 2)).astype(np.int64)
+        return half + go_half(half + score_with - score_without)
+
+    def _dense_fractions(self, nodes: NodeTable, rows: np.ndarray, wants: list[int]) -> list[np.ndarray] | None:
+        """Per resource, a (2, len(rows)) array of usage fractions with and without the pod, when every
+        resource counts on every row (the usual case); None otherwise (see allocatable_and_requested)."""
+        fractions = []
+        for spec, want in zip(self.resources, wants):
+            name = spec.name
+            scalar = is_scalar_resource_name(name)
+            if (want == 0 and scalar) or not (scalar or name in (CPU, MEMORY, EPHEMERAL_STORAGE)):
+                return None  # bypassed or untracked: counts on no row
+            alloc = nodes.allocatable_of(name)[rows]
+            if np.count_nonzero(alloc) != len(alloc):
+                return None
+            # As upstream: BalancedAllocation reads the plain requests of every resource.
+            with_and_without = nodes.requested_of(name)[rows] + np.array(((want,), (0,)), dtype=np.int64)
+            # int64 / int64 divides as float64, exactly as converting both first. As upstream: a
+            # fraction above 1 counts as 1.
+            f = np.true_divide(with_and_without, alloc)
+            fractions.append(np.minimum(f, 1.0, out=f))
+        return fractions
 
     def normalize(self, scores: np.ndarray) -> np.ndarray:
         return scores

@@ -12,7 +12,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..nodes import NodeTable
-from ..pods import PodSpec
+from ..pods import PodSpec, derived
 from ..resources import MAX_NODE_SCORE
 
 MB = 1024 * 1024
@@ -39,20 +39,44 @@ class ImageLocality:
     def score(self, pod: PodSpec, nodes: NodeTable, rows: np.ndarray) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
         containers = pod.init_containers + pod.containers
-        sums = np.zeros(nodes.n, dtype=np.int64)
-        for c in containers:
-            held = nodes.images.get(normalized_image_name(c.image))
+        names = derived(pod, "ImageLocality", (pod.init_containers, pod.containers), lambda: [normalized_image_name(c.image) for c in containers])
+        sums = None
+        for name in names:
+            held = image_spread(nodes, name)
             if held is None:
                 continue
-            image_rows, sizes = held
-            holders = np.unique(image_rows)  # a node listing a name twice counts once (a set upstream)
-            # As the scheduler cache: an image's size is the one first reported for that name.
-            size = int(sizes[0])
-            sums[holders] += scaled_image_score(size, len(holders), nodes.n)
+            holders, score = held
+            if sums is None:
+                sums = np.zeros(nodes.n, dtype=np.int64)
+            sums[holders] += score
+        if sums is None:
+            # No image of the pod is on any node: every sum is 0, clamped to the minimum threshold,
+            # which calculatePriority maps to 0.
+            return np.zeros(len(rows), dtype=np.int64)
         return calculate_priority(sums[rows], len(containers))
 
     def normalize(self, scores: np.ndarray) -> np.ndarray:
         return scores
+
+
+def image_spread(nodes: NodeTable, name: str) -> tuple[np.ndarray, int] | None:
+    """(the rows holding image `name`, its scaled score), or None when no node holds it.
+
+    Depends only on the table's static image columns, so it is kept on the table.
+    """
+    memo = nodes.__dict__.setdefault("_image_spread", {})
+    if name in memo:
+        return memo[name]
+    held = nodes.images.get(name)
+    if held is None:
+        value = None
+    else:
+        image_rows, sizes = held
+        holders = np.unique(image_rows)  # a node listing a name twice counts once (a set upstream)
+        # As the scheduler cache: an image's size is the one first reported for that name.
+        value = (holders, scaled_image_score(int(sizes[0]), len(holders), nodes.n))
+    memo[name] = value
+    return value
 
 
 def calculate_priority(sums: np.ndarray, num_containers: int) -> np.ndarray:

@@ -21,7 +21,7 @@ from ..plugin_args import (
     NodeResourcesFitArgs,
     ResourceSpec,
 )
-from ..pods import PodSpec
+from ..pods import PodSpec, derived
 from ..resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -83,10 +83,17 @@ def allocatable_and_requested(
     """As calculateResourceAllocatableRequest, over `rows`: (allocatable, allocated on the node,
     allocated + the pod's request). Rows where allocatable is 0 come back all zeros, which the
     scorers skip (as resourceAllocationScorer.score does)."""
-    zeros = np.zeros(len(rows), dtype=np.int64)
+    return gather_resource(nodes, rows, resource, pod_request, use_requested)[:3]
+
+
+def gather_resource(
+    nodes: NodeTable, rows: np.ndarray, resource: str, pod_request: int, use_requested: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """allocatable_and_requested, plus whether every row's allocatable is non-zero (every row counts)."""
     # As upstream: an extended resource the pod does not request is bypassed.
     if pod_request == 0 and is_scalar_resource_name(resource):
-        return zeros, zeros, zeros
+        zeros = np.zeros(len(rows), dtype=np.int64)
+        return zeros, zeros, zeros, len(rows) == 0
     if resource in (CPU, MEMORY):
         alloc = nodes.allocatable_of(resource)[rows]
         used = (nodes.requested_of(resource) if use_requested else nodes.nonzero_requested[resource])[rows]
@@ -96,11 +103,15 @@ def allocatable_and_requested(
         used = nodes.requested_of(resource)[rows]
     else:
         # Not a resource kube-scheduler tracks (e.g. "pods"): omitted from the score.
-        return zeros, zeros, zeros
+        zeros = np.zeros(len(rows), dtype=np.int64)
+        return zeros, zeros, zeros, len(rows) == 0
+    if np.count_nonzero(alloc) == len(alloc):
+        # Every row counts (the usual case): the gathers above are already fresh int64 copies.
+        return alloc, used, used + pod_request, True
     valid = alloc != 0
     alloc = np.where(valid, alloc, 0).astype(np.int64)
     used = np.where(valid, used, 0).astype(np.int64)
-    return alloc, used, np.where(valid, used + pod_request, 0).astype(np.int64)
+    return alloc, used, np.where(valid, used + pod_request, 0).astype(np.int64), False
 
 
 def validate_resources(resources: tuple[ResourceSpec, ...]) -> None:
@@ -114,16 +125,21 @@ def validate_resources(resources: tuple[ResourceSpec, ...]) -> None:
 
 # ---- scorers ------------------------------------------------------------------------------
 
-def least_requested_scores(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
-    """As leastRequestedScore; `alloc` must be non-zero (callers mask those rows out)."""
+def least_requested_scores(requested: np.ndarray, alloc: np.ndarray, nonzero: bool = False) -> np.ndarray:
+    """As leastRequestedScore; rows where `alloc` is 0 score 0 (callers mask them out).
+
+    `nonzero` says no row of `alloc` is 0; then requested > alloc already gives 0 free room.
+    """
+    if nonzero:
+        return np.maximum(alloc - requested, 0) * MAX_NODE_SCORE // alloc
     safe = np.where(alloc == 0, 1, alloc)
     free = np.maximum(safe - requested, 0)
     return np.where(requested > alloc, 0, free * MAX_NODE_SCORE // safe)
 
 
-def most_requested_scores(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
-    """As mostRequestedScore: requested above capacity counts as capacity."""
-    safe = np.where(alloc == 0, 1, alloc)
+def most_requested_scores(requested: np.ndarray, alloc: np.ndarray, nonzero: bool = False) -> np.ndarray:
+    """As mostRequestedScore: requested above capacity counts as capacity. `nonzero`: no `alloc` is 0."""
+    safe = alloc if nonzero else np.where(alloc == 0, 1, alloc)
     return np.minimum(requested, safe) * MAX_NODE_SCORE // safe
 
 
@@ -166,15 +182,13 @@ class NodeResourcesFit:
             )
 
     # ---- Filter (fitsRequest) ---------------------------------------------------------------
-    def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
-        reasons: list[tuple[str, np.ndarray]] = []
-        # As upstream: the pod count is checked before, and independently of, the requests.
-        reasons.append(("Too many pods", nodes.pod_count + 1 > nodes.allocatable_of(PODS)))
+    def _checks(self, pod: PodSpec) -> tuple[tuple[str, str, int], ...]:
+        """(reason, resource, request) for each resource the Filter checks for this pod, in order."""
+        checks = []
         for resource in (CPU, MEMORY, EPHEMERAL_STORAGE):
             want = int(pod.requests.get(resource, 0))
             if want > 0:
-                free = nodes.allocatable_of(resource) - nodes.requested_of(resource)
-                reasons.append((f"Insufficient {resource}", want > free))
+                checks.append((f"Insufficient {resource}", resource, want))
         # Upstream ranges over a Go map (random order); we go by name so reasons are stable.
         for resource in sorted(r for r in pod.requests if is_scalar_resource_name(r)):
             want = int(pod.requests[resource])
@@ -182,8 +196,16 @@ class NodeResourcesFit:
                 continue
             if is_extended_resource(resource) and self._ignored(resource):
                 continue
-            free = nodes.allocatable_of(resource) - nodes.requested_of(resource)
-            reasons.append((f"Insufficient {resource}", want > free))
+            checks.append((f"Insufficient {resource}", resource, want))
+        return tuple(checks)
+
+    def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
+        checks = derived(pod, (self, "filter"), (pod.requests,), lambda: self._checks(pod))
+        # As upstream: the pod count is checked before, and independently of, the requests
+        # (podCount + 1 > allowedPodNumber, i.e. podCount >= allowedPodNumber).
+        reasons: list[tuple[str, np.ndarray]] = [("Too many pods", nodes.pod_count >= nodes.allocatable_of(PODS))]
+        for text, resource, want in checks:
+            reasons.append((text, want > nodes.allocatable_of(resource) - nodes.requested_of(resource)))
         return FilterResult.from_reasons(nodes.n, reasons)
 
     def _ignored(self, resource: str) -> bool:
@@ -194,29 +216,53 @@ class NodeResourcesFit:
     def score(self, pod: PodSpec, nodes: NodeTable, rows: np.ndarray) -> np.ndarray:
         # As upstream: Fit's PreScore never skips.
         rows = np.asarray(rows, dtype=np.int64)
-        node_score = np.zeros(len(rows), dtype=np.int64)
-        weight_sum = np.zeros(len(rows), dtype=np.int64)
+        node_score: np.ndarray | None = None
+        # Each resource adds its weight where it counts: `weight_all` where it counts on every
+        # row (the usual case), `weight_rows` where it counts on some rows only.
+        weight_all = 0
+        weight_rows: np.ndarray | None = None
         strategy = self.args.scoring_strategy.type
         for spec in self.resources:
             want = pod_resource_request(pod, spec.name, use_requested=False)
-            alloc, _, requested = allocatable_and_requested(nodes, rows, spec.name, want, use_requested=False)
-            valid = alloc != 0
+            alloc, _, requested, everywhere = gather_resource(nodes, rows, spec.name, want, use_requested=False)
             if strategy == LEAST_ALLOCATED:
-                resource_score = least_requested_scores(requested, alloc)
-                counted = valid
+                resource_score = least_requested_scores(requested, alloc, everywhere)
             elif strategy == MOST_ALLOCATED:
-                resource_score = most_requested_scores(requested, alloc)
-                counted = valid
+                resource_score = most_requested_scores(requested, alloc, everywhere)
+            if strategy != REQUESTED_TO_CAPACITY_RATIO:
+                counted = None if everywhere else alloc != 0
             else:
-                safe = np.where(valid, alloc, 1)
+                valid = alloc != 0
+                safe = alloc if everywhere else np.where(valid, alloc, 1)
                 utilization = np.where(
                     requested > alloc, MAX_UTILIZATION, requested * MAX_UTILIZATION // safe
                 )
                 resource_score = broken_linear(self.shape, utilization)
                 # As upstream: a resource scoring 0 adds neither score nor weight.
                 counted = valid & (resource_score > 0)
-            node_score += np.where(counted, resource_score * spec.weight, 0)
-            weight_sum += np.where(counted, spec.weight, 0)
+                if np.count_nonzero(counted) == len(counted):
+                    counted = None
+            if counted is None:
+                weighted = resource_score * spec.weight if spec.weight != 1 else resource_score
+                weight_all += spec.weight
+            elif np.count_nonzero(counted):
+                weighted = np.where(counted, resource_score * spec.weight, 0)
+                if weight_rows is None:
+                    weight_rows = np.zeros(len(rows), dtype=np.int64)
+                weight_rows += np.where(counted, spec.weight, 0)
+            else:
+                continue
+            if node_score is None:
+                node_score = np.array(weighted, dtype=np.int64)
+            else:
+                node_score += weighted
+        if node_score is None:
+            return np.zeros(len(rows), dtype=np.int64)
+        if weight_rows is None:
+            if strategy == REQUESTED_TO_CAPACITY_RATIO:
+                return go_round(node_score.astype(np.float64) / float(weight_all))
+            return node_score // weight_all  # both non-negative
+        weight_sum = weight_rows + weight_all
         safe_sum = np.where(weight_sum == 0, 1, weight_sum)
         if strategy == REQUESTED_TO_CAPACITY_RATIO:
             result = go_round(node_score.astype(np.float64) / safe_sum.astype(np.float64))

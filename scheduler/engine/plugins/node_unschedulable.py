@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
+
 from ..framework import FilterResult
 from ..nodes import NodeTable
 from ..pods import NO_SCHEDULE, PodSpec, Taint
@@ -21,6 +23,6 @@ class NodeUnschedulable:
 
     def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
         # As upstream: a pod tolerating the unschedulable taint also tolerates spec.unschedulable.
-        if tolerations_tolerate(pod.tolerations, _UNSCHEDULABLE_TAINT):
+        if not np.count_nonzero(nodes.unschedulable) or tolerations_tolerate(pod.tolerations, _UNSCHEDULABLE_TAINT):
             return FilterResult.all_pass(nodes.n)
         return FilterResult.from_reasons(nodes.n, [(ERR_REASON_UNSCHEDULABLE, nodes.unschedulable.copy())])

@@ -63,9 +63,11 @@ class TaintToleration:
     def score(self, pod: PodSpec, nodes: NodeTable, rows: np.ndarray) -> np.ndarray:
         # As upstream PreScore (which never returns Skip): only tolerations whose effect is empty or
         # PreferNoSchedule can tolerate a PreferNoSchedule taint.
+        rows = np.asarray(rows, dtype=np.int64)
+        if not nodes.taints:
+            return np.zeros(len(rows), dtype=np.int64)
         prefer = tuple(t for t in pod.tolerations if t.effect in ("", PREFER_NO_SCHEDULE))
         cols = self._untolerated_columns(prefer, (PREFER_NO_SCHEDULE,), nodes)
-        rows = np.asarray(rows, dtype=np.int64)
         if len(cols) == 0:
             return np.zeros(len(rows), dtype=np.int64)
         return nodes.taint_matrix[np.ix_(rows, cols)].sum(axis=1, dtype=np.int64)
