@@ -27,7 +27,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-redis://127.0.0.1:6379/14}" \
-		$(BIN)/python manage.py bench --json
+		DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-bench-only-secret}" $(BIN)/python manage.py bench --json
 
 clean:
 	rm -rf $(VENV) db.sqlite3 var
