@@ -135,3 +135,19 @@ def test_deleting_a_bound_pod_gives_its_room_back_and_unblocks_waiting_pods(cloc
     drain(clock)
     assert Pod.objects.get(pk=waiting.pk).node_name == "only"
     assert Node.objects.get(name="only").req_cpu == 1000
+
+
+def test_a_repeated_failure_counts_the_event_instead_of_duplicating_it(clock):
+    apply(node("small", cpu="1"), pod("big", cpu="2"))
+    drain()
+    apply(node("other", cpu="1"))  # a cluster event: the pod is tried again and fails the same way... almost
+    drain(clock)
+    apply(node("other", cpu="1", memory="16Gi"))  # NodeUpdate; still too small
+    drain(clock)
+    events = Event.objects.filter(reason="FailedScheduling", involved_name="big")
+    by_message = {e.message: e.count for e in events}
+    assert by_message == {"0/1 nodes are available: 1 Insufficient cpu.": 1,
+                          "0/2 nodes are available: 2 Insufficient cpu.": 2}
+    first = events.get(count=2)
+    assert first.last_timestamp >= first.first_timestamp
+    assert Attempt.objects.filter(pod_name="big").count() == 3

@@ -152,6 +152,7 @@ class NodeTable:
     # ---- usage -------------------------------------------------------------------------
     def reset_usage(self, usage: Sequence[NodeUsage] | None) -> None:
         n = self.n
+        self._min_free: dict[str, int] = {}
         self.requested: dict[str, np.ndarray] = {r: np.zeros(n, dtype=np.int64) for r in self.allocatable}
         self.nonzero_requested = {CPU: np.zeros(n, dtype=np.int64), MEMORY: np.zeros(n, dtype=np.int64)}
         # (protocol, port) -> {row: [ips]}: sparse, since few pods use host ports.
@@ -162,6 +163,7 @@ class NodeTable:
     def load_usage(self, standard: dict[str, np.ndarray], nonzero_cpu: np.ndarray, nonzero_memory: np.ndarray,
                    scalars: dict[int, dict[str, int]], ports: dict[int, list[HostPort]]) -> None:
         """Replace all usage at once from columns (a snapshot of the shared state)."""
+        self._min_free.clear()
         for r, col in self.requested.items():
             col[:] = standard[r] if r in standard else 0
         for r, col in standard.items():
@@ -182,6 +184,7 @@ class NodeTable:
 
     def set_row_usage(self, row: int, usage: NodeUsage) -> None:
         """Replace one node's usage (after a lost reservation race)."""
+        self._min_free.clear()
         for r, col in self.requested.items():
             col[row] = usage.requested.get(r, 0)
         for r, v in usage.requested.items():
@@ -200,6 +203,15 @@ class NodeTable:
                 del self.ports[key]
         for p in ports:
             self.ports.setdefault((p.protocol, p.port), {}).setdefault(row, []).append(p.ip)
+
+    def min_free(self, resource: str) -> int:
+        """The least room left for `resource` on any node (allocatable - requested), cached."""
+        known = self._min_free.get(resource)
+        if known is None:
+            if self.n == 0:
+                return 0
+            known = self._min_free[resource] = int((self.allocatable_of(resource) - self.requested_of(resource)).min())
+        return known
 
     def requested_of(self, resource: str) -> np.ndarray:
         col = self.requested.get(resource)
@@ -225,6 +237,16 @@ class NodeTable:
                 col = self.requested[r] = np.zeros(self.n, dtype=np.int64)
                 self.allocatable.setdefault(r, np.zeros(self.n, dtype=np.int64))
             col[row] += sign * v
+            # Keep the least free room per resource exact: taking room can only lower it; giving
+            # room back may raise it, so that resource is recomputed when next asked.
+            known = self._min_free.get(r)
+            if known is not None:
+                if sign > 0:
+                    free = int(self.allocatable[r][row]) - int(col[row])
+                    if free < known:
+                        self._min_free[r] = free
+                else:
+                    del self._min_free[r]
         self.nonzero_requested[CPU][row] += sign * nonzero_cpu
         self.nonzero_requested[MEMORY][row] += sign * nonzero_memory
         for p in ports:
@@ -256,6 +278,7 @@ class NodeTable:
         other.nonzero_requested = {r: c.copy() for r, c in self.nonzero_requested.items()}
         other.ports = {k: {row: list(ips) for row, ips in v.items()} for k, v in self.ports.items()}
         other.allocatable = dict(self.allocatable)
+        other._min_free = dict(self._min_free)
         return other
 
     # ---- labels ------------------------------------------------------------------------

@@ -201,6 +201,9 @@ class NodeResourcesFit:
 
     def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
         checks = derived(pod, (self, "filter"), (pod.requests,), lambda: self._checks(pod))
+        # Fast path, exact: every node has room for all of it when even the fullest one does.
+        if nodes.min_free(PODS) >= 1 and all(want <= nodes.min_free(resource) for _, resource, want in checks):
+            return FilterResult.all_pass(nodes.n)
         # As upstream: the pod count is checked before, and independently of, the requests
         # (podCount + 1 > allowedPodNumber, i.e. podCount >= allowedPodNumber).
         reasons: list[tuple[str, np.ndarray]] = [("Too many pods", nodes.pod_count >= nodes.allocatable_of(PODS))]

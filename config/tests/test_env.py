@@ -1,0 +1,44 @@
+"""Settings from the environment are parsed strictly: a bad value names the variable."""
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import env_bool, env_int, env_str
+
+CASES = [
+    (env_bool, "X_FLAG", "yes", {"default": False}, True),
+    (env_bool, "X_FLAG", "0", {"default": True}, False),
+    (env_bool, "X_FLAG", None, {"default": True}, True),
+    (env_int, "X_NUM", "42", {"default": 1}, 42),
+    (env_int, "X_NUM", None, {"default": 7}, 7),
+    (env_str, "X_STR", "abc", {"default": "d"}, "abc"),
+    (env_str, "X_STR", None, {"default": "d"}, "d"),
+]
+
+
+@pytest.mark.parametrize("parse,name,value,kwargs,want", CASES)
+def test_it_reads_good_values(monkeypatch, parse, name, value, kwargs, want):
+    if value is None:
+        monkeypatch.delenv(name, raising=False)
+    else:
+        monkeypatch.setenv(name, value)
+    assert parse(name, **kwargs) == want
+
+
+BAD = [
+    (env_bool, "X_FLAG", "maybe", {"default": False}, "X_FLAG: expected true or false, got 'maybe'"),
+    (env_int, "X_NUM", "ten", {"default": 1}, "X_NUM: expected an integer, got 'ten'"),
+    (env_int, "X_NUM", "0", {"default": 1, "minimum": 1}, "X_NUM: must be at least 1, got 0"),
+    (env_str, "X_SECRET", None, {"default": None}, "X_SECRET: required, but not set in the environment"),
+]
+
+
+@pytest.mark.parametrize("parse,name,value,kwargs,message", BAD)
+def test_it_stops_on_a_bad_value_naming_the_variable(monkeypatch, parse, name, value, kwargs, message):
+    if value is None:
+        monkeypatch.delenv(name, raising=False)
+    else:
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ImproperlyConfigured) as exc:
+        parse(name, **kwargs)
+    assert str(exc.value) == message

@@ -1,0 +1,59 @@
+"""`make run`'s service: one process on SQLite with an in-memory queue, no Postgres or Redis."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+
+def embedded_env(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SECRET_KEY",
+                                                              "SCHEDBOARD_EAGER", "SCHEDBOARD_QUEUE_PREFIX")}
+    env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "SCHEDBOARD_SQLITE_PATH": str(tmp_path / "db.sqlite3"),
+                "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def manage(env, *args, timeout=120):
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_the_embedded_service_seeds_a_cluster_and_schedules_the_trickle_without_postgres_or_redis(tmp_path):
+    env = embedded_env(tmp_path)
+    assert manage(env, "migrate", "--verbosity", "0").returncode == 0
+    proc = subprocess.Popen([sys.executable, "manage.py", "run", "--no-web", "--rate", "25"], cwd=BASE_DIR, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        pods = ""
+        while time.monotonic() < deadline:
+            time.sleep(2)
+            pods = manage(env, "get", "pods", "-A", "-o", "wide").stdout
+            if pods.count("Running") >= 20 and "Pending" in pods:
+                break
+        else:
+            pytest.fail(f"the embedded loop did not schedule the trickle:\n{pods}")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+    assert "seeded 15 nodes" in out and "schedboard is running (embedded mode)" in out
+    assert "python manage.py get pods -A -o wide" in out
+    nodes = manage(env, "get", "nodes").stdout
+    assert "Ready,SchedulingDisabled" in nodes  # the cordoned node
+    events = manage(env, "get", "events", "-A").stdout
+    assert "Scheduled" in events and "Successfully assigned" in events
+    # Some demo pods are unschedulable on purpose, with kube-scheduler's message.
+    assert "FailedScheduling" in events and "nodes are available:" in events
