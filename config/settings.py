@@ -104,6 +104,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # One line per task is noise at a thousand bindings a second.
+    "loggers": {"celery.app.trace": {"level": "WARNING"}},
 }
 SCHEDBOARD_QUEUE_PREFIX = env_str("SCHEDBOARD_QUEUE_PREFIX", "schedboard:q")
 SCHEDBOARD_PARALLELISM = env_int("SCHEDBOARD_PARALLELISM", 2, minimum=1)
