@@ -1,8 +1,16 @@
 """Shared fixtures: a clean Redis queue per test, and the process-wide singletons reset."""
 
+import os
+
 import pytest
 import redis
 from django.conf import settings
+from hypothesis import settings as hypothesis_settings
+
+# CI explores the same examples every run (a red build is then reproducible); local runs explore new ones.
+hypothesis_settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 
 @pytest.fixture(autouse=True)
