@@ -21,6 +21,12 @@ from decimal import Decimal
 import yaml
 from kubernetes.utils import parse_quantity
 
+from scheduler.engine.k8s_validation import (
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_qualified_name,
+    is_valid_label_value,
+)
 from scheduler.engine.nodes import ImageState, NodeSpec
 from scheduler.engine.pods import (
     NO_EXECUTE,
@@ -195,67 +201,8 @@ class _Object:
         return value
 
 
-# ---- names, labels (as k8s.io/apimachinery/pkg/util/validation) ----------------------------------
-_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
-_DNS1123_LABEL_RE = re.compile(rf"^{_DNS1123_LABEL}$")
-_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_INT64_TEXT = re.compile(r"^[+-]?[0-9]+$")
-
-
-def _subdomain_errors(value: str) -> list[str]:
-    errs = []
-    if len(value) > 253:
-        errs.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN.match(value):
-        errs.append("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                    "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com')")
-    return errs
-
-
-def _label_errors(value: str) -> list[str]:
-    errs = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL_RE.match(value):
-        errs.append("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-                    "and must start and end with an alphanumeric character (e.g. 'my-name')")
-    return errs
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    """As IsQualifiedName: an optional DNS-subdomain prefix and '/', then a name of up to 63 characters."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            return ["prefix part must be non-empty"]
-        errs = [f"prefix part {e}" for e in _subdomain_errors(prefix)]
-        if errs:
-            return errs
-    else:
-        return ["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start "
-                "and end with an alphanumeric character, with an optional DNS subdomain prefix and '/'"]
-    if not name:
-        return ["name part must be non-empty"]
-    if len(name) > 63:
-        return ["name part must be no more than 63 characters"]
-    if not _QUALIFIED_NAME_PART.match(name):
-        return ["name part must consist of alphanumeric characters, '-', '_' or '.', "
-                "and must start and end with an alphanumeric character"]
-    return []
-
-
-def _label_value_errors(value: str) -> list[str]:
-    if len(value) > 63:
-        return ["must be no more than 63 characters"]
-    if not _LABEL_VALUE.match(value):
-        return ["a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-                "and must start and end with an alphanumeric character"]
-    return []
+# ---- field errors (names and labels are checked by engine.k8s_validation) -------------------------
+_INT64_TEXT = re.compile(r"[+-]?[0-9]+")  # used with fullmatch: Go's ParseInt takes no trailing newline
 
 
 def _invalid(value, detail: str) -> str:
@@ -277,8 +224,8 @@ def _labels(o: _Object, value, path: str) -> dict[str, str]:
     """As ValidateLabels: qualified-name keys, label values."""
     labels = o.string_map(value, path)
     for k, v in labels.items():
-        _check(o, path, k, _qualified_name_errors(k))
-        _check(o, _child(path, k), v, _label_value_errors(v))
+        _check(o, path, k, is_qualified_name(k))
+        _check(o, _child(path, k), v, is_valid_label_value(v))
     return labels
 
 
@@ -331,8 +278,8 @@ def _resource_list(o: _Object, value, path: str, container: bool) -> dict[str, t
         if container and "/" not in name and name not in STANDARD_CONTAINER_RESOURCES and not name.startswith("hugepages-"):
             o.add(qpath, f"invalid resource name {json.dumps(name)}: must be a standard resource for containers")
             continue
-        if "/" in name and _qualified_name_errors(name):
-            o.add(qpath, f"invalid resource name {json.dumps(name)}: {_qualified_name_errors(name)[0]}")
+        if "/" in name and (name_errs := is_qualified_name(name)):
+            o.add(qpath, f"invalid resource name {json.dumps(name)}: {name_errs[0]}")
             continue
         parsed = _quantity(o, raw, qpath)
         if parsed is None:
@@ -360,7 +307,7 @@ def _units(resources: dict[str, tuple[Decimal, str]]) -> dict[str, int]:
 def _container(o: _Object, c: dict, path: str, init: bool, host_network: bool) -> Container:
     name = o.required_str(c.get("name"), _child(path, "name"))
     if name:
-        _check(o, _child(path, "name"), name, _label_errors(name))
+        _check(o, _child(path, "name"), name, is_dns1123_label(name))
     image = o.required_str(c.get("image"), _child(path, "image"))  # as validateContainers
     rpath = _child(path, "resources")
     resources = o.map(c.get("resources"), rpath)
@@ -434,7 +381,7 @@ def _requirement(o: _Object, r: dict, path: str, field_selector: bool) -> Requir
             o.add(_child(path, "key"), _invalid(key, "not a valid field selector key"))
         else:
             for i, v in enumerate(values):
-                _check(o, _child(vpath, i), v, _subdomain_errors(v))
+                _check(o, _child(vpath, i), v, is_dns1123_subdomain(v))
         return Requirement(key=key, operator=op, values=tuple(values))
     # As ValidateNodeSelectorRequirement.
     if op in (OP_IN, OP_NOT_IN):
@@ -446,12 +393,12 @@ def _requirement(o: _Object, r: dict, path: str, field_selector: bool) -> Requir
     elif op in (OP_GT, OP_LT):
         if len(raw_values) != 1:
             o.add(vpath, "required: must be specified single value when `operator` is 'Lt' or 'Gt'")
-        elif values and not (_INT64_TEXT.match(values[0]) and -INT64_MAX - 1 <= int(values[0]) <= INT64_MAX):
+        elif values and not (_INT64_TEXT.fullmatch(values[0]) and -INT64_MAX - 1 <= int(values[0]) <= INT64_MAX):
             # As labels.NewRequirement, which the scheduler's node affinity matching goes through.
             o.add(_child(vpath, 0), _invalid(values[0], "for 'Gt', 'Lt' operators, the value must be an integer"))
     else:
         o.add(_child(path, "operator"), _invalid(op, "not a valid selector operator"))
-    _check(o, _child(path, "key"), key, _qualified_name_errors(key))
+    _check(o, _child(path, "key"), key, is_qualified_name(key))
     return Requirement(key=key, operator=op, values=tuple(values))
 
 
@@ -518,14 +465,14 @@ def _tolerations(o: _Object, value, path: str) -> tuple[Toleration, ...]:
         seconds = o.int(t.get("tolerationSeconds"), _child(ipath, "tolerationSeconds"), None, -INT64_MAX - 1, INT64_MAX)
         # As ValidateTolerations.
         if key:
-            _check(o, _child(ipath, "key"), key, _qualified_name_errors(key))
+            _check(o, _child(ipath, "key"), key, is_qualified_name(key))
         elif op != "Exists":
             o.add(_child(ipath, "operator"), _invalid(
                 op, 'operator must be Exists when `key` is empty, which means "match all values and all keys"'))
         if seconds is not None and effect != NO_EXECUTE:
             o.add(_child(ipath, "effect"), _invalid(effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
         if op == "Equal":
-            _check(o, _child(ipath, "value"), val, _label_value_errors(val))
+            _check(o, _child(ipath, "value"), val, is_valid_label_value(val))
         elif op == "Exists":
             if val:
                 o.add(_child(ipath, "value"), _invalid(val, "value must be empty when `operator` is 'Exists'"))
@@ -546,9 +493,9 @@ def _metadata(o: _Object, obj: dict, namespaced: bool) -> tuple[dict, str, str]:
     namespace = ""
     if namespaced:
         namespace = o.str(meta.get("namespace"), "metadata.namespace") or DEFAULT_NAMESPACE
-        _check(o, "metadata.namespace", namespace, _label_errors(namespace))
+        _check(o, "metadata.namespace", namespace, is_dns1123_label(namespace))
     if name:
-        _check(o, "metadata.name", name, _subdomain_errors(name))
+        _check(o, "metadata.name", name, is_dns1123_subdomain(name))
     o.ns_name = f"{namespace}/{name}" if namespaced and name else name
     o.ident = o.ns_name
     return meta, namespace, name
@@ -592,11 +539,11 @@ def _pod(o: _Object, obj: dict) -> PodSpec:
     priority = o.int(spec.get("priority"), "spec.priority", 0)
     class_name = o.str(spec.get("priorityClassName"), "spec.priorityClassName")
     if class_name:
-        _check(o, "spec.priorityClassName", class_name, _subdomain_errors(class_name))
+        _check(o, "spec.priorityClassName", class_name, is_dns1123_subdomain(class_name))
     scheduler_name = o.str(spec.get("schedulerName"), "spec.schedulerName") or DEFAULT_SCHEDULER_NAME
     node_name = o.str(spec.get("nodeName"), "spec.nodeName")
     if node_name:
-        _check(o, "spec.nodeName", node_name, _subdomain_errors(node_name))
+        _check(o, "spec.nodeName", node_name, is_dns1123_subdomain(node_name))
     return PodSpec(
         namespace=namespace, name=name, uid=uid, scheduler_name=scheduler_name, priority=priority,
         node_name=node_name, node_selector=node_selector, required_terms=required, preferred_terms=preferred,
@@ -641,9 +588,9 @@ def _node(o: _Object, obj: dict) -> NodeSpec:
         # As ValidateNodeTaints.
         key = o.required_str(t.get("key"), _child(ipath, "key"))
         if key:
-            _check(o, _child(ipath, "key"), key, _qualified_name_errors(key))
+            _check(o, _child(ipath, "key"), key, is_qualified_name(key))
         value = o.str(t.get("value"), _child(ipath, "value"))
-        _check(o, _child(ipath, "value"), value, _label_value_errors(value))
+        _check(o, _child(ipath, "value"), value, is_valid_label_value(value))
         effect = o.required_str(t.get("effect"), _child(ipath, "effect"))
         if effect and effect not in TAINT_EFFECTS:
             o.add(_child(ipath, "effect"), _unsupported(effect, TAINT_EFFECTS))

@@ -135,7 +135,8 @@ BAD = [
         pod_yaml(name="Web_1"),
         ["pods.yaml: doc 1 (Pod default/Web_1): metadata.name: invalid value \"Web_1\": a lowercase RFC 1123 "
          "subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end "
-         "with an alphanumeric character (e.g. 'example.com')"],
+         "with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"],
         id="invalid-name",
     ),
     pytest.param(

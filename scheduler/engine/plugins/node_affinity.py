@@ -13,6 +13,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..framework import FilterResult, default_normalize_score, PreFilterRejected
+from ..k8s_validation import is_qualified_name, is_valid_label_value
 from ..nodes import LabelColumn, NodeTable
 from ..plugin_args import NodeAffinityArgs
 from ..pods import (
@@ -38,9 +39,6 @@ ERR_REASON_CONFLICT = "pod affinity terms conflict"
 OBJECT_NAME_FIELD = "metadata.name"
 
 # ---- selector validation, as labels.NewRequirement and nodeSelectorRequirementsAsFieldSelector ----
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _GO_DECIMAL = re.compile(r"[+-]?[0-9]+")
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -53,26 +51,9 @@ def parse_int64(text: str) -> int | None:
     return value if INT64_MIN <= value <= INT64_MAX else None
 
 
-def _valid_label_key(key: str) -> bool:
-    """As validation.IsQualifiedName: [dns-subdomain "/"] name, the name at most 63 characters."""
-    parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
-            return False
-    else:
-        return False
-    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.fullmatch(name))
-
-
-def _valid_label_value(value: str) -> bool:
-    return len(value) <= 63 and bool(_LABEL_VALUE.fullmatch(value))
-
-
 def _label_requirement_valid(req: Requirement) -> bool:
-    if not _valid_label_key(req.key):
+    # As labels.NewRequirement: any validation message on the key or a value makes it an error.
+    if is_qualified_name(req.key):
         return False
     if req.operator in (OP_IN, OP_NOT_IN):
         ok = len(req.values) > 0
@@ -82,7 +63,7 @@ def _label_requirement_valid(req: Requirement) -> bool:
         ok = len(req.values) == 1 and all(parse_int64(v) is not None for v in req.values)
     else:
         return False  # unsupported operator
-    return ok and all(_valid_label_value(v) for v in req.values)
+    return ok and not any(is_valid_label_value(v) for v in req.values)
 
 
 def _field_requirement_valid(req: Requirement) -> bool:
