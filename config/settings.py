@@ -85,7 +85,6 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
 
 # ---- scheduler -------------------------------------------------------------------------
-SCHEDBOARD_SCHEDULER_NAMES = [s for s in env_str("SCHEDBOARD_SCHEDULER_NAMES", "default-scheduler").split(",") if s]
 SCHEDBOARD_BATCH_SIZE = env_int("SCHEDBOARD_BATCH_SIZE", 256, minimum=1)
 SCHEDBOARD_ASSUME_TTL_SECONDS = env_int("SCHEDBOARD_ASSUME_TTL_SECONDS", 30, minimum=1)
 SCHEDBOARD_SEED = env_int("SCHEDBOARD_SEED", 0) or None

@@ -35,8 +35,8 @@ from .engine.queue import QueuedPodInfo
 from .manifests import pod_from_manifest
 from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Binding,
                      ClusterEvent, Pod)
-from .profiles import scheduler_config
-from .queues import get_queue, get_redis
+from .profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version, scheduler_names
+from .queues import get_queue, get_redis, set_queue_backoff
 from .reservations import release_assumed, reserve_many
 from .services import EventSpec, events_record
 from .snapshot import Snapshot
@@ -90,13 +90,31 @@ class Worker:
 
     def __init__(self, queue=None, config: SchedulerConfig | None = None, seed: int | None = None):
         self.queue = queue or get_queue()
-        self.config = config or scheduler_config()
-        self.profiles = self.config.build_profiles(version=0)
+        # A given config is pinned (version 0, never reloaded); otherwise the active version is followed.
+        self.follows_versions = config is None
+        self._use_config(*(active_config() if config is None else (INITIAL_VERSION, config)))
         self.algorithm = Algorithm(seed if seed is not None else settings.SCHEDBOARD_SEED)
         self.snapshot = Snapshot()
         self.identity = f"{socket.gethostname()}-{os.getpid()}"
         self._pod_specs: OrderedDict[tuple, PodSpec] = OrderedDict()
         self._templates: OrderedDict[str, PodSpec] = OrderedDict()
+
+    def _use_config(self, version: int, config: SchedulerConfig) -> None:
+        self.version, self.config = version, config
+        self.profiles = config.build_profiles(version=version)
+        if self.follows_versions:
+            set_queue_backoff(self.queue, config)
+
+    def refresh_config(self) -> bool:
+        """Switch to the active configuration version if it changed since the last batch."""
+        if not self.follows_versions:
+            return False
+        number = active_version_number()
+        if number == self.version:
+            return False
+        self._use_config(number, config_for_version(number))
+        log.info("worker %s now runs scheduler configuration version %d", self.identity, number)
+        return True
 
     def pod_spec(self, pod: Pod) -> PodSpec:
         key = (pod.uid, pod.updated_at)
@@ -123,6 +141,7 @@ class Worker:
         infos = self.queue.pop(max_pods or settings.SCHEDBOARD_BATCH_SIZE)
         if not infos:
             return stats
+        self.refresh_config()  # once per batch, so a batch never mixes configuration versions
         stats.popped = len(infos)
         popped_at = self.queue.clock()
         now = timezone.now()
@@ -340,7 +359,7 @@ def reconcile(*, queue=None) -> dict:
     report["reclaimed"] = len(queue.reclaim_expired(None, settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS))
     known = queue.keys()
     pending = Pod.objects.filter(node_name="", assumed_node="", deleting=False,
-                                 scheduler_name__in=settings.SCHEDBOARD_SCHEDULER_NAMES)
+                                 scheduler_name__in=scheduler_names())
     for ns, name, priority in pending.values_list("namespace", "name", "priority").iterator():
         key = f"{ns}/{name}"
         if key not in known:

@@ -5,6 +5,7 @@ from it; they change only through conditional updates (scheduler/reservations.py
 interleaving of workers can push them past allocatable.
 """
 
+from django.conf import settings
 from django.db import models
 
 RESULT_SCHEDULED = "scheduled"
@@ -212,3 +213,30 @@ class ClusterEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.object_name}"
+
+
+class SchedulerConfigVersion(models.Model):
+    """One saved version of the whole scheduler configuration; rows are never changed, only added.
+
+    Workers run the active row (at most one is active); with no row, version 0 is the initial
+    configuration (SCHEDBOARD_CONFIG, else kube-scheduler's default).
+    """
+
+    number = models.PositiveIntegerField(unique=True, help_text="1, 2, ...; 0 is the initial configuration")
+    config = models.JSONField(help_text="SchedulerConfig.to_dict()")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+", help_text="empty when saved from the command line")
+    reason = models.TextField(help_text="why this version was saved")
+    active = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(reason__regex=r"\S"), name="config_version_reason_not_blank"),
+            models.CheckConstraint(condition=models.Q(number__gte=1), name="config_version_number_from_one"),
+            models.UniqueConstraint(fields=["active"], condition=models.Q(active=True), name="config_version_one_active"),
+        ]
+
+    def __str__(self) -> str:
+        return f"version {self.number}" + (" (active)" if self.active else "")

@@ -16,9 +16,7 @@ def get_queue():
         if _queue is None:
             from .profiles import scheduler_config
 
-            config = scheduler_config()
-            backoff = {"initial_backoff": float(config.pod_initial_backoff_seconds),
-                       "max_backoff": float(config.pod_max_backoff_seconds)}
+            backoff = queue_backoff(scheduler_config())
             if settings.REDIS_URL:
                 import redis
 
@@ -30,6 +28,18 @@ def get_queue():
 
                 _queue = MemoryQueue(**backoff)
         return _queue
+
+
+def queue_backoff(config) -> dict:
+    """The queue's backoff settings from a SchedulerConfig (podInitialBackoffSeconds, podMaxBackoffSeconds)."""
+    return {"initial_backoff": float(config.pod_initial_backoff_seconds),
+            "max_backoff": float(config.pod_max_backoff_seconds)}
+
+
+def set_queue_backoff(queue, config) -> None:
+    """Apply a new configuration's backoffs; both queues read them when a pod is requeued."""
+    for name, value in queue_backoff(config).items():
+        setattr(queue, name, value)
 
 
 def reset_queue(queue=None) -> None:

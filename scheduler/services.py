@@ -11,7 +11,6 @@ import uuid
 from dataclasses import dataclass, field as dataclass_field
 from datetime import datetime
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -19,6 +18,7 @@ from django.utils.dateparse import parse_datetime
 from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from .manifests import ManifestError, ParsedNode, ParsedPod, Problem
 from .models import ClusterEvent, Event, Node, Pod
+from .profiles import scheduler_names
 from .reservations import add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage
 
 
@@ -96,23 +96,20 @@ def _node_columns(parsed: ParsedNode) -> dict:
     }
 
 
-def _ours(scheduler_name: str) -> bool:
-    return scheduler_name in settings.SCHEDBOARD_SCHEDULER_NAMES
-
-
 def cluster_apply(objects: list[ParsedNode | ParsedPod], *, filename: str = "-") -> ApplyResult:
     """Apply parsed Nodes and Pods in one transaction: nodes first, then pods; nothing on any problem."""
     result = ApplyResult([], [], [])
     to_queue: list[tuple[str, int]] = []
     node_events: list[tuple[str, str]] = []
     problems: list[Problem] = []
+    ours = scheduler_names()
     with transaction.atomic():
         for obj in objects:
             if isinstance(obj, ParsedNode):
                 _node_apply(obj, result, node_events)
         for obj in objects:
             if isinstance(obj, ParsedPod):
-                problem = _pod_apply(obj, result, to_queue)
+                problem = _pod_apply(obj, result, to_queue, ours)
                 if problem:
                     problems.append(problem)
         if problems:
@@ -148,7 +145,7 @@ def _node_apply(parsed: ParsedNode, result: ApplyResult, node_events: list) -> N
     node_events.append((ClusterEvent.NODE_UPDATE, name))
 
 
-def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list) -> Problem | None:
+def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set[str]) -> Problem | None:
     spec = parsed.spec
     manifest = parsed.manifest
     meta = manifest.setdefault("metadata", {})
@@ -169,7 +166,7 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list) -> Proble
             pod.bound_at = created
             if Node.objects.filter(name=spec.node_name).exists():
                 add_node_usage(node_name=spec.node_name, usage=usage)
-        pending = not spec.node_name and _ours(spec.scheduler_name) and not spec.deleting
+        pending = not spec.node_name and spec.scheduler_name in ours and not spec.deleting
         if pending:
             pod.queued_at = timezone.now()
         pod.save()
@@ -202,7 +199,7 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list) -> Proble
             pod.bound_at = timezone.now()
             if Node.objects.filter(name=spec.node_name).exists():
                 add_node_usage(node_name=spec.node_name, usage=usage)
-        elif _ours(spec.scheduler_name) and not pod.deleting:
+        elif spec.scheduler_name in ours and not pod.deleting:
             pod.queued_at = pod.queued_at or timezone.now()
             to_queue.append((pod.key, spec.priority))
     pod.save()

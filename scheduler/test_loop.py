@@ -151,3 +151,17 @@ def test_a_repeated_failure_counts_the_event_instead_of_duplicating_it(clock):
     first = events.get(count=2)
     assert first.last_timestamp >= first.first_timestamp
     assert Attempt.objects.filter(pod_name="big").count() == 3
+
+
+def test_pods_are_ours_when_their_scheduler_name_names_a_profile_of_the_active_configuration():
+    from scheduler.engine.config import SchedulerConfig, default_profile
+    from scheduler.profile_services import config_version_create
+
+    config_version_create(config=SchedulerConfig(profiles=[default_profile(), default_profile("batch-scheduler")]),
+                          reason="a second profile")
+    apply(node("node-a"), pod("batch-job", schedulerName="batch-scheduler"), pod("theirs", schedulerName="other"))
+    drain()
+    assert Pod.objects.get(name="batch-job").node_name == "node-a"
+    assert Attempt.objects.get(pod_name="batch-job").profile_name == "batch-scheduler"
+    theirs = Pod.objects.get(name="theirs")
+    assert theirs.node_name == "" and not Attempt.objects.filter(pod_name="theirs").exists()

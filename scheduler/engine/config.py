@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from . import framework
+from .k8s_validation import is_qualified_name, is_valid_label_value
 from .plugin_args import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
@@ -214,6 +215,24 @@ class SchedulerConfig:
     def profile(self, scheduler_name: str) -> ProfileConfig | None:
         return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)
 
+    def to_dict(self) -> dict:
+        """JSON-serialisable, as stored per configuration version; warnings are not part of it."""
+        return {
+            "percentage_of_nodes_to_score": self.percentage_of_nodes_to_score,
+            "pod_initial_backoff_seconds": self.pod_initial_backoff_seconds,
+            "pod_max_backoff_seconds": self.pod_max_backoff_seconds,
+            "profiles": [p.to_dict() for p in self.profiles],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SchedulerConfig:
+        return cls(
+            profiles=[ProfileConfig.from_dict(p) for p in data.get("profiles") or []],
+            percentage_of_nodes_to_score=data.get("percentage_of_nodes_to_score"),
+            pod_initial_backoff_seconds=data.get("pod_initial_backoff_seconds", DEFAULT_POD_INITIAL_BACKOFF_SECONDS),
+            pod_max_backoff_seconds=data.get("pod_max_backoff_seconds", DEFAULT_POD_MAX_BACKOFF_SECONDS),
+        )
+
     def build_profiles(self, version: int = 0) -> dict[str, framework.Profile]:
         return {
             p.scheduler_name: p.build(version, global_percentage_of_nodes_to_score=self.percentage_of_nodes_to_score)
@@ -270,70 +289,6 @@ def _forbidden(path: str, detail: str) -> tuple[str, str]:
 
 def _not_supported(path: str, value: str, valid: tuple[str, ...] | list[str]) -> tuple[str, str]:
     return path, f"Unsupported value: {value}: supported values: " + ", ".join(_q(v) for v in valid)
-
-
-# As apimachinery's validate/content: label keys (qualified names) and label values.
-_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_KEY_ERR = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-_LABEL_VALUE_FMT = "(" + _LABEL_KEY_FMT + ")?"
-_LABEL_VALUE_ERR = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-                    "and must start and end with an alphanumeric character")
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN_ERR = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-                          "and must start and end with an alphanumeric character")
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    # As content.RegexError: "msg (e.g. 'a' or 'b', regex used for validation is 'fmt')".
-    out = msg + " (e.g. "
-    for i, e in enumerate(examples):
-        if i > 0:
-            out += " or "
-        out += "'" + e + "', "
-    return out + "regex used for validation is '" + fmt + "')"
-
-
-def _label_key_errors(value: str) -> list[str]:
-    """As content.IsLabelKey (validation.IsQualifiedName)."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs += ["prefix part " + m for m in _dns1123_subdomain_errors(prefix)]
-    else:
-        return ["a valid label key " + _regex_error(_LABEL_KEY_ERR, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name.encode()) > 63:
-        errs.append("name part must be no more than 63 bytes")
-    if not re.fullmatch(_LABEL_KEY_FMT, name):
-        errs.append("name part " + _regex_error(_LABEL_KEY_ERR, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc"))
-    return errs
-
-
-def _dns1123_subdomain_errors(value: str) -> list[str]:
-    errs = []
-    if len(value.encode()) > 253:
-        errs.append("must be no more than 253 bytes")
-    if not re.fullmatch(_DNS1123_SUBDOMAIN_FMT, value):
-        errs.append(_regex_error(_DNS1123_SUBDOMAIN_ERR, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-def _label_value_errors(value: str) -> list[str]:
-    errs = []
-    if len(value.encode()) > 63:
-        errs.append("must be no more than 63 bytes")
-    if not re.fullmatch(_LABEL_VALUE_FMT, value):
-        errs.append(_regex_error(_LABEL_VALUE_ERR, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
 
 
 def _parse_go_int64(text: str) -> bool:
@@ -487,7 +442,7 @@ def _validate_label_names(ctx: _Ctx, names: list[str], path: str, *, group: bool
         p = f"{path}[{i}]"
         if group and "/" in res:
             ctx.problems.append(_invalid(p, _q(res), "resource group name can't contain '/'"))
-        for msg in _label_key_errors(res):
+        for msg in is_qualified_name(res):
             ctx.problems.append(_invalid(p, _q(res), msg))
 
 
@@ -599,7 +554,7 @@ def _parse_requirements(ctx: _Ctx, value: Any, path: str, *, fields: bool) -> tu
         if op not in _SELECTOR_OPERATORS:
             errs.append(_not_supported(f"{p}.operator", _q(op), _SELECTOR_OPERATORS))
             continue
-        key_errs = _label_key_errors(key)
+        key_errs = is_qualified_name(key)
         if key_errs:
             errs.append(_invalid(f"{p}.key", _q(key), "; ".join(key_errs)))
         if op in ("In", "NotIn") and not vals:
@@ -613,7 +568,7 @@ def _parse_requirements(ctx: _Ctx, value: Any, path: str, *, fields: bool) -> tu
                 if not _parse_go_int64(v):
                     errs.append(_invalid(f"{p}.values[{k}]", _q(v), "for 'Gt', 'Lt' operators, the value must be an integer"))
         for k, v in enumerate(vals):
-            v_errs = _label_value_errors(v)
+            v_errs = is_valid_label_value(v)
             if v_errs:
                 errs.append(_invalid(f"{p}.values[{k}][{key}]", _q(v), "; ".join(v_errs)))
     return reqs, errs

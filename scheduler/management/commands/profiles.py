@@ -1,0 +1,61 @@
+"""`manage.py profiles export [-o FILE] | import FILE --reason R | history`: the versioned scheduler
+configuration as a kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration."""
+
+import sys
+
+from django.utils import timezone
+
+from scheduler import kubectl
+from scheduler.engine.config import ConfigError, load_config
+from scheduler.models import SchedulerConfigVersion
+from scheduler.profile_services import config_export, config_version_create
+
+
+class Command(kubectl.KubectlCommand):
+    help = "Export, import and list the versions of the scheduler configuration."
+
+    def add_arguments(self, parser):
+        actions = parser.add_subparsers(dest="action", required=True, metavar="{export,import,history}")
+        export = actions.add_parser("export", help="write the active version as a KubeSchedulerConfiguration")
+        export.add_argument("-o", "--output", default="-", help="file to write (default, or -: standard output)")
+        imp = actions.add_parser("import", help="save a KubeSchedulerConfiguration as the next, active version")
+        imp.add_argument("file", help="a kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration (YAML or JSON; -: stdin)")
+        imp.add_argument("--reason", required=True, help="why the configuration changes (kept with the version)")
+        actions.add_parser("history", help="list the saved versions, newest first")
+
+    def handle(self, *args, action, **options):
+        getattr(self, f"_{action}")(**options)
+
+    def _export(self, *, output, **options):
+        text = config_export()
+        if output == "-":
+            self.stdout.write(text, ending="")
+            return
+        with open(output, "w") as f:
+            f.write(text)
+
+    def _import(self, *, file, reason, **options):
+        try:
+            text = sys.stdin.read() if file == "-" else open(file).read()
+        except OSError as e:
+            raise kubectl.KubectlError(f"cannot read {file}: {e.strerror}") from None
+        try:
+            config = load_config(text, file)
+            for warning in config.warnings:
+                self.stderr.write(f"Warning: {file}: {warning}")
+            version = config_version_create(config=config, reason=reason)
+        except ConfigError as e:
+            for path, message in e.problems:
+                self.stderr.write(f"{file}: {path}: {message}" if path else f"{file}: {message}")
+            raise kubectl.KubectlError() from None
+        self.stdout.write(f"scheduler configuration version {version.number} saved and active")
+
+    def _history(self, **options):
+        now = timezone.now()
+        rows = [[str(v.number), "*" if v.active else "", kubectl.human_duration((now - v.created_at).total_seconds()),
+                 v.created_by.get_username() if v.created_by else "(cli)", " ".join(v.reason.split())]
+                for v in SchedulerConfigVersion.objects.select_related("created_by")]
+        if not rows:
+            self.stdout.write("no saved versions: version 0 (the initial configuration) is active")
+            return
+        self.stdout.write(kubectl.table(["VERSION", "ACTIVE", "AGE", "BY", "REASON"], rows))
