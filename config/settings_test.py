@@ -10,6 +10,7 @@ os.environ.setdefault("SCHEDBOARD_QUEUE_PREFIX", "schedboard-test:q")
 os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-secret-key")
 
 from .settings import *  # noqa: E402,F403
+from .settings import DATABASES  # noqa: E402  (named: it is changed below)
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 

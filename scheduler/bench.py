@@ -20,7 +20,6 @@ from django.utils import timezone
 
 from .engine import perf
 from .engine.config import default_config
-from .engine.nodes import NodeUsage
 from .engine.reference.pipeline import reference_schedule
 from .reservations import pod_usage_fields
 from .workers import WorkerProcesses, purge_broker, worker_env

@@ -12,7 +12,6 @@ import sys
 from datetime import datetime, timezone as dt_timezone
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
 from .models import Event, Node, Pod
 

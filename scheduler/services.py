@@ -17,7 +17,7 @@ from django.utils.dateparse import parse_datetime
 
 from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from .manifests import ManifestError, ParsedNode, ParsedPod, Problem
-from .models import ClusterEvent, Event, Node, Pod
+from .models import ClusterEvent, Node, Pod
 from .profiles import scheduler_names
 from .reservations import add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage
 

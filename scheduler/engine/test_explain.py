@@ -6,7 +6,6 @@ import json
 from typing import ClassVar
 
 import numpy as np
-import pytest
 
 from .config import default_profile
 from .explain import TOP_CANDIDATES, explain, top_candidates
