@@ -5,7 +5,7 @@ WORKDIR /app
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
-RUN useradd --create-home schedboard && chown -R schedboard /app
+RUN useradd --create-home schedboard && mkdir -p /metrics-data && chown -R schedboard /app /metrics-data
 USER schedboard
 EXPOSE 8000
 CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "config.asgi:application"]

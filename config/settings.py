@@ -4,6 +4,7 @@ With no DATABASE_URL and REDIS_URL the service runs embedded (SQLite, in-process
 with them it runs as separate processes on Postgres and Redis.
 """
 
+import os
 from pathlib import Path
 
 from .env import env_bool, env_int, env_str
@@ -88,6 +89,14 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 SCHEDBOARD_BATCH_SIZE = env_int("SCHEDBOARD_BATCH_SIZE", 256, minimum=1)
 SCHEDBOARD_ASSUME_TTL_SECONDS = env_int("SCHEDBOARD_ASSUME_TTL_SECONDS", 30, minimum=1)
 SCHEDBOARD_SEED = env_int("SCHEDBOARD_SEED", 0) or None
+
+# ---- metrics ---------------------------------------------------------------------------
+# prometheus_client's multiprocess mode: every process (web, workers) writes its counters and
+# histograms here and /metrics merges them. Set in the environment before prometheus_client is
+# imported (it picks its value class at import); shared by every process of one deployment.
+PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", str(BASE_DIR / "var" / "prometheus"))
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
+Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
 
 # ---- celery ----------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL or "memory://"

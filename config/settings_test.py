@@ -2,12 +2,15 @@
 unless a test starts real worker processes (which set SCHEDBOARD_EAGER=0 for themselves)."""
 
 import os
+import tempfile
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/schedboard")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("SCHEDBOARD_EAGER", "1")
 os.environ.setdefault("SCHEDBOARD_QUEUE_PREFIX", "schedboard-test:q")
 os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-secret-key")
+# Metrics files of this test session only (worker processes it starts inherit the variable).
+os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="schedboard-test-metrics-"))
 
 from .settings import *  # noqa: E402,F403
 from .settings import DATABASES  # noqa: E402  (named: it is changed below)

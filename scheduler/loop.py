@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from . import metrics
 from .backends import get_backend
 from .backends.simulated import BindError
 from .engine import schedule_one as cycle
@@ -155,16 +156,19 @@ class Worker:
         batch: list[tuple[PodSpec, object]] = []
         batch_rows: dict[str, Pod] = {}
         batch_infos: dict[str, QueuedPodInfo] = {}
+        timings = metrics.BatchTimings()  # metrics: plugin calls timed, observed once per batch below
         for info in infos:
             pod = rows.get(info.key)
             if pod is None or pod.node_name or pod.assumed_node or pod.scheduler_name not in self.profiles:
                 self.queue.done(info.key)  # deleted, already placed, or not ours any more
                 continue
-            batch.append((self.pod_spec(pod), self.profiles[pod.scheduler_name]))
+            batch.append((self.pod_spec(pod), timings.profile(self.profiles[pod.scheduler_name], info.key)))
             batch_rows[info.key] = pod
             batch_infos[info.key] = info
         results = cycle.schedule_batch(batch, algorithm=self.algorithm, cache=cache, cluster=_DbCluster(self, batch_rows))
 
+        failed_seconds: dict[tuple[str, str], list[float]] = {}  # metrics: (result, profile) -> attempt seconds
+        algorithm_seconds: list[float] = []
         for (spec, profile), result in zip(batch, results):
             pod, info = batch_rows[spec.key], batch_infos[spec.key]
             stats.conflicts += result.conflicts
@@ -183,8 +187,11 @@ class Worker:
             if result.status == cycle.SCHEDULED:
                 stats.scheduled += 1
                 placed.append((attempt, pod, info))
+                # As schedulingCycle: the algorithm latency is observed when schedulePod succeeded.
+                algorithm_seconds.append(result.algorithm_seconds)
                 continue
             unschedulable = result.status == cycle.UNSCHEDULABLE
+            failed_seconds.setdefault((attempt.result, profile.scheduler_name), []).append(result.cycle_seconds)
             stats.unschedulable += unschedulable
             stats.errors += not unschedulable
             events.append(EventSpec("Warning", "FailedScheduling", result.message, "Pod", pod.namespace, pod.name,
@@ -199,12 +206,25 @@ class Worker:
             condition = ["scheduled_status", "scheduled_reason", "scheduled_message", "scheduled_transition_at", "attempts"]
             update_from_values(Pod, condition, [(p.pk, *(getattr(p, f) for f in condition)) for p in failed_pods])
             update_from_values(Pod, ["attempts"], [(pod.pk, pod.attempts) for _, pod, _ in placed])
+        incoming: dict[str, int] = {}  # metrics: queue -> pods put back
         for info, unschedulable, message in requeue:
-            self.queue.add_unschedulable_if_not_present(info, unschedulable=unschedulable, message=message)
+            landed = self.queue.add_unschedulable_if_not_present(info, unschedulable=unschedulable, message=message)
+            if landed:
+                incoming[landed] = incoming.get(landed, 0) + 1
         stats.bind_items = [
-            {"attempt": attempt.pk, "pod": pod.pk, "node": attempt.node_name, "info": asdict(info)}
+            # "cycle_s" carries the scheduling cycle's time to the binder for scheduling_attempt_duration_seconds.
+            {"attempt": attempt.pk, "pod": pod.pk, "node": attempt.node_name, "info": asdict(info),
+             "cycle_s": (attempt.attempt_ms or 0.0) / 1000.0}
             for attempt, pod, info in placed
         ]
+        # Metrics, once per batch: failed attempts (scheduled ones count when bound), algorithm and
+        # extension point latencies, pods requeued after a failure.
+        for (result, profile_name), seconds in failed_seconds.items():
+            metrics.record_attempts(result, profile_name, seconds)
+        metrics.observe_many(metrics.scheduling_algorithm_duration, algorithm_seconds)
+        timings.record({key: pod.scheduler_name for key, pod in batch_rows.items()})
+        for queue_name, n in incoming.items():
+            metrics.queue_incoming_pods.labels(queue_name, metrics.SCHEDULE_ATTEMPT_FAILURE).inc(n)
         return stats
 
     def _attempt(self, pod: Pod, info: QueuedPodInfo, result, profile, now, popped_at: float) -> Attempt:
@@ -252,6 +272,15 @@ def bind_batch(items: list[dict], *, queue=None) -> dict:
     """Bind placed pods (the seed's binding goroutine, a batch at a time)."""
     queue = queue or get_queue()
     backend = get_backend()
+    binding = metrics.goroutines.labels(metrics.BINDING)  # metrics: bindings in flight in this process
+    binding.inc(len(items))
+    try:
+        return _bind_batch(items, queue, backend)
+    finally:
+        binding.dec(len(items))
+
+
+def _bind_batch(items: list[dict], queue, backend) -> dict:
     pods = Pod.objects.only("id", "namespace", "name", "uid", "scheduler_name", "manifest", "attempts",
                             "queued_at", "created_at").in_bulk([i["pod"] for i in items])
     now = timezone.now()
@@ -310,13 +339,47 @@ def bind_batch(items: list[dict], *, queue=None) -> dict:
 
     def publish():
         queue.done_many(done_keys)
+        incoming: dict[str, int] = {}  # metrics: queue -> pods put back
         for info, message in retry:
-            queue.add_unschedulable_if_not_present(info, unschedulable=False, message=message)
+            landed = queue.add_unschedulable_if_not_present(info, unschedulable=False, message=message)
+            if landed:
+                incoming[landed] = incoming.get(landed, 0) + 1
+        for queue_name, n in incoming.items():
+            metrics.queue_incoming_pods.labels(queue_name, metrics.SCHEDULE_ATTEMPT_FAILURE).inc(n)
         if retry:
             kick()
 
+    # Metrics, after commit and once per batch: as the binding cycle, a bound pod counts as "scheduled"
+    # (attempt = scheduling cycle + binding), with its attempts and its SLI; a refused binding is an "error".
+    bound_pods = [(item, pod, seconds) for item, pod, seconds in accepted if pod.pk in bound_ids]
+    transaction.on_commit(lambda: _observe_bind_batch(bound_pods, refused, now))
+
     transaction.on_commit(publish)
     return {"bound": len(bindings), "failed": len(refused)}
+
+
+def _observe_bind_batch(bound: list, refused: list, now) -> None:
+    attempt_seconds: dict[tuple[str, str], list[float]] = {}
+    bind_seconds: dict[tuple[str, str], list[float]] = {}
+    sli: dict[str, list[float]] = {}
+    attempts: list[int] = []
+    for item, pod, seconds in bound:
+        attempt_seconds.setdefault((RESULT_SCHEDULED, pod.scheduler_name), []).append(item.get("cycle_s", 0.0) + seconds)
+        bind_seconds.setdefault((metrics.SUCCESS, pod.scheduler_name), []).append(seconds)
+        attempts.append(pod.attempts)
+        first = pod.queued_at or pod.created_at
+        if first:
+            sli.setdefault(metrics.attempts_label(pod.attempts), []).append(max(0.0, (now - first).total_seconds()))
+    for item, pod, _error, seconds in refused:
+        attempt_seconds.setdefault((RESULT_ERROR, pod.scheduler_name), []).append(item.get("cycle_s", 0.0) + seconds)
+        bind_seconds.setdefault((metrics.ERROR_STATUS, pod.scheduler_name), []).append(seconds)
+    for (result, profile_name), seconds in attempt_seconds.items():
+        metrics.record_attempts(result, profile_name, seconds)
+    for (status, profile_name), seconds in bind_seconds.items():
+        metrics.observe_many(metrics.framework_extension_point_duration.labels(metrics.BIND, status, profile_name), seconds)
+    metrics.observe_many(metrics.pod_scheduling_attempts, attempts)
+    for label, seconds in sli.items():
+        metrics.observe_many(metrics.pod_scheduling_sli_duration.labels(label), seconds)
 
 
 def _wants_failures(pod: Pod) -> bool:
@@ -352,7 +415,8 @@ def reconcile(*, queue=None) -> dict:
     for pod in Pod.objects.filter(node_name="").exclude(assumed_node="").filter(assumed_at__lt=stale):
         if release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=_usage(pod)):
             report["expired"] += 1
-            queue.add(pod.key, pod.priority)
+            if queue.add(pod.key, pod.priority):
+                metrics.queue_incoming_pods.labels("active", metrics.POD_ADD).inc()  # metrics
 
     # In-flight pods whose worker died, then pending pods the queue does not know (Redis lost).
     report["reclaimed"] = len(queue.reclaim_expired(None, settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS))
@@ -362,7 +426,8 @@ def reconcile(*, queue=None) -> dict:
     for ns, name, priority in pending.values_list("namespace", "name", "priority").iterator():
         key = f"{ns}/{name}"
         if key not in known:
-            queue.add(key, priority)
+            if queue.add(key, priority):
+                metrics.queue_incoming_pods.labels("active", metrics.POD_ADD).inc()  # metrics
             report["requeued"] += 1
     pending.filter(queued_at__isnull=True).update(queued_at=now)
     queue.flush()

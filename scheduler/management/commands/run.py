@@ -4,6 +4,7 @@ reconciler and the demo trickle of pods, on SQLite with an in-memory queue by de
 import logging
 import random
 import threading
+from pathlib import Path
 import time
 
 from django.conf import settings
@@ -31,6 +32,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-web", action="store_true", help="run the loop only")
 
     def handle(self, *args, addr, rate, lifetime, no_seed, no_web, **options):
+        # One process owns the metrics directory here: start it empty, as prometheus_client asks.
+        for stale in Path(settings.PROMETHEUS_MULTIPROC_DIR).glob("*.db"):
+            stale.unlink()
         if not no_seed and not Node.objects.exists():
             result = cluster_apply(parse_documents_list(seed_nodes()))
             self.stdout.write(f"seeded {len(result.created)} nodes")
