@@ -33,15 +33,17 @@ def test_the_embedded_service_seeds_a_cluster_and_schedules_the_trickle_without_
     proc = subprocess.Popen([sys.executable, "manage.py", "run", "--no-web", "--rate", "25"], cwd=BASE_DIR, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 90
-        pods = ""
+        deadline = time.monotonic() + 120
+        pods = events = ""
         while time.monotonic() < deadline:
             time.sleep(2)
             pods = manage(env, "get", "pods", "-A", "-o", "wide").stdout
-            if pods.count("Running") >= 20 and "Pending" in pods:
+            events = manage(env, "get", "events", "-A").stdout
+            # Enough bound, and at least one of the demo's unschedulable-on-purpose pods tried.
+            if pods.count("Running") >= 20 and "FailedScheduling" in events:
                 break
         else:
-            pytest.fail(f"the embedded loop did not schedule the trickle:\n{pods}")
+            pytest.fail(f"the embedded loop did not schedule the trickle:\n{pods}\n{events}")
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -53,6 +55,7 @@ def test_the_embedded_service_seeds_a_cluster_and_schedules_the_trickle_without_
     assert "python manage.py get pods -A -o wide" in out
     nodes = manage(env, "get", "nodes").stdout
     assert "Ready,SchedulingDisabled" in nodes  # the cordoned node
+    assert "Pending" in pods
     events = manage(env, "get", "events", "-A").stdout
     assert "Scheduled" in events and "Successfully assigned" in events
     # Some demo pods are unschedulable on purpose, with kube-scheduler's message.
