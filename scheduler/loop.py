@@ -466,12 +466,6 @@ def slot_release(token: str) -> None:
         r.zrem(_KICK_SLOTS, token)
 
 
-def slot_extend(token: str) -> None:
-    r = get_redis()
-    if r is not None:
-        r.zadd(_KICK_SLOTS, {token: time.time() + _SLOT_SECONDS}, xx=True)
-
-
 _worker: Worker | None = None
 
 
