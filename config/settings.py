@@ -8,7 +8,7 @@ import os
 import warnings
 from pathlib import Path
 
-from .env import env_bool, env_int, env_str
+from .env import env_bool, env_choice, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -124,6 +124,11 @@ X_FRAME_OPTIONS = "DENY"
 SCHEDBOARD_BATCH_SIZE = env_int("SCHEDBOARD_BATCH_SIZE", 256, minimum=1)
 SCHEDBOARD_ASSUME_TTL_SECONDS = env_int("SCHEDBOARD_ASSUME_TTL_SECONDS", 30, minimum=1)
 SCHEDBOARD_SEED = env_int("SCHEDBOARD_SEED", 0) or None
+# What an Attempt keeps of its decision for the attempt page (Attempt.trace): "failures" the filter
+# verdicts of attempts that found no node; "all" also every attempt's verdicts and every scored
+# candidate (hundreds of rows per pod on a large cluster); "off" nothing beyond the reason counts
+# and the top candidates.
+SCHEDBOARD_TRACE = env_choice("SCHEDBOARD_TRACE", "failures", ("failures", "all", "off"))
 
 # ---- metrics ---------------------------------------------------------------------------
 # prometheus_client's multiprocess mode: every process (web, workers) writes its counters and
