@@ -28,7 +28,7 @@ from .backends import get_backend
 from .backends.simulated import BindError
 from .engine import schedule_one as cycle
 from .engine.config import SchedulerConfig
-from .engine.explain import top_candidates
+from .engine.explain import top_candidates, trace
 from .engine.framework import Algorithm
 from .engine.pods import PodSpec
 from .engine.queue import QueuedPodInfo
@@ -241,6 +241,10 @@ class Worker:
                 attempt.candidates = top_candidates(decision, table)
             else:
                 attempt.reasons = decision.reason_histogram()
+            # The attempt page's per-node verdicts (and, traced "all", every candidate's scores).
+            mode = settings.SCHEDBOARD_TRACE
+            if mode == "all" or (mode == "failures" and result.status != cycle.SCHEDULED):
+                attempt.trace = trace(decision, table, scores=mode == "all")
         return attempt
 
 
