@@ -1,11 +1,13 @@
 from django.urls import path
 
 from . import views
-from .pages import overview
+from .pages import attempt, overview, pod
 
 urlpatterns = [
     # Replaced by the live Overview when it lands; a plain page until then.
     path("", overview.overview, name="overview"),
+    path("pods/<str:namespace>/<str:name>/", pod.pod_detail, name="pod"),
+    path("attempts/<int:attempt_id>/", attempt.attempt_detail, name="attempt"),
     path("metrics", views.metrics, name="metrics"),
     path("healthz", views.healthz, name="healthz"),
     path("healthz/<str:check>", views.healthz),
