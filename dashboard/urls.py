@@ -1,11 +1,14 @@
 from django.urls import path
 
 from . import views
-from .pages import overview
+from .pages import attempt, audit, overview, pod
 
 urlpatterns = [
     # Replaced by the live Overview when it lands; a plain page until then.
     path("", overview.overview, name="overview"),
+    path("pods/<str:namespace>/<str:name>/", pod.pod_detail, name="pod"),
+    path("attempts/<int:attempt_id>/", attempt.attempt_detail, name="attempt"),
+    path("bindings/", audit.audit_list, name="audit"),
     path("metrics", views.metrics, name="metrics"),
     path("healthz", views.healthz, name="healthz"),
     path("healthz/<str:check>", views.healthz),
