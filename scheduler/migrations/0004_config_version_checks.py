@@ -80,7 +80,7 @@ def drop_pg_checks(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduler', '0002_config_versions'),
+        ('scheduler', '0003_attempt_trace'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
