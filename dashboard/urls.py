@@ -1,11 +1,14 @@
 from django.urls import path
 
-from . import views
+from . import views, views_profiles
 from .pages import overview
 
 urlpatterns = [
     # Replaced by the live Overview when it lands; a plain page until then.
     path("", overview.overview, name="overview"),
+    path("profiles/", views_profiles.profiles, name="profiles"),
+    path("whatif/", views_profiles.whatif, name="whatif"),
+    path("attempts/<int:attempt_id>/rescore/", views_profiles.attempt_rescore, name="attempt_rescore"),
     path("metrics", views.metrics, name="metrics"),
     path("healthz", views.healthz, name="healthz"),
     path("healthz/<str:check>", views.healthz),
