@@ -243,6 +243,17 @@ class SchedulerConfigVersion(models.Model):
             models.CheckConstraint(condition=models.Q(reason__regex=r"\S"), name="config_version_reason_not_blank"),
             models.CheckConstraint(condition=models.Q(number__gte=1), name="config_version_number_from_one"),
             models.UniqueConstraint(fields=["active"], condition=models.Q(active=True), name="config_version_one_active"),
+            # kube-scheduler's validation where a constraint can say it (the rest, on Postgres, in
+            # migration 0004's jsonpath checks): a row the service would refuse is refused here too.
+            models.CheckConstraint(
+                condition=models.Q(config__has_keys=["profiles", "pod_initial_backoff_seconds", "pod_max_backoff_seconds"]),
+                name="config_version_has_fields"),
+            models.CheckConstraint(
+                condition=models.Q(config__percentage_of_nodes_to_score=None)
+                | models.Q(config__percentage_of_nodes_to_score__gte=0, config__percentage_of_nodes_to_score__lte=100),
+                name="config_version_percentage_in_range"),
+            models.CheckConstraint(condition=models.Q(config__pod_initial_backoff_seconds__gte=1),
+                                   name="config_version_initial_backoff_positive"),
         ]
 
     def __str__(self) -> str:

@@ -6,6 +6,10 @@ new immutable, active SchedulerConfigVersion; workers pick it up at their next b
 
 from __future__ import annotations
 
+import difflib
+from typing import Any
+
+import yaml
 from django.db import connection, transaction
 from django.db.models import Max
 
@@ -27,8 +31,13 @@ def config_validate(config: SchedulerConfig, *, filename: str = "<config>") -> S
     return load_config(text, filename)
 
 
-def config_version_create(*, config: SchedulerConfig, reason: str, user=None) -> SchedulerConfigVersion:
-    """Save `config` as the next version and make it the active one; nothing changes on any problem."""
+def config_version_create(*, config: SchedulerConfig, reason: str, user=None,
+                          based_on: int | None = None) -> SchedulerConfigVersion:
+    """Save `config` as the next version and make it the active one; nothing changes on any problem.
+
+    `based_on`: the active version the change was made from (an edit form's); if another version
+    became active meanwhile, the save is refused rather than silently undoing that change.
+    """
     reason = (reason or "").strip()
     if not reason:
         raise ConfigError([("reason", "Required value: say why the configuration changes")])
@@ -38,6 +47,11 @@ def config_version_create(*, config: SchedulerConfig, reason: str, user=None) ->
             # Serialise savers (numbering and the active flag); readers are not blocked.
             with connection.cursor() as cursor:
                 cursor.execute(f"LOCK TABLE {SchedulerConfigVersion._meta.db_table} IN SHARE ROW EXCLUSIVE MODE")
+        if based_on is not None:
+            active = SchedulerConfigVersion.objects.filter(active=True).values_list("number", flat=True).first() or 0
+            if active != based_on:
+                raise ConfigError([("", f"version {active} was saved while you edited version {based_on}; "
+                                        "reload the page and make your change again")])
         number = (SchedulerConfigVersion.objects.aggregate(n=Max("number"))["n"] or 0) + 1
         SchedulerConfigVersion.objects.filter(active=True).update(active=False)
         return SchedulerConfigVersion.objects.create(number=number, config=checked.to_dict(), reason=reason,
@@ -60,3 +74,64 @@ def config_active() -> tuple[int, SchedulerConfig]:
 def config_export() -> str:
     """The active configuration as a v1 KubeSchedulerConfiguration."""
     return dump_config(config_active()[1])
+
+
+def config_version_import(*, text: str, filename: str, reason: str, user=None) -> tuple[SchedulerConfigVersion, list[str]]:
+    """A KubeSchedulerConfiguration file saved as the next, active version: (version, warnings).
+
+    The command line and the admin's import both come here; a bad file raises ConfigError naming
+    every problem with its field path, and nothing is saved.
+    """
+    config = load_config(text, filename)
+    try:
+        version = config_version_create(config=config, reason=reason, user=user)
+    except ConfigError as exc:
+        exc.filename = filename
+        raise
+    return version, list(config.warnings)
+
+
+def config_profile_save(*, based_on: int, scheduler_name: str | None, profile: dict[str, Any] | None,
+                        top_level: dict[str, Any], reason: str, user=None) -> SchedulerConfigVersion:
+    """One profile edited (or added, or removed) in version `based_on`, saved as the next version.
+
+    `profile` is the profile as a v1 KubeSchedulerProfile (None removes `scheduler_name`'s profile;
+    `scheduler_name` None adds it); `top_level` holds the v1 top-level fields to set (None: unset).
+    The whole configuration is then loaded as kube-scheduler loads a file, so the edit gets
+    upstream's validation, wording and field paths (profiles[i]...), the same as an import.
+    """
+    doc = yaml.safe_load(dump_config(config_for_version(based_on)))
+    profiles = doc["profiles"]
+    index = next((i for i, p in enumerate(profiles) if p["schedulerName"] == scheduler_name), None)
+    if scheduler_name is not None and index is None:
+        raise ConfigError([("profiles", f"no profile named {scheduler_name!r} in version {based_on}")])
+    if profile is None:
+        if len(profiles) == 1:
+            raise ConfigError([("profiles", "Required value: the last profile cannot be removed")])
+        del profiles[index]
+    elif index is None:
+        profiles.append(profile)
+    else:
+        profiles[index] = profile
+    for key, value in top_level.items():
+        if value is None:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    # Key order as an exported file, so the text a problem quotes reads like one.
+    ordered = {k: doc[k] for k in ("apiVersion", "kind", "percentageOfNodesToScore", "podInitialBackoffSeconds",
+                                   "podMaxBackoffSeconds", "profiles") if k in doc}
+    config = load_config(yaml.safe_dump(ordered, sort_keys=False), "<form>")
+    return config_version_create(config=config, reason=reason, user=user, based_on=based_on)
+
+
+def config_version_diff(version: SchedulerConfigVersion) -> str:
+    """A unified diff of the exported KubeSchedulerConfiguration from the previous number to this one."""
+    previous = version.number - 1
+    try:
+        before = dump_config(config_for_version(previous))
+    except SchedulerConfigVersion.DoesNotExist:  # a gap cannot happen (numbers are consecutive); be safe
+        before = ""
+    after = dump_config(SchedulerConfig.from_dict(version.config))
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        fromfile=f"version {previous}", tofile=f"version {version.number}"))

@@ -177,12 +177,13 @@ def test_the_database_refuses_a_version_the_service_would_refuse(fields):
 
 
 def test_the_database_refuses_a_second_active_version_and_a_reused_number():
-    SchedulerConfigVersion.objects.create(number=1, config={}, reason="one", active=True)
-    with pytest.raises(IntegrityError), transaction.atomic():
-        SchedulerConfigVersion.objects.create(number=2, config={}, reason="two", active=True)
-    with pytest.raises(IntegrityError), transaction.atomic():
-        SchedulerConfigVersion.objects.create(number=1, config={}, reason="again")
-    SchedulerConfigVersion.objects.create(number=2, config={}, reason="inactive is fine")
+    valid = default_config().to_dict()
+    SchedulerConfigVersion.objects.create(number=1, config=valid, reason="one", active=True)
+    with pytest.raises(IntegrityError, match="config_version_one_active"), transaction.atomic():
+        SchedulerConfigVersion.objects.create(number=2, config=valid, reason="two", active=True)
+    with pytest.raises(IntegrityError, match="number"), transaction.atomic():
+        SchedulerConfigVersion.objects.create(number=1, config=valid, reason="again")
+    SchedulerConfigVersion.objects.create(number=2, config=valid, reason="inactive is fine")
 
 
 # ---- manage.py profiles -------------------------------------------------------------------

@@ -105,6 +105,16 @@ ARGS_PLUGINS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation", "NodeAffi
 
 SCORING_STRATEGY_TYPES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)  # sorted, as sets.List
 
+# The in-tree plugins implementing QueueSort and Bind. We run neither (the queue orders by priority,
+# the loop binds), but upstream's framework refuses a profile without exactly one queue sort and at
+# least one binder, so a profile keeps which of them are on, and validation counts them.
+QUEUE_SORT_PLUGINS = ("PrioritySort",)
+BIND_PLUGINS = ("DefaultBinder",)
+# Unmodelled plugins that implement ScorePlugin: their weights count in upstream's overflow check.
+UNMODELLED_SCORE_PLUGINS = frozenset({"PodTopologySpread", "InterPodAffinity", "VolumeBinding"})
+MAX_NODE_SCORE = 100  # framework.MaxNodeScore
+MAX_TOTAL_SCORE = INT64_MAX  # framework.MaxTotalScore (math.MaxInt64)
+
 TOP_LEVEL_UNMODELLED = (
     "parallelism", "leaderElection", "clientConnection", "enableProfiling", "enableContentionProfiling",
     "percentageOfPlacementsToScore", "extenders", "delayCacheUntilActive",
@@ -138,20 +148,29 @@ class ProfileConfig:
     filters: list[str] = field(default_factory=list)
     scores: list[tuple[str, int]] = field(default_factory=list)
     plugin_args: dict[str, object] = field(default_factory=dict)
+    queue_sort: tuple[str, ...] = QUEUE_SORT_PLUGINS
+    binders: tuple[str, ...] = BIND_PLUGINS
 
     def __post_init__(self) -> None:
         # As getScoreWeights: a weight of 0 means 1 (so a stored 0 dumps and loads back unchanged).
         self.scores = [(str(n), int(w) or 1) for n, w in self.scores]
+        self.queue_sort, self.binders = tuple(self.queue_sort), tuple(self.binders)
 
     def to_dict(self) -> dict:
         """JSON-serialisable; plugin args are kept in their v1 wire form."""
-        return {
+        out = {
             "scheduler_name": self.scheduler_name,
             "percentage_of_nodes_to_score": self.percentage_of_nodes_to_score,
             "filters": list(self.filters),
             "scores": [[n, w] for n, w in self.scores],
             "plugin_args": {name: _args_to_v1(name, args) for name, args in self.plugin_args.items()},
         }
+        # Only a profile that fails validation differs here, so stored versions never carry these keys.
+        if self.queue_sort != QUEUE_SORT_PLUGINS:
+            out["queue_sort"] = list(self.queue_sort)
+        if self.binders != BIND_PLUGINS:
+            out["binders"] = list(self.binders)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict) -> ProfileConfig:
@@ -169,6 +188,8 @@ class ProfileConfig:
             filters=list(data.get("filters") or []),
             scores=[(n, w) for n, w in data.get("scores") or []],
             plugin_args=args,
+            queue_sort=tuple(data.get("queue_sort", QUEUE_SORT_PLUGINS)),
+            binders=tuple(data.get("binders", BIND_PLUGINS)),
         )
 
     def args_for(self, name: str) -> object | None:
@@ -756,6 +777,24 @@ def _expand(ctx: _Ctx, point: str, specific: _PluginSet, multi: _PluginSet, path
     return [n for n in enabled if n in overrides] + from_multi + [n for n in enabled if n not in overrides]
 
 
+def _enabled_of(specific: _PluginSet, multi: _PluginSet, providers: tuple[str, ...]) -> list[str]:
+    """The plugins among `providers` that end up at one extension point (updatePluginList, then multiPoint)."""
+    names = [n for n, _ in specific.enabled if n in providers]
+    if "*" not in specific.disabled:
+        names += [n for n, _ in multi.enabled if n in providers and n not in specific.disabled and n not in names]
+    return list(dict.fromkeys(names))
+
+
+def score_total_overflows(weights) -> bool:
+    """As getScoreWeights: weight × MaxNodeScore summed over the score plugins must stay within MaxTotalScore."""
+    total = 0
+    for w in weights:
+        if w * MAX_NODE_SCORE > MAX_TOTAL_SCORE - total:
+            return True
+        total += w * MAX_NODE_SCORE
+    return False
+
+
 def _parse_plugins(ctx: _Ctx, raw: Any, path: str) -> tuple[dict[str, _PluginSet], _PluginSet]:
     fields = tuple(EXTENSION_POINTS) + ("multiPoint",) + WORKLOAD_EXTENSION_POINTS
     m = ctx.obj(raw, path, fields) or {}
@@ -837,6 +876,20 @@ def _load_profile(ctx: _Ctx, raw: Any, path: str, single: bool) -> tuple[Profile
         if "score" in MODELLED_POINTS.get(plugin, ()) and plugin not in weights:
             weights[plugin] = weight or 1
     scores = [(n, weights[n]) for n in score_names]
+    # As NewFramework: exactly one queue sort plugin, at least one binder, and weights whose total fits.
+    queue_sort = _enabled_of(sets["queueSort"], multi, QUEUE_SORT_PLUGINS)
+    binders = _enabled_of(sets["bind"], multi, BIND_PLUGINS)
+    if len(queue_sort) != 1:
+        ctx.problems.append((f"{pp}.queueSort", f"only one queue sort plugin required for profile with scheduler name "
+                                                f"{_q(name or '')}, but got {len(queue_sort)}"))
+    if not binders:
+        ctx.problems.append((f"{pp}.bind", f"at least one bind plugin is needed for profile with scheduler name {_q(name or '')}"))
+    all_weights: dict[str, int] = {}
+    for plugin, weight in sets["score"].enabled + multi.enabled:
+        if ("score" in MODELLED_POINTS.get(plugin, ()) or plugin in UNMODELLED_SCORE_PLUGINS) and plugin not in all_weights:
+            all_weights[plugin] = weight or 1
+    if score_total_overflows(all_weights.values()):
+        ctx.problems.append((f"{pp}.score", "total score of Score plugins could overflow"))
 
     # We run PreFilter with Filter and PreScore with Score; say so when a config splits them.
     for pre, main in (("preFilter", "filter"), ("preScore", "score")):
@@ -880,7 +933,8 @@ def _load_profile(ctx: _Ctx, raw: Any, path: str, single: bool) -> tuple[Profile
         else:
             ctx.warnings.append(f"{cp}: no plugin named {pname}; its args are ignored")
     profile = ProfileConfig(scheduler_name=name or "", percentage_of_nodes_to_score=pct,
-                            filters=filters, scores=scores, plugin_args=args)
+                            filters=filters, scores=scores, plugin_args=args,
+                            queue_sort=tuple(queue_sort), binders=tuple(binders))
     return profile, sets["queueSort"]
 
 
@@ -962,14 +1016,27 @@ def load_config(text: str, filename: str = "<config>") -> SchedulerConfig:
 
 
 def _plugins_to_v1(profile: ProfileConfig) -> dict | None:
-    """Upstream plugin sets that expand to exactly our filters and scores (None for the default profile).
+    """Upstream plugin sets that expand to exactly our profile (None for the default profile).
 
     Our plugins are taken out of multiPoint and listed at each extension point explicitly, so
-    upstream's unmodelled defaults (queue sort, binder, volume plugins, ...) stay as they are.
+    upstream's unmodelled defaults (volume plugins, ...) stay as they are; queue sort and bind are
+    written only when they differ from upstream's default (which validation then refuses).
     """
+    out: dict[str, Any] = {}
     filters, scores = _default_expansion()
-    if profile.filters == filters and profile.scores == scores:
-        return None
+    if profile.filters != filters or profile.scores != scores:
+        out = _modelled_plugins_to_v1(profile)
+    for point, names, default in (("queueSort", profile.queue_sort, QUEUE_SORT_PLUGINS),
+                                  ("bind", profile.binders, BIND_PLUGINS)):
+        if tuple(names) != default:
+            item: dict[str, Any] = {"disabled": [{"name": n} for n in default]}
+            if names:
+                item["enabled"] = [{"name": n} for n in names]
+            out[point] = item
+    return out or None
+
+
+def _modelled_plugins_to_v1(profile: ProfileConfig) -> dict:
     for n in profile.filters:
         if "filter" not in MODELLED_POINTS.get(n, ()):
             raise ValueError(f"{profile.scheduler_name}: {n} is not a filter plugin")

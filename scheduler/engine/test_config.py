@@ -15,6 +15,7 @@ from .config import (
     default_config,
     dump_config,
     load_config,
+    score_total_overflows,
 )
 from .plugin_args import (
     MOST_ALLOCATED,
@@ -161,6 +162,16 @@ VALIDATION_CASES = [
                                                '"kubescheduler.config.k8s.io/v1" (KubeSchedulerConfiguration is version '
                                                '"kubescheduler.config.k8s.io/v1")')),
     ("profilez: []\n", ("profilez", 'strict decoding error: unknown field "profilez"')),
+    # As NewFramework: exactly one queue sort plugin and at least one binder per profile.
+    ("profiles:\n- schedulerName: a\n  plugins:\n    queueSort:\n      disabled:\n      - name: PrioritySort\n",
+     ("profiles[0].plugins.queueSort",
+      'only one queue sort plugin required for profile with scheduler name "a", but got 0')),
+    ("profiles:\n- schedulerName: a\n  plugins:\n    multiPoint:\n      disabled:\n      - name: '*'\n"
+     "      enabled:\n      - name: NodeResourcesFit\n      - name: DefaultBinder\n",
+     ("profiles[0].plugins.queueSort",
+      'only one queue sort plugin required for profile with scheduler name "a", but got 0')),
+    ("profiles:\n- schedulerName: b\n  plugins:\n    bind:\n      disabled:\n      - name: '*'\n",
+     ("profiles[0].plugins.bind", 'at least one bind plugin is needed for profile with scheduler name "b"')),
     ("percentageOfNodesToScore: fifty\n",
      ("percentageOfNodesToScore", "cannot unmarshal string into Go value of type int32")),
 ]
@@ -193,6 +204,31 @@ VALIDATION_CASES += [
       ".matchExpressions[0].values",
       "Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty")),
 ]
+
+
+def test_queue_sort_and_binder_re_enabled_after_disabling_all_of_multi_point_load():
+    cfg = load("profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: '*'\n      enabled:\n"
+               "      - name: PrioritySort\n      - name: DefaultBinder\n      - name: NodeResourcesFit\n")
+    assert (cfg.profiles[0].queue_sort, cfg.profiles[0].binders) == (("PrioritySort",), ("DefaultBinder",))
+    assert cfg.profiles[0].filters == ["NodeResourcesFit"]
+
+
+def test_a_profile_without_queue_sort_or_binder_dumps_to_a_file_upstream_refuses():
+    profile = ProfileConfig(**{**default_config().profiles[0].__dict__, "queue_sort": (), "binders": ()})
+    with pytest.raises(ConfigError) as info:
+        load_config(dump_config(SchedulerConfig(profiles=[profile])))
+    assert [p for p, _ in info.value.problems] == ["profiles[0].plugins.queueSort", "profiles[0].plugins.bind"]
+
+
+@pytest.mark.parametrize("weights, overflows", [
+    ([1, 2, 3], False),
+    ([(1 << 63) // 100], False),  # exactly MaxTotalScore // MaxNodeScore fits
+    ([(1 << 63) // 100, 1], True),
+    ([(1 << 62) // 100, (1 << 62) // 100 + 1], True),
+    ([1 << 31] * 10, False),  # int32 weights (v1's type) cannot reach it with any realistic plugin count
+])
+def test_score_weight_total_overflow_is_upstreams_max_total_score_check(weights, overflows):
+    assert score_total_overflows(weights) is overflows
 
 
 @pytest.mark.parametrize("body,expected", VALIDATION_CASES, ids=[e[0] + ": " + e[1][:30] for _, e in VALIDATION_CASES])

@@ -6,9 +6,9 @@ import sys
 from django.utils import timezone
 
 from scheduler import kubectl
-from scheduler.engine.config import ConfigError, load_config
+from scheduler.engine.config import ConfigError
 from scheduler.models import SchedulerConfigVersion
-from scheduler.profile_services import config_export, config_version_create
+from scheduler.profile_services import config_export, config_version_import
 
 
 class Command(kubectl.KubectlCommand):
@@ -40,14 +40,13 @@ class Command(kubectl.KubectlCommand):
         except OSError as e:
             raise kubectl.KubectlError(f"cannot read {file}: {e.strerror}") from None
         try:
-            config = load_config(text, file)
-            for warning in config.warnings:
-                self.stderr.write(f"Warning: {file}: {warning}")
-            version = config_version_create(config=config, reason=reason)
+            version, warnings = config_version_import(text=text, filename=file, reason=reason)
         except ConfigError as e:
             for path, message in e.problems:
                 self.stderr.write(f"{file}: {path}: {message}" if path else f"{file}: {message}")
             raise kubectl.KubectlError() from None
+        for warning in warnings:
+            self.stderr.write(f"Warning: {file}: {warning}")
         self.stdout.write(f"scheduler configuration version {version.number} saved and active")
 
     def _history(self, **options):

@@ -1,0 +1,127 @@
+"""/profiles/, /whatif/ and /attempts/<id>/rescore/ on real Postgres, over a constructed history."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+
+from scheduler.engine.config import ProfileConfig, SchedulerConfig, default_profile
+from scheduler.models import Attempt
+from scheduler.profile_services import config_version_create
+from scheduler.test_whatif import HISTORY
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def client():
+    c = Client()
+    c.force_login(get_user_model().objects.create_user("viewer", password="pw"))
+    return c
+
+
+def store(history=HISTORY, *, start=None):
+    """The constructed history as Attempt rows, oldest first (ids in the same order)."""
+    start = start or timezone.now() - timedelta(minutes=10)
+    rows = []
+    for i, a in enumerate(history):
+        ns, name = a.pod.split("/")
+        rows.append(Attempt.objects.create(
+            namespace=ns, pod_name=name, number=1, started_at=start + timedelta(seconds=i), result="scheduled",
+            node_name=a.node_name, candidates=a.candidates, trace=a.trace, feasible_nodes=a.feasible_nodes,
+            num_nodes=20, evaluated_nodes=20, profile_name=a.profile_name, profile_version=a.profile_version))
+    return rows
+
+
+def image_x2() -> SchedulerConfig:
+    p = default_profile()
+    return SchedulerConfig([ProfileConfig(**{**p.__dict__, "scores": [(n, 2 if n == "ImageLocality" else w)
+                                                                        for n, w in p.scores]})])
+
+
+def text(response) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", response.content.decode()))
+
+
+def test_profiles_page_shows_the_active_version_of_each_profile_with_links_to_its_history(client):
+    config_version_create(config=image_x2(), reason="images matter", user=get_user_model().objects.get())
+    response = client.get("/profiles/")
+    assert response.status_code == 200
+    html, words = response.content.decode(), text(response)
+    assert "Active configuration: version 1" in words and "images matter" in words and "by viewer" in words
+    assert re.search(r'data-plugin="ImageLocality">ImageLocality&nbsp;<b>2</b>', html)
+    assert 'href="/admin/scheduler/schedulerconfigversion/"' in html  # the history
+    assert 'href="/whatif/?version=1"' in html
+
+
+def test_profiles_page_before_any_save_says_version_0_is_the_initial_configuration(client):
+    words = text(client.get("/profiles/"))
+    assert "Active configuration: version 0" in words and "the initial configuration" in words
+
+
+def test_the_pages_need_a_login():
+    for url in ("/profiles/", "/whatif/", "/attempts/1/rescore/"):
+        response = Client().get(url)
+        assert response.status_code == 302 and "/login" in response["Location"]
+
+
+def test_whatif_with_draft_weights_gives_the_known_answer_with_links_to_the_changed_decisions(client):
+    rows = store()
+    response = client.get("/whatif/", {"profile": "default-scheduler", "window": "", "version": "0", "use_draft": "on",
+                                       "w_TaintToleration": 3, "w_NodeAffinity": 2, "w_NodeResourcesFit": 1,
+                                       "w_NodeResourcesBalancedAllocation": 1, "w_ImageLocality": 2})
+    html, words = response.content.decode(), text(response)
+    assert re.search(r'id="share-changed">40&nbsp;%', html)
+    assert "2 of 5 answered" in words and "4 exactly" in words
+    changed = re.findall(r'<a href="/attempts/(\d+)/">', html)
+    assert changed == [str(rows[3].pk), str(rows[0].pk)]  # newest first
+    assert "1 attempt: only the top candidates were stored" in words
+    assert "What the stored data can answer." in words
+
+
+def test_whatif_with_a_saved_version_matches_the_same_draft(client):
+    store()
+    config_version_create(config=image_x2(), reason="images matter")
+    html = client.get("/whatif/", {"profile": "default-scheduler", "version": "1"}).content.decode()
+    assert re.search(r'id="share-changed">40&nbsp;%', html)
+
+
+def test_whatif_takes_only_the_window_of_latest_attempts(client):
+    store()
+    words = text(client.get("/whatif/", {"profile": "default-scheduler", "window": "2", "version": "0", "use_draft": "on",
+                                         "w_ImageLocality": 2, "w_TaintToleration": 3, "w_NodeAffinity": 2}))
+    # The two newest are attempts 5 (same) and 4 (changed, a -> c).
+    assert "Attempts 2" in words and "1 of 2 answered" in words
+
+
+def test_whatif_form_defaults_to_the_last_1000_attempts_and_the_active_version(client):
+    config_version_create(config=image_x2(), reason="x")
+    html = client.get("/whatif/").content.decode()
+    assert re.search(r'name="window" value="1000"', html)
+    assert re.search(r'<option value="1" selected>version 1 \(active\)</option>', html)
+
+
+def test_rescore_shows_whether_the_winner_changes_and_how_much_each_score_moves(client):
+    rows = store()
+    response = client.get(f"/attempts/{rows[0].pk}/rescore/", {"version": "0", "use_draft": "on", "w_TaintToleration": 3,
+                                                                "w_NodeAffinity": 2, "w_NodeResourcesFit": 1,
+                                                                "w_NodeResourcesBalancedAllocation": 1, "w_ImageLocality": 2})
+    html, words = response.content.decode(), text(response)
+    assert "The winner changes : a → b" in words
+    b = re.search(r'data-node="b">(.*?)</tr>', html, re.S).group(1)
+    assert re.findall(r'<td class="num">([^<]*)</td>', b) == ["90", "130", "+40"]
+    a = re.search(r'data-node="a">(.*?)</tr>', html, re.S).group(1)
+    assert re.findall(r'<td class="num">([^<]*)</td>', a) == ["100", "100", "0"]
+
+
+def test_rescore_of_a_one_node_decision_says_weights_cannot_move_it(client):
+    rows = store()
+    words = text(client.get(f"/attempts/{rows[2].pk}/rescore/", {"version": "0"}))
+    assert "The winner stays c : only one node was feasible" in words
+
+
+def test_rescore_of_an_unknown_attempt_is_404(client):
+    assert client.get("/attempts/999999/rescore/").status_code == 404

@@ -1,0 +1,116 @@
+"""What-if on a constructed history: the known answer, and what the stored data cannot answer."""
+
+from dataclasses import replace
+
+from scheduler.engine.config import ProfileConfig, default_config, default_profile
+from scheduler.engine.plugin_args import MOST_ALLOCATED, NodeResourcesFitArgs, ScoringStrategy
+from scheduler.whatif import CHANGED, SAME, UNKNOWN, StoredAttempt, Target, rescore, what_if
+
+DEFAULT_WEIGHTS = dict(default_profile().scores)  # TaintToleration 3, NodeAffinity 2, the others 1
+
+
+def scored(**normalized_by_plugin) -> dict:
+    """A candidate's per-plugin entry as the loop stores it, every default plugin present (0 unless given)."""
+    names = {"fit": "NodeResourcesFit", "image": "ImageLocality", "taint": "TaintToleration",
+             "affinity": "NodeAffinity", "balanced": "NodeResourcesBalancedAllocation"}
+    plugins = {}
+    for plugin, weight in DEFAULT_WEIGHTS.items():
+        short = next(k for k, v in names.items() if v == plugin)
+        n = normalized_by_plugin.get(short, 0)
+        plugins[plugin] = {"raw": n, "normalized": n, "weight": weight, "weighted": n * weight}
+    return plugins
+
+
+def candidate(node: str, **normalized) -> dict:
+    plugins = scored(**normalized)
+    return {"node": node, "plugins": plugins, "total": sum(p["weighted"] for p in plugins.values())}
+
+
+def attempt(id_, node, candidates, *, feasible=None, trace=None, profile="default-scheduler", version=0):
+    return StoredAttempt(id=id_, pod=f"default/p{id_}", node_name=node, profile_name=profile, profile_version=version,
+                         candidates=candidates, trace=trace or {},
+                         feasible_nodes=len(candidates) if feasible is None else feasible)
+
+
+HISTORY = [
+    # a: 100, b: 50 + 40 = 90 -> a won; with ImageLocality ×2: a 100, b 130 -> b.
+    attempt(1, "a", [candidate("a", fit=100), candidate("b", fit=50, image=40)]),
+    # b: 150, a: 80 -> b won; ×2: b 200, a 80 -> still b.
+    attempt(2, "b", [candidate("b", fit=100, image=50), candidate("a", fit=80)]),
+    # one feasible node: never scored, cannot move.
+    attempt(3, "c", [{"node": "c", "total": None, "plugins": {}}]),
+    # top 2 of 20 stored: a 100, c 90 -> a won; ×2: c 110 -> c (among the stored ones).
+    attempt(4, "a", [candidate("a", fit=100), candidate("c", fit=70, image=20)], feasible=20),
+    # a 80, b 70 -> a won; ×2: a 100, b 100 -> a tie that still includes a: same.
+    attempt(5, "a", [candidate("a", fit=60, image=20), candidate("b", fit=40, image=30)]),
+]
+IMAGE_X2 = Target("draft", default_config(), {"default-scheduler": {**DEFAULT_WEIGHTS, "ImageLocality": 2}})
+
+
+def test_what_if_on_a_constructed_history_gives_the_known_answer():
+    result = what_if(HISTORY, IMAGE_X2)
+    assert {r.attempt.id: r.verdict for r in result.results} == {1: CHANGED, 2: SAME, 3: SAME, 4: CHANGED, 5: SAME}
+    assert [(r.attempt.id, r.attempt.node_name, r.new_node) for r in result.changed] == [(1, "a", "b"), (4, "a", "c")]
+    assert result.share_changed == 2 / 5
+    assert result.node_moves() == [{"node": "a", "gain": 0, "lose": 2, "net": -2},
+                                   {"node": "b", "gain": 1, "lose": 0, "net": 1},
+                                   {"node": "c", "gain": 1, "lose": 0, "net": 1}]
+    assert result.exact_count == 4  # attempt 4 kept only its top 2 of 20 feasible nodes
+    assert result.caveats() == [("only the top candidates were stored: a node outside them might win", 1)]
+
+
+def test_the_same_weights_change_nothing():
+    result = what_if(HISTORY, Target("version 0", default_config()))
+    assert [r.verdict for r in result.results] == [SAME] * 5 and result.share_changed == 0
+
+
+def test_rescore_shows_how_much_each_candidates_score_moves():
+    r = rescore(HISTORY[0], IMAGE_X2)
+    assert [(c.node, c.old_total, c.new_total, c.delta) for c in r.candidates] == [("b", 90, 130, 40), ("a", 100, 100, 0)]
+    assert r.candidates[0].plugins["ImageLocality"] == {"normalized": 40, "old_weight": 1, "new_weight": 2,
+                                                        "old_weighted": 40, "new_weighted": 80}
+    assert (r.verdict, r.new_nodes, r.exact) == (CHANGED, ["b"], True)
+
+
+def test_a_full_trace_is_preferred_to_the_top_candidates_and_is_exact():
+    # The trace holds d, which is not among the stored top candidates and wins under the target.
+    columns = {"plugins": list(DEFAULT_WEIGHTS), "weights": list(DEFAULT_WEIGHTS.values()), "nodes": ["a", "d"],
+               "raw": [[0, 0, 100, 0, 0], [0, 0, 10, 0, 95]], "normalized": [[0, 0, 100, 0, 0], [0, 0, 10, 0, 95]],
+               "totals": [100, 105]}
+    a = attempt(7, "d", [candidate("d", fit=10, image=95)], feasible=2, trace={"v": 1, "scores": columns})
+    fit_x3 = Target("draft", default_config(), {"default-scheduler": {**DEFAULT_WEIGHTS, "NodeResourcesFit": 3}})
+    r = rescore(a, fit_x3)
+    assert (r.verdict, r.new_node, r.exact) == (CHANGED, "a", True)  # a: 300, d: 30 + 95 = 125
+
+
+def test_a_plugin_the_pod_was_not_scored_with_cannot_be_answered():
+    no_image = [replace(h, candidates=[{**c, "plugins": {k: v for k, v in c["plugins"].items() if k != "ImageLocality"}}
+                                       for c in h.candidates]) for h in HISTORY[:1]]
+    r = what_if(no_image, Target("version 0", default_config())).results[0]
+    assert r.verdict == UNKNOWN
+    assert r.notes == ["no stored scores for ImageLocality (not scored when the pod was scheduled): cannot re-rank"]
+
+
+def test_a_dropped_plugin_is_left_out_and_changed_args_are_flagged_not_hidden():
+    profile = default_profile()
+    target_profile = ProfileConfig(**{**profile.__dict__, "scores": [s for s in profile.scores if s[0] != "ImageLocality"],
+                                      "plugin_args": {"NodeResourcesFit": NodeResourcesFitArgs(
+                                          scoring_strategy=ScoringStrategy(type=MOST_ALLOCATED))}})
+    target = Target("version 2", replace(default_config(), profiles=[target_profile]))
+    r = rescore(HISTORY[0], target, ran_with=profile)
+    assert r.verdict == SAME  # a: 100, b: 50 without ImageLocality
+    assert r.notes == [
+        "ImageLocality not scored by the target: left out of the new totals",
+        "args of NodeResourcesFit differ from the ones the pod was scored with: raw scores would differ, "
+        "these totals use the stored ones",
+    ]
+
+
+def test_an_attempt_of_a_profile_the_target_lacks_or_without_candidates_is_unknown():
+    other = attempt(8, "a", [candidate("a", fit=1), candidate("b")], profile="batch")
+    nothing = attempt(9, "", [])
+    result = what_if([other, nothing], IMAGE_X2)
+    assert [r.verdict for r in result.results] == [UNKNOWN, UNKNOWN]
+    assert result.share_changed is None
+    assert result.unknown_reasons() == [("draft has no profile 'batch'", 1),
+                                        ("no candidate was stored (the pod did not fit any node)", 1)]
