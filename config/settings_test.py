@@ -9,6 +9,8 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("SCHEDBOARD_EAGER", "1")
 os.environ.setdefault("SCHEDBOARD_QUEUE_PREFIX", "schedboard-test:q")
 os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-secret-key")
+# The live channel layer's keys, unique to this session (the servers and workers it starts inherit it).
+os.environ.setdefault("SCHEDBOARD_LIVE_PREFIX", f"{os.environ['SCHEDBOARD_QUEUE_PREFIX']}:live-{os.getpid()}")
 # Metrics files of this test session only (worker processes it starts inherit the variable).
 os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="schedboard-test-metrics-"))
 
