@@ -40,3 +40,12 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     if minimum is not None and parsed < minimum:
         raise ImproperlyConfigured(f"{name}: must be at least {minimum}, got {parsed}")
     return parsed
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
+    return value

@@ -5,9 +5,10 @@ with them it runs as separate processes on Postgres and Redis.
 """
 
 import os
+import warnings
 from pathlib import Path
 
-from .env import env_bool, env_int, env_str
+from .env import env_bool, env_choice, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -37,10 +38,15 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files under daphne too (runserver serves them itself in the embedded demo).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Every page needs a login unless its view is marked @login_not_required (/metrics and the
+    # health endpoints, as kube-scheduler serves them; the login page itself).
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -56,6 +62,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "dashboard.context_processors.navigation",
             ]
         },
     }
@@ -87,11 +94,44 @@ TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Serve straight from the source folders, so daphne needs no collectstatic step first
+# (STATIC_ROOT is then optional, and WhiteNoise's warning about it missing is noise).
+WHITENOISE_USE_FINDERS = True
+warnings.filterwarnings("ignore", message=r"No directory at: .*", module=r"django\.core\.handlers\.base")
+
+# ---- login and transport security ------------------------------------------------------
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
+# Behind TLS (the default outside debug mode): cookies only over HTTPS, HTTP redirected, HSTS.
+# DJANGO_HTTPS=false serves plain HTTP (a trusted network, or TLS not yet set up).
+HTTPS = env_bool("DJANGO_HTTPS", not DEBUG)
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS
+# Probes and scrapers speak plain HTTP to a pod, as they do to kube-scheduler.
+SECURE_REDIRECT_EXEMPT = [r"^(metrics|healthz|livez|readyz)(/|$)"]
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31536000 if HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", True)
+# A TLS-terminating proxy in front: the header it sets, e.g. X-Forwarded-Proto (its value must be https).
+_PROXY_SSL_HEADER = env_str("DJANGO_SECURE_PROXY_SSL_HEADER", "")
+if _PROXY_SSL_HEADER:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _PROXY_SSL_HEADER.upper().replace("-", "_"), "https")
+CSRF_TRUSTED_ORIGINS = [o for o in env_str("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
 
 # ---- scheduler -------------------------------------------------------------------------
 SCHEDBOARD_BATCH_SIZE = env_int("SCHEDBOARD_BATCH_SIZE", 256, minimum=1)
 SCHEDBOARD_ASSUME_TTL_SECONDS = env_int("SCHEDBOARD_ASSUME_TTL_SECONDS", 30, minimum=1)
 SCHEDBOARD_SEED = env_int("SCHEDBOARD_SEED", 0) or None
+# What an Attempt keeps of its decision for the attempt page (Attempt.trace): "failures" the filter
+# verdicts of attempts that found no node; "all" also every attempt's verdicts and every scored
+# candidate (hundreds of rows per pod on a large cluster); "off" nothing beyond the reason counts
+# and the top candidates.
+SCHEDBOARD_TRACE = env_choice("SCHEDBOARD_TRACE", "failures", ("failures", "all", "off"))
 
 # ---- metrics ---------------------------------------------------------------------------
 # prometheus_client's multiprocess mode: every process (web, workers) writes its counters and

@@ -100,7 +100,22 @@ def test_it_exports_kube_schedulers_metrics_with_values_equal_to_the_rows(client
                  extension_point="Bind", status="Success", profile="default-scheduler") == 6
     assert delta(before, after, "scheduler_framework_extension_point_duration_seconds_count",
                  extension_point="Bind", status="Error", profile="default-scheduler") == 1
-    assert delta(before, after, "scheduler_queue_incoming_pods_total", queue="backoff", event="ScheduleAttemptFailure") >= 1
+    # Extension points, every pod (not a sample): PreFilter once per algorithm run, Score when there
+    # was more than one feasible node to rank.
+    runs = Attempt.objects.count()
+    ranked = Attempt.objects.filter(feasible_nodes__gt=1).count()
+    assert ranked >= 1
+    assert delta(before, after, "scheduler_framework_extension_point_duration_seconds_count",
+                 extension_point="PreFilter", status="Success", profile="default-scheduler") == runs
+    assert delta(before, after, "scheduler_framework_extension_point_duration_seconds_count",
+                 extension_point="Score", status="Success", profile="default-scheduler") == ranked
+    # Pods entering the queue: seven added; every failed attempt put back (flaky's refused binding too).
+    incoming = "scheduler_queue_incoming_pods_total"
+    assert delta(before, after, incoming, queue="active", event="UnschedulablePodAdd") == 7
+    failures = Attempt.objects.exclude(result="scheduled").count()
+    assert (delta(before, after, incoming, queue="backoff", event="ScheduleAttemptFailure")
+            + delta(before, after, incoming, queue="unschedulable", event="ScheduleAttemptFailure")) == failures
+    assert delta(before, after, incoming, queue="backoff", event="ScheduleAttemptFailure") >= 1
 
     # Current state, read at scrape time: the queue's lengths and the cache.
     lengths = get_queue().lengths()
@@ -142,7 +157,7 @@ def test_sampled_pods_record_plugin_and_extension_point_durations(client, tmp_pa
     assert delta(before, after, "scheduler_plugin_execution_duration_seconds_count", plugin="NodeResourcesFit",
                  extension_point="Score", status="Success") == 3
     assert delta(before, after, "scheduler_framework_extension_point_duration_seconds_count", extension_point="Score",
-                 status="Success", profile="default-scheduler") == 3
+                 status="Success", profile="default-scheduler") == Attempt.objects.filter(feasible_nodes__gt=1).count()
     les = {float(s.labels["le"]) for s in families["scheduler_plugin_execution_duration_seconds"].samples
            if s.name.endswith("_bucket")}
     assert les == {*exponential(0.00001, 1.5, 20), float("inf")}

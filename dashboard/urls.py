@@ -1,8 +1,11 @@
 from django.urls import path
 
 from . import views
+from .pages import overview
 
 urlpatterns = [
+    # Replaced by the live Overview when it lands; a plain page until then.
+    path("", overview.overview, name="overview"),
     path("metrics", views.metrics, name="metrics"),
     path("healthz", views.healthz, name="healthz"),
     path("healthz/<str:check>", views.healthz),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
@@ -18,6 +19,7 @@ log = logging.getLogger(__name__)
 
 # ---- /metrics ---------------------------------------------------------------------------
 
+@login_not_required
 @require_GET
 def metrics(request):
     from prometheus_client.exposition import choose_encoder
@@ -103,16 +105,19 @@ def _single(request, path: str, name: str) -> HttpResponse:
     return _plain("ok")
 
 
+@login_not_required
 @require_GET
 def healthz(request, check: str | None = None):
     return _single(request, "healthz", check) if check else _health(request, "healthz")
 
 
+@login_not_required
 @require_GET
 def livez(request, check: str | None = None):
     return _single(request, "livez", check) if check else _health(request, "livez")
 
 
+@login_not_required
 @require_GET
 def readyz(request, check: str | None = None):
     return _single(request, "readyz", check) if check else _health(request, "readyz")

@@ -30,7 +30,7 @@ from .backends import get_backend
 from .backends.simulated import BindError
 from .engine import schedule_one as cycle
 from .engine.config import SchedulerConfig
-from .engine.explain import top_candidates
+from .engine.explain import top_candidates, trace
 from .engine.framework import Algorithm
 from .engine.pods import PodSpec
 from .engine.queue import QueuedPodInfo
@@ -208,11 +208,8 @@ class Worker:
             condition = ["scheduled_status", "scheduled_reason", "scheduled_message", "scheduled_transition_at", "attempts"]
             update_from_values(Pod, condition, [(p.pk, *(getattr(p, f) for f in condition)) for p in failed_pods])
             update_from_values(Pod, ["attempts"], [(pod.pk, pod.attempts) for _, pod, _ in placed])
-        incoming: dict[str, int] = {}  # metrics: queue -> pods put back
         for info, unschedulable, message in requeue:
-            landed = self.queue.add_unschedulable_if_not_present(info, unschedulable=unschedulable, message=message)
-            if landed:
-                incoming[landed] = incoming.get(landed, 0) + 1
+            self.queue.add_unschedulable_if_not_present(info, unschedulable=unschedulable, message=message)
         stats.bind_items = [
             # "cycle_s" carries the scheduling cycle's time to the binder for scheduling_attempt_duration_seconds.
             {"attempt": attempt.pk, "pod": pod.pk, "node": attempt.node_name, "info": asdict(info),
@@ -220,15 +217,13 @@ class Worker:
             for attempt, pod, info in placed
         ]
         # Metrics, once per batch: failed attempts (scheduled ones count when bound), algorithm and
-        # extension point latencies, pods requeued after a failure.
+        # extension point latencies (the queue counts the pods it takes back itself).
         for (result, profile_name), seconds in failed_seconds.items():
             metrics.record_attempts(result, profile_name, seconds)
         metrics.observe_many(metrics.scheduling_algorithm_duration, algorithm_seconds)
-        timings.record({key: pod.scheduler_name for key, pod in batch_rows.items()})
-        for queue_name, n in incoming.items():
-            metrics.queue_incoming_pods.labels(queue_name, metrics.SCHEDULE_ATTEMPT_FAILURE).inc(n)
+        timings.record({key: pod.scheduler_name for key, pod in batch_rows.items()}, [r.decision for r in results])
         # The live dashboard: one message per batch, buffered and sent by another thread (never waits).
-        transaction.on_commit(lambda: live.schedule_batch_done(attempts, incoming, stats.popped))
+        transaction.on_commit(lambda: live.schedule_batch_done(attempts, stats.popped))
         return stats
 
     def _attempt(self, pod: Pod, info: QueuedPodInfo, result, profile, now, popped_at: float) -> Attempt:
@@ -250,6 +245,10 @@ class Worker:
                 attempt.candidates = top_candidates(decision, table)
             else:
                 attempt.reasons = decision.reason_histogram()
+            # The attempt page's per-node verdicts (and, traced "all", every candidate's scores).
+            mode = settings.SCHEDBOARD_TRACE
+            if mode == "all" or (mode == "failures" and result.status != cycle.SCHEDULED):
+                attempt.trace = trace(decision, table, scores=mode == "all")
         return attempt
 
 
@@ -343,13 +342,8 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
 
     def publish():
         queue.done_many(done_keys)
-        incoming: dict[str, int] = {}  # metrics: queue -> pods put back
         for info, message in retry:
-            landed = queue.add_unschedulable_if_not_present(info, unschedulable=False, message=message)
-            if landed:
-                incoming[landed] = incoming.get(landed, 0) + 1
-        for queue_name, n in incoming.items():
-            metrics.queue_incoming_pods.labels(queue_name, metrics.SCHEDULE_ATTEMPT_FAILURE).inc(n)
+            queue.add_unschedulable_if_not_present(info, unschedulable=False, message=message)
         if retry:
             kick()
 
@@ -420,8 +414,7 @@ def reconcile(*, queue=None) -> dict:
     for pod in Pod.objects.filter(node_name="").exclude(assumed_node="").filter(assumed_at__lt=stale):
         if release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=_usage(pod)):
             report["expired"] += 1
-            if queue.add(pod.key, pod.priority):
-                metrics.queue_incoming_pods.labels("active", metrics.POD_ADD).inc()  # metrics
+            queue.add(pod.key, pod.priority)
 
     # In-flight pods whose worker died, then pending pods the queue does not know (Redis lost).
     report["reclaimed"] = len(queue.reclaim_expired(None, settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS))
@@ -431,8 +424,7 @@ def reconcile(*, queue=None) -> dict:
     for ns, name, priority in pending.values_list("namespace", "name", "priority").iterator():
         key = f"{ns}/{name}"
         if key not in known:
-            if queue.add(key, priority):
-                metrics.queue_incoming_pods.labels("active", metrics.POD_ADD).inc()  # metrics
+            queue.add(key, priority)
             report["requeued"] += 1
     pending.filter(queued_at__isnull=True).update(queued_at=now)
     queue.flush()

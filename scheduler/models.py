@@ -115,6 +115,9 @@ class Attempt(models.Model):
     message = models.TextField(blank=True, default="")
     reasons = models.JSONField(default=dict, blank=True, help_text="reason -> number of nodes")
     candidates = models.JSONField(default=list, blank=True, help_text="top candidates with per-plugin scores")
+    # Written as SCHEDBOARD_TRACE says; the format is in scheduler/engine/explain.py (trace()).
+    trace = models.JSONField(default=dict, blank=True,
+                             help_text="filter verdicts per node (grouped) and, when traced, every candidate's scores")
     num_nodes = models.IntegerField(default=0)
     feasible_nodes = models.IntegerField(default=0)
     evaluated_nodes = models.IntegerField(default=0)

@@ -23,11 +23,19 @@ import time
 from typing import Callable
 
 from .engine.queue import (
+    ACTIVE_Q,
+    BACKOFF_COMPLETE,
+    BACKOFF_Q,
     DEFAULT_IN_FLIGHT_LEASE,
     DEFAULT_POD_INITIAL_BACKOFF,
     DEFAULT_POD_MAX_BACKOFF,
     DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
+    EVENT_UNSCHEDULABLE_TIMEOUT,
+    EVENT_UNSCHEDULED_POD_ADD,
+    EVENT_UNSCHEDULED_POD_UPDATE,
     QUEUE_NAMES,
+    SCHEDULE_ATTEMPT_FAILURE,
+    IncomingHook,
     QueuedPodInfo,
     check_priority,
 )
@@ -107,13 +115,15 @@ local function to_backoff(key)
   redis.call('ZADD', KB, fmt(e), key)
 end
 
+-- Returns how many went to backoffQ (the rest went to activeQ), for queue_incoming_pods_total.
 local function move_to_active_or_backoff(keys)
+  local backoff = 0
   for _, key in ipairs(keys) do
     unlink(key)
-    if backing_off(key) then to_backoff(key) else to_active(key) end
+    if backing_off(key) then to_backoff(key); backoff = backoff + 1 else to_active(key) end
   end
   redis.call('SET', KM, redis.call('GET', KC) or '0')
-  return #keys
+  return backoff
 end
 
 local function new_pod(key, prio)
@@ -150,14 +160,15 @@ _UPDATE = r"""
 local key, prio = ARGV[5], ARGV[6]
 if redis.call('EXISTS', pk(key)) == 0 then
   new_pod(key, prio)
-  return 'active'
+  return {'active', 'added'}
 end
 set_priority(key, prio)
 if redis.call('HGET', pk(key), 'queue') == 'unschedulable' then
   unlink(key)
   if backing_off(key) then to_backoff(key) else to_active(key) end
+  return {redis.call('HGET', pk(key), 'queue'), 'moved'}
 end
-return redis.call('HGET', pk(key), 'queue')
+return {redis.call('HGET', pk(key), 'queue'), ''}
 """
 
 _DELETE = r"""
@@ -203,7 +214,8 @@ return 'unschedulable'
 """
 
 _MOVE_ALL = r"""
-return move_to_active_or_backoff(redis.call('ZRANGE', KU, 0, -1))
+local keys = redis.call('ZRANGE', KU, 0, -1)
+return {#keys, move_to_active_or_backoff(keys)}
 """
 
 _FLUSH = r"""
@@ -214,9 +226,9 @@ for _, key in ipairs(done) do
 end
 local cutoff = NOW - tonumber(ARGV[5])
 local left = redis.call('ZRANGEBYSCORE', KU, '-inf', '(' .. fmt(cutoff))
-local moved = 0
-if #left > 0 then moved = move_to_active_or_backoff(left) end
-return #done + moved
+local backoff = 0
+if #left > 0 then backoff = move_to_active_or_backoff(left) end
+return {#done, #left, backoff}
 """
 
 _RECLAIM = r"""
@@ -283,8 +295,10 @@ class RedisQueue:
         initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
         max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
         max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
+        on_incoming: IncomingHook | None = None,
     ):
         self.redis = redis_client
+        self._incoming = on_incoming
         self.prefix = prefix
         self._clock = clock
         self.clock = clock  # the time base of every timestamp this queue hands out
@@ -315,11 +329,21 @@ class RedisQueue:
         head = [self.prefix, repr(self.initial_backoff), repr(self.max_backoff), repr(float(now))]
         return script(keys=self._keys, args=head + [str(a) for a in args])
 
+    def _count(self, queue: str, event: str, count: int) -> None:
+        if count and self._incoming is not None:
+            self._incoming(queue, event, count)
+
     def add(self, key: str, priority: int = 0) -> bool:
-        return self._run(self._add, key, check_priority(priority)) == 1
+        added = self._run(self._add, key, check_priority(priority)) == 1
+        if added:
+            self._count(ACTIVE_Q, EVENT_UNSCHEDULED_POD_ADD, 1)
+        return added
 
     def update(self, key: str, priority: int = 0) -> str:
-        return _s(self._run(self._update, key, check_priority(priority)))
+        queue, how = (_s(v) for v in self._run(self._update, key, check_priority(priority)))
+        if how:
+            self._count(queue, EVENT_UNSCHEDULED_POD_ADD if how == "added" else EVENT_UNSCHEDULED_POD_UPDATE, 1)
+        return queue
 
     def delete(self, key: str) -> bool:
         return self._run(self._delete, key) == 1
@@ -356,13 +380,24 @@ class RedisQueue:
         out = self._run(
             self._add_unschedulable, info.key, int(info.cycle), "1" if unschedulable else "0", message
         )
-        return None if out is None else _s(out)
+        if out is None:
+            return None
+        queue = _s(out)
+        self._count(queue, SCHEDULE_ATTEMPT_FAILURE, 1)
+        return queue
 
     def move_all_to_active_or_backoff(self, event: str) -> int:
-        return int(self._run(self._move_all, event))
+        moved, backoff = (int(v) for v in self._run(self._move_all, event))
+        self._count(ACTIVE_Q, event, moved - backoff)
+        self._count(BACKOFF_Q, event, backoff)
+        return moved
 
     def flush(self, now: float | None = None) -> int:
-        return int(self._run(self._flush, repr(self.max_in_unschedulable), now=now))
+        done, left, backoff = (int(v) for v in self._run(self._flush, repr(self.max_in_unschedulable), now=now))
+        self._count(ACTIVE_Q, BACKOFF_COMPLETE, done)
+        self._count(ACTIVE_Q, EVENT_UNSCHEDULABLE_TIMEOUT, left - backoff)
+        self._count(BACKOFF_Q, EVENT_UNSCHEDULABLE_TIMEOUT, backoff)
+        return done + left
 
     def reclaim_expired(
         self, now: float | None = None, lease_seconds: float = DEFAULT_IN_FLIGHT_LEASE

@@ -16,7 +16,10 @@ def get_queue():
         if _queue is None:
             from .profiles import scheduler_config
 
+            from .metrics import count_incoming
+
             backoff = queue_backoff(scheduler_config())
+            backoff["on_incoming"] = count_incoming  # scheduler_queue_incoming_pods_total
             if settings.REDIS_URL:
                 import redis
 

@@ -5,7 +5,7 @@ import yaml
 
 from django.conf import settings
 
-from scheduler import loop, queues
+from scheduler import loop, metrics, queues
 from scheduler.queue_redis import RedisQueue
 from scheduler.manifests import parse_documents
 from scheduler.models import Attempt, Binding, Event, Node, Pod
@@ -45,7 +45,8 @@ class FakeClock:
 def clock():
     """The shared Redis queue on a clock the test moves by hand: backoff without sleeping."""
     c = FakeClock()
-    queues.reset_queue(RedisQueue(queues.get_redis(), prefix=settings.SCHEDBOARD_QUEUE_PREFIX, clock=c))
+    queues.reset_queue(RedisQueue(queues.get_redis(), prefix=settings.SCHEDBOARD_QUEUE_PREFIX, clock=c,
+                                  on_incoming=metrics.count_incoming))
     return c
 
 

@@ -564,3 +564,46 @@ def test_two_redis_queues_on_one_prefix_share_state(redis_client):
     finally:
         a.clear()
     assert list(redis_client.scan_iter(match=f"{prefix}:*")) == []
+
+
+def test_every_pod_entering_a_sub_queue_is_told_with_upstreams_event_label(make_queue):
+    # As queue_incoming_pods_total{queue, event}: each move into active/backoff/unschedulable, once.
+    seen = []
+    q, clock = make_queue(on_incoming=lambda queue, event, n: seen.append((queue, event, n)))
+    q.add("ns/a", 0)
+    q.add("ns/a", 5)  # already queued: a priority change, not a new pod
+    q.update("ns/u", 0)  # an update of a pod the queue never saw adds it
+    assert seen == [(ACTIVE_Q, "UnschedulablePodAdd", 1)] * 2
+    seen.clear()
+
+    [a, u] = q.pop(2)
+    assert q.add_unschedulable_if_not_present(a, unschedulable=True) == UNSCHEDULABLE_Q
+    assert q.add_unschedulable_if_not_present(u, unschedulable=False) == BACKOFF_Q
+    assert seen == [(UNSCHEDULABLE_Q, "ScheduleAttemptFailure", 1), (BACKOFF_Q, "ScheduleAttemptFailure", 1)]
+    seen.clear()
+
+    clock.advance(1)  # the first attempt's 1 s backoff is over
+    assert q.flush() == 1
+    assert seen == [(ACTIVE_Q, "BackoffComplete", 1)]
+    seen.clear()
+
+    assert q.update("ns/a", 0) == ACTIVE_Q  # the unschedulable pod changed and its backoff is over
+    assert seen == [(ACTIVE_Q, "UnschedulablePodUpdate", 1)]
+    seen.clear()
+
+    # Both back in the pool, then a cluster event while they still back off (2 s after a 2nd attempt).
+    for info in q.pop(2):
+        assert q.add_unschedulable_if_not_present(info, unschedulable=True) == UNSCHEDULABLE_Q
+    seen.clear()
+    assert q.move_all_to_active_or_backoff(EVENT_NODE_ADD) == 2
+    assert seen == [(BACKOFF_Q, "NodeAdd", 2)]
+
+
+def test_the_unschedulable_timeout_counts_pods_by_where_they_land(make_queue):
+    seen = []
+    q, clock = make_queue(on_incoming=lambda queue, event, n: seen.append((queue, event, n)),
+                          initial_backoff=400.0, max_backoff=400.0, max_in_unschedulable=300.0)
+    put_in(q, clock, "ns/slow", UNSCHEDULABLE_Q)  # 400 s backoff: outlasts the pool
+    seen.clear()
+    assert q.flush(now=clock.now + 301) == 1
+    assert seen == [(BACKOFF_Q, "UnschedulableTimeout", 1)]

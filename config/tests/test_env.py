@@ -42,3 +42,15 @@ def test_it_stops_on_a_bad_value_naming_the_variable(monkeypatch, parse, name, v
     with pytest.raises(ImproperlyConfigured) as exc:
         parse(name, **kwargs)
     assert str(exc.value) == message
+
+
+def test_a_choice_outside_the_list_names_the_variable_and_the_choices(monkeypatch):
+    from config.env import env_choice
+
+    monkeypatch.setenv("SCHEDBOARD_TRACE", "some")
+    with pytest.raises(ImproperlyConfigured, match=r"SCHEDBOARD_TRACE: expected one of failures, all, off, got 'some'"):
+        env_choice("SCHEDBOARD_TRACE", "failures", ("failures", "all", "off"))
+    monkeypatch.setenv("SCHEDBOARD_TRACE", "all")
+    assert env_choice("SCHEDBOARD_TRACE", "failures", ("failures", "all", "off")) == "all"
+    monkeypatch.delenv("SCHEDBOARD_TRACE")
+    assert env_choice("SCHEDBOARD_TRACE", "failures", ("failures", "all", "off")) == "failures"

@@ -133,10 +133,10 @@ def _summary(message: str) -> str:
     return message if len(message) <= 300 else message[:297] + "..."
 
 
-def schedule_batch_done(attempts: list, incoming: dict[str, int], popped: int) -> None:
-    """A scheduling batch committed: its attempts (Attempt rows) and where its failures were requeued."""
+def schedule_batch_done(attempts: list, popped: int) -> None:
+    """A scheduling batch committed: its attempts (Attempt rows) out of `popped` pods."""
     if attempts or popped:
-        _publisher.publish(schedule_message(attempts, incoming, popped))
+        _publisher.publish(schedule_message(attempts, popped))
 
 
 def bind_batch_done(bound: list, refused: list, now) -> None:
@@ -145,13 +145,15 @@ def bind_batch_done(bound: list, refused: list, now) -> None:
         _publisher.publish(bind_message(bound, refused, now))
 
 
-def schedule_message(attempts: list, incoming: dict[str, int], popped: int) -> dict:
+def schedule_message(attempts: list, popped: int) -> dict:
     now = time.time()
     failed = [a for a in attempts if a.result != "scheduled"]
+    unschedulable = sum(a.result == "unschedulable" for a in failed)
     placed = {a.node_name for a in attempts if a.result == "scheduled"}
     return {
         "attempts": len(attempts), "assumed": len(attempts) - len(failed), "failures": len(failed), "popped": popped,
-        "moves": dict(incoming),
+        # Where failures go back, as the queue decides in the common case (the queue page reads the truth).
+        "moves": {"unschedulable": unschedulable, "backoff": len(failed) - unschedulable},
         "lat": {"algorithm": hist.pairs(hist.observe({}, (a.algorithm_ms for a in attempts)))},
         "failed": [[a.namespace, a.pod_name, a.result, _summary(a.message), now] for a in failed[-15:]],
         "nodes": sorted(placed)[:MAX_NODES], "many_nodes": len(placed) > MAX_NODES,

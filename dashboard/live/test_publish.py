@@ -83,10 +83,10 @@ def test_a_schedule_batch_reports_failures_by_name_with_their_reason():
     attempts = [Attempt(namespace="ns", pod_name="big", result="unschedulable", algorithm_ms=0.3,
                         message="0/3 nodes are available: 3 Insufficient cpu."),
                 Attempt(namespace="ns", pod_name="ok", result="scheduled", node_name="n1", algorithm_ms=0.2)]
-    m = publish.schedule_message(attempts, {"unschedulable": 1}, 2)
+    m = publish.schedule_message(attempts, 2)
     assert (m["attempts"], m["assumed"], m["failures"], m["popped"]) == (2, 1, 1, 2)
     assert m["failed"][0][:4] == ["ns", "big", "unschedulable", "0/3 nodes are available: 3 Insufficient cpu."]
-    assert m["moves"] == {"unschedulable": 1} and m["nodes"] == ["n1"]
+    assert m["moves"] == {"unschedulable": 1, "backoff": 0} and m["nodes"] == ["n1"]
 
 
 @pytest.mark.asyncio
@@ -96,7 +96,7 @@ async def test_the_loop_s_messages_reach_the_live_group_over_channels_redis():
     await layer.group_add(publish.GROUP, channel)
     try:
         attempts = [Attempt(namespace="ns", pod_name="a", result="unschedulable", message="no")]
-        await asyncio.to_thread(publish.schedule_batch_done, attempts, {"backoff": 1}, 1)
+        await asyncio.to_thread(publish.schedule_batch_done, attempts, 1)
         message = await asyncio.wait_for(layer.receive(channel), 30)
     finally:
         await layer.group_discard(publish.GROUP, channel)

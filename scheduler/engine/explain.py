@@ -87,3 +87,110 @@ def explain(decision: Decision, nodes: NodeTable) -> dict:
         "selected": selected,
         "message": message,
     }
+
+
+# ---- the trace an attempt keeps ---------------------------------------------------------
+#
+# What an Attempt row stores (Attempt.trace) so the dashboard can show the decision later
+# without re-running it. Compact on purpose: it is written inside the scheduling loop.
+#
+#   {"v": 1,
+#    "filtered": [{"plugin": P, "reasons": [R, ...], "nodes": [N, ...]}, ...],
+#        every rejected node once, grouped by its first rejecting plugin and that plugin's reasons
+#    "scores": {"plugins": [P, ...], "weights": [W, ...], "nodes": [N, ...],
+#               "raw": [[per plugin] per node], "normalized": [[...]], "totals": [...]}}
+#        every scored candidate (only when scores are traced; absent when nothing was scored)
+#
+# trace_filtered() and trace_scores() read it back into exactly the shapes of filtered_nodes()
+# and score_matrix() above, i.e. the `explain` command's "filtered" and "scores".
+
+TRACE_VERSION = 1
+_MAX_REASON_BITS = 62  # reasons per plugin that fit one int64 code; past that, group row by row
+
+
+def _reason_groups(rows: np.ndarray, reasons: list[tuple[str, np.ndarray]]) -> list[tuple[list[str], np.ndarray]]:
+    """Split rows by which of the reasons apply to each, vectorized: one bit per reason."""
+    if len(reasons) > _MAX_REASON_BITS:
+        by_texts: dict[tuple[str, ...], list[int]] = {}
+        for row in rows:
+            by_texts.setdefault(tuple(t for t, m in reasons if m[row]), []).append(int(row))
+        return [(list(texts), np.asarray(members)) for texts, members in by_texts.items()]
+    code = np.zeros(len(rows), dtype=np.int64)
+    for bit, (_, mask) in enumerate(reasons):
+        code |= mask[rows].astype(np.int64) << bit
+    uniq, inverse = np.unique(code, return_inverse=True)
+    return [([t for bit, (t, _) in enumerate(reasons) if (int(u) >> bit) & 1], rows[inverse == k])
+            for k, u in enumerate(uniq)]
+
+
+def filter_verdict_groups(decision: Decision, nodes: NodeTable) -> list[dict]:
+    """Every rejected node under its first rejecting plugin and reasons, grouped (the trace's "filtered")."""
+    names = nodes.names
+    groups: list[dict] = []
+    rejected_by = decision.rejected_by
+    for i, result in enumerate(decision.filter_results):
+        if result is None:
+            continue
+        rows = np.flatnonzero(rejected_by == i)
+        if len(rows) == 0:
+            continue
+        for reasons, members in _reason_groups(rows, result.reasons):
+            groups.append({"plugin": decision.filter_names[i], "reasons": reasons, "nodes": [names[r] for r in members]})
+    if decision.absent_status is not None:
+        rows = np.flatnonzero(rejected_by == ABSENT)
+        if len(rows):
+            plugin, reason = decision.absent_status
+            groups.append({"plugin": plugin, "reasons": [reason], "nodes": [names[r] for r in rows]})
+    return groups
+
+
+def score_columns(decision: Decision, nodes: NodeTable) -> dict | None:
+    """Every scored candidate's per-plugin raw and normalized scores, column by column (the trace's "scores")."""
+    if not decision.plugin_scores and len(decision.totals) == 0:
+        return None
+    names = nodes.names
+    return {
+        "plugins": [ps.plugin for ps in decision.plugin_scores],
+        "weights": [ps.weight for ps in decision.plugin_scores],
+        "nodes": [names[r] for r in decision.candidates],
+        "raw": np.column_stack([ps.raw for ps in decision.plugin_scores]).tolist() if decision.plugin_scores
+        else [[] for _ in decision.candidates],
+        "normalized": np.column_stack([ps.normalized for ps in decision.plugin_scores]).tolist()
+        if decision.plugin_scores else [[] for _ in decision.candidates],
+        "totals": decision.totals.tolist(),
+    }
+
+
+def trace(decision: Decision, nodes: NodeTable, *, scores: bool) -> dict:
+    """What an Attempt keeps of a decision: the filter verdicts, and with `scores` every candidate's scores."""
+    out: dict = {"v": TRACE_VERSION, "filtered": filter_verdict_groups(decision, nodes)}
+    if scores:
+        columns = score_columns(decision, nodes)
+        if columns is not None:
+            out["scores"] = columns
+    return out
+
+
+def trace_filtered(stored: dict) -> dict[str, list[dict]]:
+    """A trace's filter verdicts in filtered_nodes()'s shape: node -> [{"plugin", "reasons"}]."""
+    out: dict[str, list[dict]] = {}
+    for group in stored.get("filtered") or []:
+        for name in group["nodes"]:
+            out[name] = [{"plugin": group["plugin"], "reasons": list(group["reasons"])}]
+    return out
+
+
+def trace_scores(stored: dict) -> dict[str, dict]:
+    """A trace's scores in score_matrix()'s shape: node -> {"plugins": {name: {raw, normalized, weight, weighted}}, "total"}."""
+    columns = stored.get("scores")
+    if not columns:
+        return {}
+    plugins, weights = columns["plugins"], columns["weights"]
+    out: dict[str, dict] = {}
+    for name, raw, normalized, total in zip(columns["nodes"], columns["raw"], columns["normalized"], columns["totals"]):
+        out[name] = {
+            "plugins": {p: {"raw": r, "normalized": n, "weight": w, "weighted": n * w}
+                        for p, w, r, n in zip(plugins, weights, raw, normalized)},
+            "total": total,
+        }
+    return out

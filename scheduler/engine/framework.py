@@ -8,6 +8,7 @@ a boolean mask, a score plugin with an int64 array over the candidate rows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -181,6 +182,10 @@ class Decision:
     evaluated_nodes: int = 0
     error: str | None = None  # an internal error (not "unschedulable")
     pre_filter_msg: str | None = None  # a PreFilter rejected the pod outright
+    # Extension point durations (scheduler_framework_extension_point_duration_seconds): PreFilter
+    # always runs; Score only when there is more than one candidate, as upstream skips it then.
+    pre_filter_seconds: float = 0.0
+    score_seconds: float | None = None
 
     @property
     def scheduled(self) -> bool:
@@ -262,9 +267,11 @@ class Algorithm:
         considered: np.ndarray | None = None
         narrowing: list[str] = []
         allowed_names: set[str] | None = None
+        started = perf_counter()
         for plugin in profile.pre_filters:
             allowed = plugin.pre_filter(pod, nodes)
             if isinstance(allowed, PreFilterRejected):
+                decision.pre_filter_seconds = perf_counter() - started
                 return self._rejected_at_pre_filter(decision, plugin.name, allowed.message)
             if allowed is not None:
                 narrowing.append(plugin.name)
@@ -274,11 +281,13 @@ class Algorithm:
                     names = sorted(narrowing)
                     message = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1 else
                                f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously")
+                    decision.pre_filter_seconds = perf_counter() - started
                     return self._rejected_at_pre_filter(decision, narrowing[0], message)
                 mask = np.zeros(n, dtype=bool)
                 rows = [nodes.index[name] for name in allowed if name in nodes.index]
                 mask[rows] = True
                 considered = mask if considered is None else considered & mask
+        decision.pre_filter_seconds = perf_counter() - started
         if narrowing:
             rejected_by[~considered] = ABSENT
             decision.absent_status = (narrowing[0], f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]")
@@ -315,6 +324,7 @@ class Algorithm:
             return decision
 
         # Score, normalize, weight.
+        started = perf_counter()
         totals = np.zeros(len(candidates), dtype=np.int64)
         for plugin, weight in profile.scores:
             raw = plugin.score(pod, nodes, candidates)
@@ -325,10 +335,12 @@ class Algorithm:
             if len(normalized) and _out_of_range(normalized):
                 decision.error = f"plugin {plugin.name!r} returns an invalid score, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
                 decision.candidates = np.zeros(0, dtype=np.int64)
+                decision.score_seconds = perf_counter() - started
                 return decision
             decision.plugin_scores.append(PluginScores(plugin.name, weight, raw, normalized))
             totals += normalized * weight if weight != 1 else normalized
         decision.totals = totals
+        decision.score_seconds = perf_counter() - started
 
         # selectHost: uniformly at random among the top scores.
         best = (totals == totals.max()).nonzero()[0]

@@ -43,6 +43,17 @@ EVENT_UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 EVENT_FORCE_ACTIVATE = "ForceActivate"
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 BACKOFF_COMPLETE = "BackoffComplete"
+# An unscheduled pod added or updated (EventUnscheduledPodAdd/Update: Resource "UnschedulablePod").
+EVENT_UNSCHEDULED_POD_ADD = "UnschedulablePodAdd"
+EVENT_UNSCHEDULED_POD_UPDATE = "UnschedulablePodUpdate"
+
+# on_incoming(queue, event, count): told of every pod entering a sub-queue, with upstream's event
+# label, so the caller can keep scheduler_queue_incoming_pods_total without the engine knowing it.
+IncomingHook = Callable[[str, str, int], None]
+
+
+def _ignore_incoming(queue: str, event: str, count: int) -> None:
+    pass
 
 # Pod priorities are int32 (PodSpec.Priority); nil counts as 0 (corev1helpers.PodPriority).
 MIN_POD_PRIORITY = -(2**31)
@@ -153,8 +164,10 @@ class MemoryQueue:
         initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
         max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
         max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
+        on_incoming: IncomingHook | None = None,
     ):
         self._clock = clock
+        self._incoming = on_incoming or _ignore_incoming
         self.clock = clock  # the time base of every timestamp this queue hands out
         self.initial_backoff = float(initial_backoff)
         self.max_backoff = float(max_backoff)
@@ -203,16 +216,24 @@ class MemoryQueue:
         # As isPodBackingoff (without the PopFromBackoffQ ordering window): expiry after now.
         return info.backoff_expiry is not None and info.backoff_expiry > now
 
-    def _move_to_active_or_backoff(self, infos: list[QueuedPodInfo], now: float) -> int:
+    def _move_to_active_or_backoff(self, infos: list[QueuedPodInfo], now: float, event: str) -> int:
         # As movePodsToActiveOrBackoffQueue with every event of interest (no queueing hints).
+        backoff = 0
         for info in infos:
             self._unlink(info)
             if self._backing_off(info, now):
                 self._to_backoff(info)
+                backoff += 1
             else:
                 self._to_active(info, now)
         self._move_request_cycle = self._cycle
+        self._count(ACTIVE_Q, event, len(infos) - backoff)
+        self._count(BACKOFF_Q, event, backoff)
         return len(infos)
+
+    def _count(self, queue: str, event: str, count: int) -> None:
+        if count:
+            self._incoming(queue, event, count)
 
     def _new(self, key: str, priority: int, now: float) -> QueuedPodInfo:
         info = QueuedPodInfo(key=key, priority=priority, timestamp=now)
@@ -241,6 +262,7 @@ class MemoryQueue:
                 self._set_priority(info, priority, now)
                 return False
             self._new(key, priority, now)
+            self._count(ACTIVE_Q, EVENT_UNSCHEDULED_POD_ADD, 1)
             return True
 
     def update(self, key: str, priority: int = 0) -> str:
@@ -251,6 +273,7 @@ class MemoryQueue:
             if info is None:
                 # As Update: a pod in no queue is put in activeQ.
                 self._new(key, priority, now)
+                self._count(ACTIVE_Q, EVENT_UNSCHEDULED_POD_ADD, 1)
                 return ACTIVE_Q
             self._set_priority(info, priority, now)
             if info.queue == UNSCHEDULABLE_Q:
@@ -261,6 +284,7 @@ class MemoryQueue:
                     self._to_backoff(info)
                 else:
                     self._to_active(info, now)
+                self._count(info.queue, EVENT_UNSCHEDULED_POD_UPDATE, 1)
             return info.queue
 
     def delete(self, key: str) -> bool:
@@ -333,13 +357,14 @@ class MemoryQueue:
                 )
                 stored.queue = UNSCHEDULABLE_Q
                 stored.unschedulable_since = now
+            self._count(stored.queue, SCHEDULE_ATTEMPT_FAILURE, 1)
             return stored.queue
 
     def move_all_to_active_or_backoff(self, event: str) -> int:
         with self._lock:
             now = self._clock()
             pods = sorted(self._in(UNSCHEDULABLE_Q), key=lambda p: (p.unschedulable_since, p.key))
-            return self._move_to_active_or_backoff(pods, now)
+            return self._move_to_active_or_backoff(pods, now, event)
 
     def flush(self, now: float | None = None) -> int:
         with self._lock:
@@ -349,13 +374,14 @@ class MemoryQueue:
             for info in done:
                 self._unlink(info)
                 self._to_active(info, now)
+            self._count(ACTIVE_Q, BACKOFF_COMPLETE, len(done))
             # As flushUnschedulablePodsLeftover: longer than the maximum in the pool.
             cutoff = now - self.max_in_unschedulable
             left = [p for p in self._in(UNSCHEDULABLE_Q) if p.timestamp < cutoff]
             moved = 0
             if left:
                 left.sort(key=lambda p: (p.timestamp, p.key))
-                moved = self._move_to_active_or_backoff(left, now)
+                moved = self._move_to_active_or_backoff(left, now, EVENT_UNSCHEDULABLE_TIMEOUT)
             return len(done) + moved
 
     def reclaim_expired(

@@ -1,0 +1,35 @@
+"""The dashboard's navigation, in one place, with the current section marked for every template."""
+
+from __future__ import annotations
+
+# (label, path, section): a page belongs to a section when its path starts with the section's prefix.
+NAV = [
+    ("Overview", "/", "/"),
+    ("Queue", "/queue/", "/queue/"),
+    ("Nodes", "/nodes/", "/nodes/"),
+    ("Audit", "/bindings/", "/bindings/"),
+    ("What-if", "/whatif/", "/whatif/"),
+    ("Profiles", "/profiles/", "/profiles/"),
+    ("Admin", "/admin/", "/admin/"),
+    ("Metrics", "/metrics", "/metrics"),
+]
+
+# Pages reached from the audit (a pod, an attempt) count as the audit's section.
+_ALIASES = {"/pods/": "/bindings/", "/attempts/": "/bindings/"}
+
+
+def current_section(path: str) -> str:
+    for prefix, section in _ALIASES.items():
+        if path.startswith(prefix):
+            return section
+    best = "/" if path == "/" else ""
+    for _, _, prefix in NAV:
+        if prefix != "/" and path.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return best
+
+
+def navigation(request):
+    section = current_section(request.path)
+    return {"nav_items": [{"label": label, "href": href, "current": prefix == section}
+                          for label, href, prefix in NAV]}
