@@ -1,11 +1,13 @@
 from django.urls import path
 
 from . import views
-from .pages import overview
+from .live import views as live
 
 urlpatterns = [
-    # Replaced by the live Overview when it lands; a plain page until then.
-    path("", overview.overview, name="overview"),
+    # The live pages (a websocket each, see dashboard/live/).
+    path("", live.overview, name="overview"),
+    path("queue/", live.queue, name="queue"),
+    path("nodes/", live.nodes, name="nodes"),
     path("metrics", views.metrics, name="metrics"),
     path("healthz", views.healthz, name="healthz"),
     path("healthz/<str:check>", views.healthz),
