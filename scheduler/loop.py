@@ -23,6 +23,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from dashboard.live import publish as live
+
 from . import metrics
 from .backends import get_backend
 from .backends.simulated import BindError
@@ -220,6 +222,8 @@ class Worker:
             metrics.record_attempts(result, profile_name, seconds)
         metrics.observe_many(metrics.scheduling_algorithm_duration, algorithm_seconds)
         timings.record({key: pod.scheduler_name for key, pod in batch_rows.items()}, [r.decision for r in results])
+        # The live dashboard: one message per batch, buffered and sent by another thread (never waits).
+        transaction.on_commit(lambda: live.schedule_batch_done(attempts, stats.popped))
         return stats
 
     def _attempt(self, pod: Pod, info: QueuedPodInfo, result, profile, now, popped_at: float) -> Attempt:
@@ -347,6 +351,7 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
     # (attempt = scheduling cycle + binding), with its attempts and its SLI; a refused binding is an "error".
     bound_pods = [(item, pod, seconds) for item, pod, seconds in accepted if pod.pk in bound_ids]
     transaction.on_commit(lambda: _observe_bind_batch(bound_pods, refused, now))
+    transaction.on_commit(lambda: live.bind_batch_done(bound_pods, refused, now))  # live dashboard, never waits
 
     transaction.on_commit(publish)
     return {"bound": len(bindings), "failed": len(refused)}
