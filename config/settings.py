@@ -7,7 +7,7 @@ with them it runs as separate processes on Postgres and Redis.
 import os
 from pathlib import Path
 
-from .env import env_bool, env_int, env_str
+from .env import env_bool, env_choice, env_duration, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -124,3 +124,15 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile": {"task": "scheduler.reconcile", "schedule": SCHEDBOARD_RECONCILE_SECONDS},
 }
 CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if not REDIS_URL else {}
+
+# ---- backend: where pods and nodes come from and bindings go ---------------------------
+SCHEDBOARD_BACKEND = env_choice("SCHEDBOARD_BACKEND", "simulated", ("simulated", "kubernetes"))
+# The cluster: KUBECONFIG's current context, else the in-cluster service account.
+KUBECONFIG = env_str("KUBECONFIG", "")
+# The namespace of our Lease ("" = the pod's own namespace in a cluster, else "default").
+SCHEDBOARD_KUBE_NAMESPACE = env_str("SCHEDBOARD_KUBE_NAMESPACE", "")
+SCHEDBOARD_LEASE_NAME = env_str("SCHEDBOARD_LEASE_NAME", "schedboard")
+# kube-scheduler's leader election defaults (--leader-elect-lease-duration etc.).
+SCHEDBOARD_LEASE_DURATION = env_duration("SCHEDBOARD_LEASE_DURATION", 15.0)
+SCHEDBOARD_RENEW_DEADLINE = env_duration("SCHEDBOARD_RENEW_DEADLINE", 10.0)
+SCHEDBOARD_RETRY_PERIOD = env_duration("SCHEDBOARD_RETRY_PERIOD", 2.0)
