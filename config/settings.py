@@ -8,7 +8,7 @@ import os
 import warnings
 from pathlib import Path
 
-from .env import env_bool, env_choice, env_int, env_str
+from .env import env_bool, env_choice, env_duration, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -181,3 +181,15 @@ if REDIS_URL:
         "capacity": 200, "expiry": 10}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# ---- backend: where pods and nodes come from and bindings go ---------------------------
+SCHEDBOARD_BACKEND = env_choice("SCHEDBOARD_BACKEND", "simulated", ("simulated", "kubernetes"))
+# The cluster: KUBECONFIG's current context, else the in-cluster service account.
+KUBECONFIG = env_str("KUBECONFIG", "")
+# The namespace of our Lease ("" = the pod's own namespace in a cluster, else "default").
+SCHEDBOARD_KUBE_NAMESPACE = env_str("SCHEDBOARD_KUBE_NAMESPACE", "")
+SCHEDBOARD_LEASE_NAME = env_str("SCHEDBOARD_LEASE_NAME", "schedboard")
+# kube-scheduler's leader election defaults (--leader-elect-lease-duration etc.).
+SCHEDBOARD_LEASE_DURATION = env_duration("SCHEDBOARD_LEASE_DURATION", 15.0)
+SCHEDBOARD_RENEW_DEADLINE = env_duration("SCHEDBOARD_RENEW_DEADLINE", 10.0)
+SCHEDBOARD_RETRY_PERIOD = env_duration("SCHEDBOARD_RETRY_PERIOD", 2.0)
