@@ -297,20 +297,20 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
     accepted: list[tuple[dict, Pod, float]] = []
     refused: list[tuple[dict, Pod, str, float]] = []
     dropped: list[tuple[dict, Pod, str, float]] = []  # bound elsewhere or deleted: forget, no retry
-    live = []
+    present = []  # the items whose pod still exists
     for item in items:
         pod = pods.get(item["pod"])
         if pod is None:  # deleted while in flight: its reservation went with it
             done_keys.append(item["info"]["key"])
             continue
-        live.append((item, pod))
+        present.append((item, pod))
     requests = [{"pod_manifest": pod.manifest, "node_name": item["node"], "attempt_number": pod.attempts,
                  "previous_bind_failures": Attempt.objects.filter(pod=pod, result=RESULT_BIND_FAILED).count()
-                 if _wants_failures(pod) else 0} for item, pod in live]
+                 if _wants_failures(pod) else 0} for item, pod in present]
     started = time.perf_counter()
     if hasattr(backend, "bind_many"):  # bindings in parallel, as upstream's binding goroutines
         outcomes = backend.bind_many(requests)
-        seconds = [(time.perf_counter() - started) / max(1, len(live))] * len(live)
+        seconds = [(time.perf_counter() - started) / max(1, len(present))] * len(present)
     else:
         outcomes, seconds = [], []
         for request in requests:
@@ -321,7 +321,7 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
             except BindError as exc:
                 outcomes.append(exc)
             seconds.append(time.perf_counter() - t0)
-    for (item, pod), outcome, took in zip(live, outcomes, seconds):
+    for (item, pod), outcome, took in zip(present, outcomes, seconds):
         if outcome is None:
             accepted.append((item, pod, took))
         elif isinstance(outcome, (BoundElsewhere, PodGone)):
