@@ -13,13 +13,32 @@ from scheduler.models import RESULT_SCHEDULED, Attempt
 MAX_VERDICT_ROWS = 1000
 
 
-def score_table(scores: dict[str, dict], winner: str) -> dict:
-    """The score matrix for a template: plugins as columns (with weights), candidates as rows, best first."""
+def profile_score_order(version: int, profile_name: str) -> list[str]:
+    """The profile's score plugins in its configured order (the stored rows are JSON objects, whose
+    key order Postgres does not keep); empty when that version or profile is gone."""
+    from scheduler.models import SchedulerConfigVersion
+    from scheduler.profiles import config_for_version
+
+    try:
+        config = config_for_version(version)
+    except SchedulerConfigVersion.DoesNotExist:
+        return []
+    for profile in config.profiles:
+        if profile.scheduler_name == profile_name:
+            return [name for name, _ in profile.scores]
+    return []
+
+
+def score_table(scores: dict[str, dict], winner: str, order: list[str] = ()) -> dict:
+    """The score matrix for a template: plugins as columns (with weights) in the profile's order,
+    candidates as rows, the winner first, then by total."""
     plugins: list[tuple[str, int]] = []
     for entry in scores.values():
         for name, cell in entry["plugins"].items():
             if name not in (p for p, _ in plugins):
                 plugins.append((name, cell["weight"]))
+    rank = {name: i for i, name in enumerate(order)}
+    plugins.sort(key=lambda p: rank.get(p[0], len(rank)))
     rows = [{"node": node, "total": entry["total"], "winner": node == winner,
              "cells": [entry["plugins"].get(name) for name, _ in plugins]}
             for node, entry in scores.items()]
@@ -63,7 +82,8 @@ def attempt_detail(request, attempt_id: int):
         "verdicts_total": len(verdicts),
         "verdicts_cut": len(verdicts) > MAX_VERDICT_ROWS,
         "query": query,
-        "matrix": score_table(scores, attempt.node_name),
+        "matrix": score_table(scores, attempt.node_name,
+                              profile_score_order(attempt.profile_version, attempt.profile_name) if scores else []),
         "all_candidates": bool(traced_scores),
         "latencies": [
             ("Waiting in the queue", attempt.queue_wait_ms),

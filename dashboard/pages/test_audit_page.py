@@ -27,7 +27,7 @@ def attempt(i, *, ns="default", pod=None, node="n1", result="scheduled", version
 
 def shown(response) -> list[int]:
     """Attempt ids in the table, in order."""
-    return [int(x) for x in re.findall(r'<td><a href="/attempts/(\d+)/">', response.content.decode())]
+    return [int(x) for x in re.findall(r'<td[^>]*><a href="/attempts/(\d+)/">', response.content.decode())]
 
 
 def link(response, rel) -> str | None:
