@@ -76,7 +76,7 @@ class PluginRowForm(forms.Form):
     queue_sort = forms.BooleanField(required=False, label="queueSort")
     filter = forms.BooleanField(required=False, label="filter")
     score = forms.BooleanField(required=False, label="score")
-    weight = _int("weight", min_value=-(1 << 31), max_value=(1 << 31) - 1)
+    weight = _int("weight")  # range checked by the loader, in upstream's words (int32 decoding)
     bind = forms.BooleanField(required=False, label="bind")
 
     def __init__(self, *args, **kwargs):

@@ -234,6 +234,8 @@ BAD_EDITS = [
      "profiles[0].pluginConfig[0].args.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
      '.matchExpressions[0].operator: Unsupported value: "Near": supported values: "In", "NotIn", "Exists", '
      '"DoesNotExist", "Gt", "Lt"'),
+    (lambda d: d.__setitem__(row_of(d, "ImageLocality") + "-weight", str(1 << 31)),
+     "profiles[0].plugins.score.enabled[4].weight: cannot unmarshal number into Go value of type int32"),
     (edit("ignored_resource_groups", "example.com/x"),
      f"{FIT}.ignoredResourceGroups[0]: Invalid value: \"example.com/x\": resource group name can't contain '/'"),
 ]

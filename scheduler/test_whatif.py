@@ -114,3 +114,14 @@ def test_an_attempt_of_a_profile_the_target_lacks_or_without_candidates_is_unkno
     assert result.share_changed is None
     assert result.unknown_reasons() == [("draft has no profile 'batch'", 1),
                                         ("no candidate was stored (the pod did not fit any node)", 1)]
+
+
+def test_a_plugin_that_skipped_the_pod_at_pre_score_scores_0_under_any_weight_and_is_answered():
+    # NodeAffinity skips a pod without preferred terms, so the loop stores no NodeAffinity score.
+    skipped = [replace(HISTORY[0], candidates=[{**c, "plugins": {k: v for k, v in c["plugins"].items() if k != "NodeAffinity"}}
+                                               for c in HISTORY[0].candidates])]
+    result = what_if(skipped, IMAGE_X2, ran_with=lambda version, name: default_profile(name))
+    assert [(r.verdict, r.new_node, r.notes) for r in result.results] == [(CHANGED, "b", [])]
+    newly_enabled = what_if(skipped, IMAGE_X2, ran_with=lambda version, name: ProfileConfig(
+        **{**default_profile(name).__dict__, "scores": [s for s in default_profile().scores if s[0] != "NodeAffinity"]}))
+    assert newly_enabled.results[0].verdict == UNKNOWN

@@ -8,8 +8,9 @@ the tied nodes at random). What the stored data cannot answer is said, never gue
 - an attempt that kept only its top candidates (Attempt.candidates) is re-ranked among those;
   a node outside them might have won. With SCHEDBOARD_TRACE=all (Attempt.trace["scores"]) every
   feasible node's scores are kept and the answer is exact;
-- a plugin the target scores with but the attempt did not has no stored score: that attempt is
-  not answered;
+- a plugin the target scores with but the attempt's profile did not has no stored score: that
+  attempt is not answered (a plugin the profile had but that skipped the pod at PreScore scores
+  0 under any weight, and is answered);
 - changed plugin args (a scoring strategy, resources, addedAffinity) or filters change raw scores
   or feasibility, which re-weighting cannot know: such attempts are answered on the stored scores
   and flagged.
@@ -131,7 +132,10 @@ def rescore(attempt: StoredAttempt, target: Target, *, ran_with: ProfileConfig |
         result.new_nodes, result.verdict, result.exact, result.single = [node], SAME, True, True
         return result
     stored_plugins = set().union(*(set(s["plugins"]) for s in scores.values()))
-    missing = sorted(p for p in weights if p not in stored_plugins)
+    # A plugin the pod's profile scored with but that stored nothing skipped this pod at PreScore
+    # (as upstream: e.g. NodeAffinity without preferred terms), and skips it under any weight.
+    skipped = set(dict(ran_with.scores)) if ran_with is not None else set()
+    missing = sorted(p for p in weights if p not in stored_plugins and p not in skipped)
     if missing:
         result.notes.append(f"no stored scores for {', '.join(missing)} (not scored when the pod was scheduled): "
                             "cannot re-rank")
