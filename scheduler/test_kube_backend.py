@@ -337,7 +337,7 @@ def test_a_pod_deleted_while_its_binding_is_in_flight_is_forgotten(replica, core
 def _bind_by_hand(core, name, node_name):
     body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": NS},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
-    call(core.create_namespaced_binding, NS, body)
+    call(core.create_namespaced_pod_binding, name, NS, body)
     with pytest.raises(ApiError) as conflict:
-        call(core.create_namespaced_binding, NS, body)
+        call(core.create_namespaced_pod_binding, name, NS, body)
     assert conflict.value.status == 409

@@ -86,7 +86,12 @@ class KubernetesBackend:
             raise BindError("not the leader: the lease is held by another replica (or could not be renewed)")
 
     def bind(self, *, pod_manifest: dict, node_name: str, attempt_number: int = 0, previous_bind_failures: int = 0) -> None:
-        """POST pods/binding (with the pod's UID as precondition, as DefaultBinder); interpret 409 and 404."""
+        """POST pods/{name}/binding (with the pod's UID, as DefaultBinder); interpret 409 and 404.
+
+        The pods/binding subresource, as kube-scheduler's `Pods(ns).Bind`: it is what the ClusterRole
+        grants. (The client's create_namespaced_binding posts to the namespace's `bindings` resource,
+        a different permission.)
+        """
         from ..kube.client import ApiError, call
 
         self._check_leader()
@@ -98,7 +103,7 @@ class KubernetesBackend:
         core = self.core
         kwargs = {"backoff": self.backoff} if self.backoff else {}
         try:
-            call(core.create_namespaced_binding, namespace, body, **kwargs)
+            call(core.create_namespaced_pod_binding, name, namespace, body, **kwargs)
             return
         except ApiError as exc:
             if exc.status == 404:

@@ -150,6 +150,7 @@ class Controller:
         self.schedule_inline = schedule_inline
         self.threads: list[threading.Thread] = []
         self.leading = threading.Event()
+        self.lost = False  # the lease was lost (not given up)
 
     @property
     def identity(self) -> str:
@@ -172,14 +173,19 @@ class Controller:
         self.committer.recover()
         self.threads += [self._thread("lease-renew", self._renew), self._thread("reflector-nodes", self.nodes.run)]
         # Nodes before pods, so that pods arriving bound find their node to count against.
-        self.nodes.synced.wait(30)
+        self._wait_synced(self.nodes)
         self.threads.append(self._thread("reflector-pods", self.pods.run))
-        self.pods.synced.wait(30)
+        self._wait_synced(self.pods)
         if self.schedule_inline:
             self.threads.append(self._thread("schedule-inline", self._schedule_loop))
 
+    def _wait_synced(self, reflector: Reflector) -> None:
+        while not reflector.synced.wait(0.1) and not self.stopping.is_set():
+            pass
+
     def stop_leading(self) -> None:
         lost = not self.stopping.is_set()
+        self.lost = lost
         self.leading.clear()
         self.stopping.set()
         self.nodes.close()
