@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django import forms
+from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -103,13 +104,20 @@ def filtered(data: dict) -> QuerySet:
 _TABLE = Attempt._meta.db_table
 
 
+def _position_params(position: tuple[datetime, int]) -> list:
+    # Raw SQL gets no field conversion: store the time as the column does (SQLite keeps text, and
+    # "…00" < "…00+00:00" would compare a row as older than itself).
+    started_at, pk = position
+    return [connection.ops.adapt_datetimefield_value(started_at), pk]
+
+
 def _older_than(qs: QuerySet, position: tuple[datetime, int]) -> QuerySet:
     # A row comparison, so the planner reads one range of the (…, started_at, id) index.
-    return qs.extra(where=[f'("{_TABLE}"."started_at", "{_TABLE}"."id") < (%s, %s)'], params=list(position))
+    return qs.extra(where=[f'("{_TABLE}"."started_at", "{_TABLE}"."id") < (%s, %s)'], params=_position_params(position))
 
 
 def _newer_than(qs: QuerySet, position: tuple[datetime, int]) -> QuerySet:
-    return qs.extra(where=[f'("{_TABLE}"."started_at", "{_TABLE}"."id") > (%s, %s)'], params=list(position))
+    return qs.extra(where=[f'("{_TABLE}"."started_at", "{_TABLE}"."id") > (%s, %s)'], params=_position_params(position))
 
 
 @dataclass
