@@ -82,9 +82,13 @@ class AuditFilterForm(forms.Form):
         return data
 
 
+# Lists never show the decision detail; a failed attempt's trace alone can be tens of kilobytes.
+DETAIL_FIELDS = ("trace", "candidates", "reasons")
+
+
 def filtered(data: dict) -> QuerySet:
     """The attempts a cleaned filter selects, newest first."""
-    qs = Attempt.objects.all()
+    qs = Attempt.objects.defer(*DETAIL_FIELDS)
     for field, column in (("namespace", "namespace"), ("pod", "pod_name"), ("node", "node_name"), ("result", "result")):
         if data.get(field):
             qs = qs.filter(**{column: data[field]})
