@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django import forms
+from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -81,9 +82,13 @@ class AuditFilterForm(forms.Form):
         return data
 
 
+# Lists never show the decision detail; a failed attempt's trace alone can be tens of kilobytes.
+DETAIL_FIELDS = ("trace", "candidates", "reasons")
+
+
 def filtered(data: dict) -> QuerySet:
     """The attempts a cleaned filter selects, newest first."""
-    qs = Attempt.objects.all()
+    qs = Attempt.objects.defer(*DETAIL_FIELDS)
     for field, column in (("namespace", "namespace"), ("pod", "pod_name"), ("node", "node_name"), ("result", "result")):
         if data.get(field):
             qs = qs.filter(**{column: data[field]})
@@ -103,13 +108,20 @@ def filtered(data: dict) -> QuerySet:
 _TABLE = Attempt._meta.db_table
 
 
+def _position_params(position: tuple[datetime, int]) -> list:
+    # Raw SQL gets no field conversion: store the time as the column does (SQLite keeps text, and
+    # "…00" < "…00+00:00" would compare a row as older than itself).
+    started_at, pk = position
+    return [connection.ops.adapt_datetimefield_value(started_at), pk]
+
+
 def _older_than(qs: QuerySet, position: tuple[datetime, int]) -> QuerySet:
     # A row comparison, so the planner reads one range of the (…, started_at, id) index.
-    return qs.extra(where=[f'("{_TABLE}"."started_at", "{_TABLE}"."id") < (%s, %s)'], params=list(position))
+    return qs.extra(where=[f'("{_TABLE}"."started_at", "{_TABLE}"."id") < (%s, %s)'], params=_position_params(position))
 
 
 def _newer_than(qs: QuerySet, position: tuple[datetime, int]) -> QuerySet:
-    return qs.extra(where=[f'("{_TABLE}"."started_at", "{_TABLE}"."id") > (%s, %s)'], params=list(position))
+    return qs.extra(where=[f'("{_TABLE}"."started_at", "{_TABLE}"."id") > (%s, %s)'], params=_position_params(position))
 
 
 @dataclass
@@ -141,44 +153,33 @@ def page(qs: QuerySet, *, after=None, before=None, limit: int = DEFAULT_LIMIT) -
     return Page(rows, older, newer)
 
 
+# Export column -> the attempt's field (or its binding's) it comes from.
+EXPORT_COLUMNS = {
+    "id": "id", "started_at": "started_at", "namespace": "namespace", "pod": "pod_name", "attempt": "number",
+    "result": "result", "node": "node_name", "bound_at": "binding__bound_at", "profile": "profile_name",
+    "profile_version": "profile_version", "message": "message", "queue_wait_ms": "queue_wait_ms",
+    "algorithm_ms": "algorithm_ms", "attempt_ms": "attempt_ms", "binding_ms": "binding_ms", "e2e_ms": "e2e_ms",
+    "worker": "worker",
+}
+EXPORT_FIELDS = list(EXPORT_COLUMNS)
+
+
 def all_rows(qs: QuerySet, *, chunk: int = EXPORT_CHUNK):
-    """Every selected attempt, newest first, fetched a keyset chunk at a time (bounded memory, no long cursor)."""
-    qs = qs.select_related("binding").order_by("-started_at", "-id")
+    """Every selected attempt as an export record, newest first, a keyset chunk at a time (bounded
+    memory, no cursor held open between chunks); plain values, not model instances, for speed."""
+    qs = qs.order_by("-started_at", "-id").values_list(*EXPORT_COLUMNS.values())
     position = None
     while True:
         rows = list((_older_than(qs, position) if position else qs)[:chunk])
-        yield from rows
+        for row in rows:
+            record = dict(zip(EXPORT_FIELDS, row))
+            for key in ("started_at", "bound_at"):
+                if record[key] is not None:
+                    record[key] = record[key].isoformat()
+            yield record
         if len(rows) < chunk:
             return
-        position = (rows[-1].started_at, rows[-1].pk)
-
-
-EXPORT_FIELDS = ["id", "started_at", "namespace", "pod", "attempt", "result", "node", "bound_at", "profile",
-                 "profile_version", "message", "queue_wait_ms", "algorithm_ms", "attempt_ms", "binding_ms", "e2e_ms",
-                 "worker"]
-
-
-def export_record(a: Attempt) -> dict:
-    binding = getattr(a, "binding", None)
-    return {
-        "id": a.pk,
-        "started_at": a.started_at.isoformat(),
-        "namespace": a.namespace,
-        "pod": a.pod_name,
-        "attempt": a.number,
-        "result": a.result,
-        "node": a.node_name,
-        "bound_at": binding.bound_at.isoformat() if binding else None,
-        "profile": a.profile_name,
-        "profile_version": a.profile_version,
-        "message": a.message,
-        "queue_wait_ms": a.queue_wait_ms,
-        "algorithm_ms": a.algorithm_ms,
-        "attempt_ms": a.attempt_ms,
-        "binding_ms": a.binding_ms,
-        "e2e_ms": a.e2e_ms,
-        "worker": a.worker,
-    }
+        position = (rows[-1][1], rows[-1][0])  # (started_at, id)
 
 
 def now_stamp() -> str:

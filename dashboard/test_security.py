@@ -78,10 +78,11 @@ def test_login_and_logout_forms_are_refused_without_a_csrf_token(django_user_mod
     assert strict.get("/").status_code == 200  # still logged in
 
 
-def test_every_form_on_the_login_page_and_a_dashboard_page_carries_a_csrf_token(admin_client):
+def test_every_post_form_on_the_dashboards_pages_carries_a_csrf_token(admin_client):
     from django.test import Client
 
-    for html in (Client().get("/accounts/login/").content.decode(), admin_client.get("/").content.decode()):
+    pages = [Client().get("/accounts/login/")] + [admin_client.get(path) for path in ("/", "/bindings/", "/bindings/?version=x")]
+    for html in (page.content.decode() for page in pages):
         forms = re.findall(r"<form\b.*?</form>", html, flags=re.S)
         assert forms
         for form in forms:

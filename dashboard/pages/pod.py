@@ -7,14 +7,19 @@ from django.views.decorators.http import require_GET
 
 from scheduler.models import Attempt, Event, Pod
 
+from ..audit import DETAIL_FIELDS
 from ..describe import event_rows, pod_summary
+
+# A pod unschedulable for days retries every few minutes: the page lists the latest attempts and
+# links the audit (filtered to this pod) for the rest.
+MAX_ATTEMPTS = 100
 
 
 @require_GET
 def pod_detail(request, namespace: str, name: str):
     pod = Pod.objects.filter(namespace=namespace, name=name).first()
-    attempts = list(Attempt.objects.filter(namespace=namespace, pod_name=name)
-                    .select_related("binding").order_by("-started_at", "-id"))
+    attempts = list(Attempt.objects.defer(*DETAIL_FIELDS).filter(namespace=namespace, pod_name=name)
+                    .select_related("binding").order_by("-started_at", "-id")[: MAX_ATTEMPTS + 1])
     # A deleted pod keeps its attempts and events: the page still answers for them.
     if pod is None and not attempts:
         raise Http404(f"pod {namespace}/{name} not found")
@@ -25,5 +30,6 @@ def pod_detail(request, namespace: str, name: str):
         "pod": pod,
         "summary": pod_summary(pod) if pod else [],
         "events": event_rows(list(events), now=timezone.now()),
-        "attempts": attempts,
+        "attempts": attempts[:MAX_ATTEMPTS],
+        "more_attempts": len(attempts) > MAX_ATTEMPTS,
     })

@@ -141,3 +141,19 @@ def test_the_page_offers_both_exports_of_the_current_filter(admin_client):
     html = admin_client.get("/bindings/?namespace=default&result=scheduled").content.decode().replace("&amp;", "&")
     assert 'href="?namespace=default&result=scheduled&format=csv"' in html
     assert 'href="?namespace=default&result=scheduled&format=json"' in html
+
+
+def test_listing_pages_do_not_read_the_decision_detail(admin_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    attempt(1, result="unschedulable")
+    for path in ("/bindings/", "/bindings/?format=csv", "/pods/default/web-1/"):
+        with CaptureQueriesContext(connection) as queries:
+            response = admin_client.get(path)
+            if response.streaming:
+                b"".join(response.streaming_content)
+        selects = [q["sql"] for q in queries if "scheduler_attempt" in q["sql"] and q["sql"].startswith("SELECT")]
+        assert selects, path
+        for sql in selects:
+            assert '"scheduler_attempt"."trace"' not in sql and '"scheduler_attempt"."candidates"' not in sql, path

@@ -54,3 +54,19 @@ def test_a_deleted_pod_still_shows_its_attempts(admin_client):
 
 def test_an_unknown_pod_is_a_404(admin_client):
     assert admin_client.get("/pods/default/nope/").status_code == 404
+
+
+def test_a_pod_with_many_attempts_lists_the_latest_and_links_the_audit_for_the_rest(admin_client, monkeypatch):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from dashboard.pages import pod as pod_page
+
+    monkeypatch.setattr(pod_page, "MAX_ATTEMPTS", 3)
+    now = timezone.now()
+    made = [Attempt.objects.create(namespace="default", pod_name="stuck", number=i, result="unschedulable",
+                                   started_at=now + timedelta(seconds=i)) for i in range(1, 6)]
+    html = admin_client.get("/pods/default/stuck/").content.decode()
+    assert re.findall(r'href="/attempts/(\d+)/"', html) == [str(a.pk) for a in made[:1:-1]]
+    assert 'href="/bindings/?namespace=default&amp;pod=stuck">every attempt in the audit</a>' in html
