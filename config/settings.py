@@ -176,7 +176,9 @@ SCHEDBOARD_LIVE_PREFIX = env_str("SCHEDBOARD_LIVE_PREFIX", "schedboard:live")
 SCHEDBOARD_LIVE_FPS = env_int("SCHEDBOARD_LIVE_FPS", 4, minimum=1)
 if REDIS_URL:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
-        "hosts": [REDIS_URL], "prefix": SCHEDBOARD_LIVE_PREFIX,
+        # redis-py 8 reads with a 5 s socket timeout by default, the same as channels-redis's blocking
+        # receive (BZPOPMIN 5 s): a quiet socket would die with "Timeout reading". Give the read room.
+        "hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "prefix": SCHEDBOARD_LIVE_PREFIX,
         # A viewer that falls this far behind loses messages; the sequence gap makes its next frame a snapshot.
         "capacity": 200, "expiry": 10}}}
 else:

@@ -149,7 +149,7 @@ def _load_cluster(nodes: int, placed: int, pods: int, seed: int) -> list[tuple[s
 
 
 def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, timeout: float = 900.0,
-            progress=None) -> dict:
+            progress=None, viewers: int = 0) -> dict:
     from django.core.management import call_command
 
     from . import loop
@@ -166,14 +166,15 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
     _admin_execute(f'DROP DATABASE IF EXISTS "{name}"')
     _admin_execute(f'CREATE DATABASE "{name}"')
     purge_broker(settings.REDIS_URL)
-    wp = None
+    wp = watch = None
     try:
         with _UseDatabase(name):
             call_command("migrate", verbosity=0)
             say(f"loading {nodes} nodes, {placed} placed pods, {pods} pending pods")
             keys = _load_cluster(nodes, placed, pods + 50, seed)
             queue = RedisQueue(r, prefix=prefix)
-            env = worker_env(database_url=url, redis_url=settings.REDIS_URL, queue_prefix=prefix)
+            env = worker_env(database_url=url, redis_url=settings.REDIS_URL, queue_prefix=prefix,
+                             SCHEDBOARD_LIVE_PREFIX=f"{prefix}:live")
             wp = WorkerProcesses(workers, env, beat=True).start()
             # Warm-up (not measured): workers start, load the node snapshot, parse the profile.
             warmup, measured = keys[-50:], keys[:pods]
@@ -182,6 +183,12 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             _kick(r, workers)
             _wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count() >= len(warmup),
                   timeout, wp, "warm-up pods bound")
+            if viewers:  # --dashboard: a daphne server and N websocket clients on the overview, all the run long
+                from dashboard.live.bench import Viewers
+
+                say(f"starting daphne and {viewers} overview viewers")
+                watch = Viewers(viewers, env).start()
+                watch.measure()
             say(f"warm; queueing {pods} pods")
             started_wall = timezone.now()
             t0 = time.perf_counter()
@@ -193,6 +200,8 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             _wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count() >= target,
                   timeout, wp, "all pods bound")
             elapsed = time.perf_counter() - t0
+            if watch:
+                watch.wait_seen(pods)
             rss = wp.peak_rss_mb()
             rows = list(Attempt.objects.filter(namespace="sched-test", started_at__gte=started_wall)
                         .values_list("result", "attempt_ms", "algorithm_ms", "e2e_ms"))
@@ -209,8 +218,11 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 "sli_p99_ms": _pct([row[3] for row in scheduled if row[3] is not None], 99),
                 "worker_peak_rss_mb": rss,
                 "overcommitted_nodes": len(list(over)),
+                **(watch.report() if watch else {}),
             }
     finally:
+        if watch is not None:
+            watch.stop()
         if wp is not None:
             wp.stop()
         for key in r.scan_iter(match=prefix + "*", count=1000):

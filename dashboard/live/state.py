@@ -36,8 +36,9 @@ async def shared(name: str, ttl: float, read):
 
 
 def reset() -> None:
-    """Tests: forget cached reads."""
+    """Tests: forget cached reads (and the locks, which belong to one event loop)."""
     _cache.clear()
+    _locks.clear()
 
 
 # ---- overview ---------------------------------------------------------------------------

@@ -206,3 +206,18 @@ async def test_an_unknown_view_is_refused(cookie):
     ws = socket("nope", cookie=cookie)
     connected, _ = await ws.connect()
     assert not connected
+
+
+async def test_a_quiet_socket_outlives_the_layer_s_blocking_read_and_still_gets_events(cookie):
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    for _ in range(8):  # eight idle beats, about a second apart: longer than the layer's 5 s blocking read
+        f = await frame(ws)
+        assert f["counts"]["bound"] == 0
+    await get_channel_layer().group_send(publish.GROUP, {"type": publish.EVENT_TYPE, "src": "w", "seq0": 1, "seq1": 1,
+                                                         "bound": 1})
+    f = await frame(ws)
+    while f["counts"]["bound"] == 0:
+        f = await frame(ws)
+    await ws.disconnect()
+    assert f["counts"]["bound"] == 1

@@ -24,6 +24,10 @@ class Command(BaseCommand):
                             help="engine runs; the median is reported (this machine's speed drifts)")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--dashboard", action="store_true",
+                            help="run e2e twice, without and with headless overview viewers: bind -> frame latency, "
+                                 "frames and bytes per viewer, throughput with and without")
+        parser.add_argument("--viewers", type=int, default=20, help="websocket clients for --dashboard")
 
     def handle(self, *args, nodes, pods, placed, workers, reference_sample, skip_e2e, seed, **options):
         as_json = options["json"]
@@ -57,6 +61,15 @@ class Command(BaseCommand):
         if not skip_e2e:
             say(f"e2e: {pods} pods, {workers} worker processes")
             result.update(bench.run_e2e(nodes=nodes, placed=placed, pods=pods, workers=workers, seed=seed, progress=say))
+            if options["dashboard"]:
+                say(f"e2e again with {options['viewers']} overview viewers")
+                watched = bench.run_e2e(nodes=nodes, placed=placed, pods=pods, workers=workers, seed=seed,
+                                        progress=say, viewers=options["viewers"])
+                result.update({k: watched[k] for k in ("viewers", "frame_p50_ms", "frame_p99_ms", "frame_max_ms",
+                                                       "frame_bindings_seen", "frames_per_s_per_client",
+                                                       "bytes_per_s_per_client")})
+                result["e2e_pods_per_s_with_viewers"] = watched["e2e_pods_per_s"]
+                result["with_viewers_vs_without"] = round(watched["e2e_pods_per_s"] / result["e2e_pods_per_s"], 3)
         if as_json:
             self.stdout.write(_json_dumps(result))
         else:
