@@ -7,6 +7,9 @@ import redis
 from django.conf import settings
 from hypothesis import settings as hypothesis_settings
 
+# Fixtures for browser tests against the real stack (daphne, workers, Chromium), for every app.
+pytest_plugins = ["dashboard.browser_testing"]
+
 # CI explores the same examples every run (a red build is then reproducible); local runs explore new ones.
 hypothesis_settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):

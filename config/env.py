@@ -44,8 +44,31 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
 
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     value = os.environ.get(name)
-    if value is None:
+    if value is None or value == "":
         return default
     if value not in choices:
         raise ImproperlyConfigured(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
     return value
+
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def env_duration(name: str, default: float) -> float:
+    """Seconds, from a Go-style duration as kube-scheduler's flags take it ("15s", "500ms", "1m30s") or plain seconds."""
+    import re
+
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            raise ImproperlyConfigured(f"{name}: expected a duration such as 15s or 500ms, got {value!r}") from None
+        seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    if seconds <= 0:
+        raise ImproperlyConfigured(f"{name}: must be greater than zero, got {value!r}")
+    return seconds

@@ -8,7 +8,7 @@ import os
 import warnings
 from pathlib import Path
 
-from .env import env_bool, env_choice, env_int, env_str
+from .env import env_bool, env_choice, env_duration, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -23,12 +23,15 @@ SECRET_KEY = env_str("DJANGO_SECRET_KEY", "dev-insecure-key-change-me" if DEBUG 
 ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
 
 INSTALLED_APPS = [
+    # First, so `runserver` (and the embedded `run`) serve ASGI: websockets as well as pages.
+    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "channels",
     "scheduler",
     "dashboard",
 ]
@@ -164,3 +167,29 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile": {"task": "scheduler.reconcile", "schedule": SCHEDBOARD_RECONCILE_SECONDS},
 }
 CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if not REDIS_URL else {}
+
+# ---- live dashboard --------------------------------------------------------------------
+# Workers publish small event batches to a channel layer group; each websocket coalesces them
+# into at most SCHEDBOARD_LIVE_FPS frames a second. channels-redis when Redis is configured (so
+# any number of workers and daphne replicas share it), in memory only in the embedded mode.
+SCHEDBOARD_LIVE_PREFIX = env_str("SCHEDBOARD_LIVE_PREFIX", "schedboard:live")
+SCHEDBOARD_LIVE_FPS = env_int("SCHEDBOARD_LIVE_FPS", 4, minimum=1)
+if REDIS_URL:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
+        "hosts": [REDIS_URL], "prefix": SCHEDBOARD_LIVE_PREFIX,
+        # A viewer that falls this far behind loses messages; the sequence gap makes its next frame a snapshot.
+        "capacity": 200, "expiry": 10}}}
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# ---- backend: where pods and nodes come from and bindings go ---------------------------
+SCHEDBOARD_BACKEND = env_choice("SCHEDBOARD_BACKEND", "simulated", ("simulated", "kubernetes"))
+# The cluster: KUBECONFIG's current context, else the in-cluster service account.
+KUBECONFIG = env_str("KUBECONFIG", "")
+# The namespace of our Lease ("" = the pod's own namespace in a cluster, else "default").
+SCHEDBOARD_KUBE_NAMESPACE = env_str("SCHEDBOARD_KUBE_NAMESPACE", "")
+SCHEDBOARD_LEASE_NAME = env_str("SCHEDBOARD_LEASE_NAME", "schedboard")
+# kube-scheduler's leader election defaults (--leader-elect-lease-duration etc.).
+SCHEDBOARD_LEASE_DURATION = env_duration("SCHEDBOARD_LEASE_DURATION", 15.0)
+SCHEDBOARD_RENEW_DEADLINE = env_duration("SCHEDBOARD_RENEW_DEADLINE", 10.0)
+SCHEDBOARD_RETRY_PERIOD = env_duration("SCHEDBOARD_RETRY_PERIOD", 2.0)

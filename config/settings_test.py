@@ -9,6 +9,8 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("SCHEDBOARD_EAGER", "1")
 os.environ.setdefault("SCHEDBOARD_QUEUE_PREFIX", "schedboard-test:q")
 os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-secret-key")
+# The live channel layer's keys, unique to this session (the servers and workers it starts inherit it).
+os.environ.setdefault("SCHEDBOARD_LIVE_PREFIX", f"{os.environ['SCHEDBOARD_QUEUE_PREFIX']}:live-{os.getpid()}")
 # The test client and the browser tests' server speak plain HTTP (the deploy check turns it on).
 os.environ.setdefault("DJANGO_HTTPS", "0")
 # Metrics files of this test session only (worker processes it starts inherit the variable).

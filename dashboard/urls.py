@@ -1,11 +1,17 @@
 from django.urls import path
 
 from . import views, views_profiles
-from .pages import overview
+from .live import views as live
+from .pages import attempt, audit, pod
 
 urlpatterns = [
-    # Replaced by the live Overview when it lands; a plain page until then.
-    path("", overview.overview, name="overview"),
+    # The live pages (a websocket each, see dashboard/live/).
+    path("", live.overview, name="overview"),
+    path("queue/", live.queue, name="queue"),
+    path("nodes/", live.nodes, name="nodes"),
+    path("pods/<str:namespace>/<str:name>/", pod.pod_detail, name="pod"),
+    path("attempts/<int:attempt_id>/", attempt.attempt_detail, name="attempt"),
+    path("bindings/", audit.audit_list, name="audit"),
     path("profiles/", views_profiles.profiles, name="profiles"),
     path("whatif/", views_profiles.whatif, name="whatif"),
     path("attempts/<int:attempt_id>/rescore/", views_profiles.attempt_rescore, name="attempt_rescore"),

@@ -155,8 +155,10 @@ def local_kube_cluster(
             f"--service-account-key-file={workdir / 'sa.pub'}",
             f"--service-account-signing-key-file={workdir / 'sa.key'}",
             f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
-            # No controller-manager runs to create the default service account pods would need.
-            "--disable-admission-plugins=ServiceAccount",
+            # No controller-manager runs to create the default service account pods would need, nor
+            # a node lifecycle controller to lift the not-ready taint TaintNodesByCondition puts on
+            # every new node (no kubelet ever reports Ready here).
+            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
             "--enable-priority-and-fairness=false",
             "--endpoint-reconciler-type=none",
             "--profiling=false",

@@ -23,9 +23,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from dashboard.live import publish as live
+
 from . import metrics
 from .backends import get_backend
-from .backends.simulated import BindError
+from .backends.errors import BindError, BoundElsewhere, PodGone
 from .engine import schedule_one as cycle
 from .engine.config import SchedulerConfig
 from .engine.explain import top_candidates, trace
@@ -150,6 +152,7 @@ class Worker:
         attempts: list[Attempt] = []
         events: list[EventSpec] = []
         failed_pods: list[Pod] = []
+        reported: list[tuple[Pod, str | None, str]] = []  # for the backend: (pod, condition reason, message)
         requeue: list[tuple[QueuedPodInfo, bool, str]] = []
         placed: list[tuple[Attempt, Pod, QueuedPodInfo]] = []
 
@@ -179,6 +182,7 @@ class Worker:
                 stats.skipped += 1
                 events.append(EventSpec("Warning", "FailedScheduling", result.message, "Pod", pod.namespace, pod.name,
                                         pod.uid, action="Scheduling", reporting_controller=pod.scheduler_name))
+                reported.append((pod, None, result.message))
                 self.queue.done(info.key)
                 continue
             pod.attempts += 1
@@ -197,6 +201,7 @@ class Worker:
             events.append(EventSpec("Warning", "FailedScheduling", result.message, "Pod", pod.namespace, pod.name,
                                     pod.uid, action="Scheduling", reporting_controller=pod.scheduler_name))
             _set_condition(pod, False, "Unschedulable" if unschedulable else "SchedulerError", result.message, now)
+            reported.append((pod, pod.scheduled_reason, result.message))
             failed_pods.append(pod)
             requeue.append((info, unschedulable, result.message))
 
@@ -206,6 +211,8 @@ class Worker:
             condition = ["scheduled_status", "scheduled_reason", "scheduled_message", "scheduled_transition_at", "attempts"]
             update_from_values(Pod, condition, [(p.pk, *(getattr(p, f) for f in condition)) for p in failed_pods])
             update_from_values(Pod, ["attempts"], [(pod.pk, pod.attempts) for _, pod, _ in placed])
+        if reported:  # committed: the backend may tell the cluster (the kubernetes backend's leader does)
+            get_backend().report(failed=reported, scheduled=[])
         for info, unschedulable, message in requeue:
             self.queue.add_unschedulable_if_not_present(info, unschedulable=unschedulable, message=message)
         stats.bind_items = [
@@ -220,6 +227,8 @@ class Worker:
             metrics.record_attempts(result, profile_name, seconds)
         metrics.observe_many(metrics.scheduling_algorithm_duration, algorithm_seconds)
         timings.record({key: pod.scheduler_name for key, pod in batch_rows.items()}, [r.decision for r in results])
+        # The live dashboard: one message per batch, buffered and sent by another thread (never waits).
+        transaction.on_commit(lambda: live.schedule_batch_done(attempts, stats.popped))
         return stats
 
     def _attempt(self, pod: Pod, info: QueuedPodInfo, result, profile, now, popped_at: float) -> Attempt:
@@ -280,41 +289,71 @@ def bind_batch(items: list[dict], *, queue=None) -> dict:
 
 
 def _bind_batch(items: list[dict], queue, backend) -> dict:
+    # The usage columns too: releasing a reservation must not re-read a row the watch may have deleted.
     pods = Pod.objects.only("id", "namespace", "name", "uid", "scheduler_name", "manifest", "attempts",
-                            "queued_at", "created_at").in_bulk([i["pod"] for i in items])
+                            "queued_at", "created_at", *_USAGE_FIELDS).in_bulk([i["pod"] for i in items])
     now = timezone.now()
     done_keys: list[str] = []
     accepted: list[tuple[dict, Pod, float]] = []
     refused: list[tuple[dict, Pod, str, float]] = []
+    dropped: list[tuple[dict, Pod, str, float]] = []  # bound elsewhere or deleted: forget, no retry
+    present = []  # the items whose pod still exists
     for item in items:
         pod = pods.get(item["pod"])
         if pod is None:  # deleted while in flight: its reservation went with it
             done_keys.append(item["info"]["key"])
             continue
-        started = time.perf_counter()
-        previous_failures = Attempt.objects.filter(pod=pod, result=RESULT_BIND_FAILED).count() if _wants_failures(pod) else 0
-        try:
-            backend.bind(pod_manifest=pod.manifest, node_name=item["node"], attempt_number=pod.attempts,
-                         previous_bind_failures=previous_failures)
-            accepted.append((item, pod, time.perf_counter() - started))
-        except BindError as exc:
-            refused.append((item, pod, f"Binding rejected: {exc}", time.perf_counter() - started))
+        present.append((item, pod))
+    requests = [{"pod_manifest": pod.manifest, "node_name": item["node"], "attempt_number": pod.attempts,
+                 "previous_bind_failures": Attempt.objects.filter(pod=pod, result=RESULT_BIND_FAILED).count()
+                 if _wants_failures(pod) else 0} for item, pod in present]
+    started = time.perf_counter()
+    if hasattr(backend, "bind_many"):  # bindings in parallel, as upstream's binding goroutines
+        outcomes = backend.bind_many(requests)
+        seconds = [(time.perf_counter() - started) / max(1, len(present))] * len(present)
+    else:
+        outcomes, seconds = [], []
+        for request in requests:
+            t0 = time.perf_counter()
+            try:
+                backend.bind(**request)
+                outcomes.append(None)
+            except BindError as exc:
+                outcomes.append(exc)
+            seconds.append(time.perf_counter() - t0)
+    for (item, pod), outcome, took in zip(present, outcomes, seconds):
+        if outcome is None:
+            accepted.append((item, pod, took))
+        elif isinstance(outcome, (BoundElsewhere, PodGone)):
+            dropped.append((item, pod, f"Binding rejected: {outcome}", took))
+        else:
+            refused.append((item, pod, f"Binding rejected: {outcome}", took))
 
     events: list[EventSpec] = []
     retry: list[tuple[QueuedPodInfo, str]] = []
     with transaction.atomic():
-        # The binding itself, for every accepted pod at once: only where our reservation still stands.
+        # The binding itself, for every accepted pod at once: only where our reservation still stands
+        # (or, with a cluster that reports bindings, where its watch already recorded this very binding).
         fields = ["node_name", "assumed_node", "assumed_at", "phase", "bound_at", "scheduled_status",
                   "scheduled_reason", "scheduled_message", "scheduled_transition_at"]
+        where = "scheduler_pod.assumed_node = v.node_name AND scheduler_pod.node_name = ''"
+        if backend.mirrors_bindings:
+            where = f"(({where}) OR scheduler_pod.node_name = v.node_name)"
+        phase = getattr(backend, "bound_phase", Pod.RUNNING)
         bound_ids = set(update_from_values(
-            Pod, fields, [(pod.pk, item["node"], "", None, Pod.RUNNING, now, "True", "", "", now) for item, pod, _ in accepted],
-            where="scheduler_pod.assumed_node = v.node_name AND scheduler_pod.node_name = ''", returning=True))
+            Pod, fields, [(pod.pk, item["node"], "", None, phase, now, "True", "", "", now) for item, pod, _ in accepted],
+            where=where, returning=True))
+        already = set(Binding.objects.filter(pod_uid__in=[pod.uid for _, pod, _ in accepted if pod.pk in bound_ids])
+                      .values_list("pod_uid", flat=True))
         bindings, attempt_rows = [], []
         for item, pod, seconds in accepted:
             if pod.pk not in bound_ids:
                 refused.append((item, pod, "Binding rejected: the reservation expired before the binding", seconds))
                 continue
             node = item["node"]
+            done_keys.append(item["info"]["key"])
+            if pod.uid in already:
+                continue  # this binding was handed to us twice (a redelivered job): recorded once
             bindings.append(Binding(pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid,
                                     node_name=node, attempt_id=item["attempt"], bound_at=now))
             events.append(EventSpec("Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
@@ -323,7 +362,6 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
             first = pod.queued_at or pod.created_at
             attempt_rows.append((item["attempt"], RESULT_SCHEDULED, "", _ms(seconds),
                                  _ms(max(0.0, (now - first).total_seconds())) if first else None))
-            done_keys.append(item["info"]["key"])
         for item, pod, error, seconds in refused:
             release_assumed(pod_id=pod.pk, node_name=item["node"], usage=_usage(pod))
             events.append(EventSpec("Warning", "FailedScheduling", error, "Pod", pod.namespace, pod.name, pod.uid,
@@ -332,6 +370,11 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
                                                  scheduled_message=error, scheduled_transition_at=now)
             attempt_rows.append((item["attempt"], RESULT_BIND_FAILED, error, _ms(seconds), None))
             retry.append((QueuedPodInfo(**item["info"]), error))
+        for item, pod, error, seconds in dropped:
+            # Not ours to place any more: give the room back; the watch brings the pod's real state.
+            release_assumed(pod_id=pod.pk, node_name=item["node"], usage=_usage(pod))
+            attempt_rows.append((item["attempt"], RESULT_BIND_FAILED, error, _ms(seconds), None))
+            done_keys.append(item["info"]["key"])
         insert_many(Binding, bindings)
         update_from_values(Attempt, ["result", "message", "binding_ms", "e2e_ms"], attempt_rows)
         events_record(events, now=now)
@@ -340,6 +383,9 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
         queue.done_many(done_keys)
         for info, message in retry:
             queue.add_unschedulable_if_not_present(info, unschedulable=False, message=message)
+        backend.report(failed=[(pod, "SchedulerError", error) for _, pod, error, _ in refused],
+                       scheduled=[(pod, item["node"]) for item, pod, _ in accepted
+                                  if pod.pk in bound_ids and pod.uid not in already])
         if retry:
             kick()
 
@@ -347,9 +393,10 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
     # (attempt = scheduling cycle + binding), with its attempts and its SLI; a refused binding is an "error".
     bound_pods = [(item, pod, seconds) for item, pod, seconds in accepted if pod.pk in bound_ids]
     transaction.on_commit(lambda: _observe_bind_batch(bound_pods, refused, now))
+    transaction.on_commit(lambda: live.bind_batch_done(bound_pods, refused, now))  # live dashboard, never waits
 
     transaction.on_commit(publish)
-    return {"bound": len(bindings), "failed": len(refused)}
+    return {"bound": len(bindings), "failed": len(refused), "dropped": len(dropped)}
 
 
 def _observe_bind_batch(bound: list, refused: list, now) -> None:
@@ -470,15 +517,14 @@ def get_worker() -> Worker:
 
 def run_schedule_task(token: str | None = None) -> BatchStats:
     """One batch, then hand on: binding runs as its own task, and the next batch is another kick."""
-    from .tasks import bind
-
     try:
         worker = get_worker()
         worker.queue.flush()
         stats = worker.schedule_batch()
         if stats.bind_items:
             items = stats.bind_items
-            transaction.on_commit(lambda: bind.delay(items))
+            backend = get_backend()
+            transaction.on_commit(lambda: backend.hand_off(items))
     finally:
         if token:
             slot_release(token)

@@ -132,11 +132,15 @@ class Attempt(models.Model):
 
     class Meta:
         ordering = ["-started_at", "-id"]
+        # The audit pages by keyset on (started_at, id), so each index ends with both: any filter
+        # below plus a page is one index range (dashboard/audit.py). The pod-name search has a
+        # trigram index on Postgres (migration 0004).
         indexes = [
-            models.Index(fields=["namespace", "pod_name", "-started_at"], name="attempt_by_pod"),
-            models.Index(fields=["node_name", "-started_at"], name="attempt_by_node"),
-            models.Index(fields=["-started_at"], name="attempt_by_time"),
-            models.Index(fields=["result", "-started_at"], name="attempt_by_result"),
+            models.Index(fields=["namespace", "pod_name", "-started_at", "-id"], name="attempt_by_pod"),
+            models.Index(fields=["node_name", "-started_at", "-id"], name="attempt_by_node"),
+            models.Index(fields=["-started_at", "-id"], name="attempt_by_time"),
+            models.Index(fields=["result", "-started_at", "-id"], name="attempt_by_result"),
+            models.Index(fields=["profile_version", "-started_at", "-id"], name="attempt_by_version"),
         ]
 
     def __str__(self) -> str:

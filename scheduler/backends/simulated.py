@@ -3,16 +3,18 @@ except where a pod asks for injected failures (for fault tests and demos)."""
 
 from __future__ import annotations
 
+from .errors import BindError
+
+__all__ = ["BindError", "FAIL_BINDS_ANNOTATION", "SimulatedBackend"]
+
 # A pod annotated with this fails its first N binding attempts, like an API server that said no.
 FAIL_BINDS_ANNOTATION = "schedboard.io/fail-binds"
 
 
-class BindError(Exception):
-    pass
-
-
 class SimulatedBackend:
     name = "simulated"
+    # The database rows are the cluster: nothing else ever marks a pod bound.
+    mirrors_bindings = False
 
     def bind(self, *, pod_manifest: dict, node_name: str, attempt_number: int, previous_bind_failures: int) -> None:
         """Raise BindError to refuse the binding; return to accept it."""
@@ -23,3 +25,12 @@ class SimulatedBackend:
             failures_wanted = 0
         if previous_bind_failures < failures_wanted:
             raise BindError(f"injected binding failure {previous_bind_failures + 1} of {failures_wanted}")
+
+    def hand_off(self, items: list[dict]) -> None:
+        """Placed pods go to the bind task (any worker)."""
+        from ..tasks import bind
+
+        bind.delay(items)
+
+    def report(self, *, failed: list, scheduled: list) -> None:
+        """Nothing to tell: the events and conditions are already the rows the loop wrote."""

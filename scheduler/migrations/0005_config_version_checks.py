@@ -80,7 +80,7 @@ def drop_pg_checks(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduler', '0003_attempt_trace'),
+        ('scheduler', '0004_attempt_audit_indexes'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

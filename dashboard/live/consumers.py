@@ -1,0 +1,83 @@
+"""The live websocket: one per open page. Logged-in users only (the origin check is in config/asgi.py).
+
+It joins the live group, folds every message into its Coalescer, and a ticker sends at most
+SCHEDBOARD_LIVE_FPS frames a second, each made by the page's feed; a gap makes the next one a snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from .coalesce import Coalescer
+from .feeds import FEEDS
+from .publish import GROUP, register_server_loop
+
+log = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_UNKNOWN_VIEW = 4404
+
+
+class LiveConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)  # before accept: the handshake is refused (403)
+            return
+        feed = FEEDS.get(self.scope["url_route"]["kwargs"].get("view"))
+        if feed is None:
+            await self.close(code=CLOSE_UNKNOWN_VIEW)
+            return
+        register_server_loop(asyncio.get_running_loop())
+        self.feed = feed()
+        self.coalescer = Coalescer(settings.SCHEDBOARD_LIVE_FPS)
+        self.frames = 0
+        self._wake = asyncio.Event()
+        # Join before the first snapshot is read, so nothing falls between the two.
+        await self.channel_layer.group_add(GROUP, self.channel_name)
+        await self.accept()
+        self.ticker = asyncio.create_task(self._tick())
+
+    async def disconnect(self, code):
+        ticker = getattr(self, "ticker", None)
+        if ticker is not None:
+            ticker.cancel()
+            await self.channel_layer.group_discard(GROUP, self.channel_name)
+
+    async def live_events(self, message):
+        self.coalescer.add(message)
+        self._wake.set()
+
+    async def receive_json(self, content, **kwargs):
+        if content.get("type") == "snapshot":  # a page that thinks it is wrong may ask
+            self.coalescer.needs_snapshot = True
+            self._wake.set()
+
+    async def _tick(self):
+        co = self.coalescer
+        try:
+            while True:
+                if not co.due():
+                    self._wake.clear()
+                    # Sleep until a frame may go out and there is a reason to send one (or the idle beat).
+                    timeout = co.wait() if (co.needs_snapshot or not co.tally.empty) else co.idle
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), timeout=max(timeout, co.wait()))
+                    except asyncio.TimeoutError:
+                        pass
+                    continue
+                full, tally, dt = co.take()
+                frame = await self.feed.frame(full, tally, dt)
+                if frame is not None:
+                    frame["n"] = self.frames
+                    self.frames += 1
+                    await self.send_json(frame)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a broken frame closes this socket; the page reconnects
+            log.exception("live frame failed; closing the socket")
+            await self.close(code=1011)

@@ -1,0 +1,208 @@
+"""The live websocket through the real ASGI stack (origin check, session auth) over channels-redis on real Redis."""
+
+import asyncio
+import json
+import time
+
+import pytest
+import pytest_asyncio
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.db import connections
+from django.test import Client
+from django.utils import timezone
+
+from config.asgi import application
+from scheduler.models import Binding, Node, Pod
+from scheduler.queues import get_queue
+
+from . import publish, state
+from .tally import LAST_ITEMS
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+ORIGIN = b"http://localhost"
+FRAME_BYTES = 16_384  # an overview frame's bound, whatever the burst
+
+
+@pytest.fixture(autouse=True)
+def _fresh_state():
+    state.reset()
+    yield
+    state.reset()
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def _close_thread_connections():
+    """The consumers query from a worker thread; close its connection so the test database can be dropped."""
+    yield
+    await sync_to_async(connections.close_all)()
+
+
+def _session_cookie() -> str:
+    user = get_user_model().objects.create_user("viewer", password="pw")
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+@pytest.fixture
+def cookie(db):
+    return _session_cookie()
+
+
+def socket(view="overview", cookie=None, origin=ORIGIN):
+    headers = [(b"host", b"localhost"), (b"origin", origin)]
+    if cookie:
+        headers.append((b"cookie", f"sessionid={cookie}".encode()))
+    return WebsocketCommunicator(application, f"/ws/live/{view}/", headers=headers)
+
+
+async def frame(ws, timeout=30):
+    return json.loads(await ws.receive_from(timeout=timeout))
+
+
+def _bind_rows(start: int, n: int) -> list:
+    """n real pods bound (rows in Postgres), and the loop's (item, pod, seconds) for each."""
+    now = timezone.now()
+    pods = Pod.objects.bulk_create([Pod(namespace="live", name=f"p{i}", uid=f"u{i}", manifest={}, created_at=now,
+                                        queued_at=now, node_name="n1", phase=Pod.RUNNING, bound_at=now)
+                                    for i in range(start, start + n)])
+    Binding.objects.bulk_create([Binding(pod=p, namespace="live", pod_name=p.name, pod_uid=p.uid, node_name="n1",
+                                         bound_at=now) for p in pods])
+    return [({"node": "n1"}, p, 0.001) for p in pods]
+
+
+async def test_an_anonymous_socket_is_refused():
+    ws = socket()
+    connected, _ = await ws.connect()
+    assert not connected
+
+
+async def test_a_socket_from_another_origin_is_refused(cookie):
+    ws = socket(cookie=cookie, origin=b"http://evil.example")
+    connected, _ = await ws.connect()
+    assert not connected
+
+
+async def test_a_logged_in_socket_gets_a_snapshot_first(cookie):
+    await sync_to_async(_bind_rows)(0, 3)
+    ws = socket(cookie=cookie)
+    connected, _ = await ws.connect()
+    assert connected
+    first = await frame(ws)
+    await ws.disconnect()
+    assert first["full"] is True and first["view"] == "overview"
+    assert [b[1] for b in first["recent"]["bindings"]] == ["p0", "p1", "p2"]
+    assert set(first["gauges"]) == {"active", "backoff", "unschedulable", "binding"}
+
+
+async def test_a_burst_of_5000_bindings_arrives_in_few_bounded_frames_that_add_up(cookie):
+    items = await sync_to_async(_bind_rows)(0, 5000)
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    assert (await frame(ws))["full"] is True
+    # A publisher with room for the whole burst: this test is about coalescing, not dropping.
+    publisher = publish.Publisher(buffer=6000)
+    now = timezone.now()
+    started = time.monotonic()
+    for item in items:
+        publisher.publish(publish.bind_message([item], [], now))
+    frames, bound, shown = [], 0, []
+    while bound < 5000:
+        raw = await ws.receive_from(timeout=60)
+        f = json.loads(raw)
+        frames.append((len(raw), f))
+        bound += f["counts"]["bound"]
+        shown = (shown + [b[1] for b in f["bindings"]])[-LAST_ITEMS:]
+    elapsed = time.monotonic() - started
+    await ws.disconnect()
+    assert publisher.dropped == 0
+    assert bound == 5000  # every binding counted exactly once, no snapshot needed
+    assert not any(f["full"] for _, f in frames)
+    # At most SCHEDBOARD_LIVE_FPS (4) frames a second, plus the one already due when the burst began.
+    assert len(frames) <= elapsed * 4 + 2
+    assert max(size for size, _ in frames) <= FRAME_BYTES
+    assert shown == [f"p{i}" for i in range(5000 - LAST_ITEMS, 5000)]
+    assert sum(n for _, f in frames for _, n in f["commits"]) == 5000
+
+
+async def test_a_reconnecting_page_gets_a_snapshot_with_what_it_missed(cookie):
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    assert (await frame(ws))["recent"]["bindings"] == []
+    await ws.disconnect()
+    await sync_to_async(_bind_rows)(0, 20)  # bound while the page was away
+    state.reset()
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    again = await frame(ws)
+    await ws.disconnect()
+    assert again["full"] is True
+    assert [b[1] for b in again["recent"]["bindings"]] == [f"p{i}" for i in range(20 - LAST_ITEMS, 20)]
+
+
+async def test_a_gap_in_the_events_makes_the_next_frame_a_snapshot(cookie):
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    await frame(ws)
+    layer = get_channel_layer()
+    event = {"type": publish.EVENT_TYPE, "src": "worker-x", "bound": 1}
+    await layer.group_send(publish.GROUP, {**event, "seq0": 1, "seq1": 1})
+    f = await frame(ws)
+    while f["counts"]["bound"] == 0:  # an idle beat may come first
+        f = await frame(ws)
+    assert f["full"] is False
+    await layer.group_send(publish.GROUP, {**event, "seq0": 7, "seq1": 7})  # 2..6 were lost on the way
+    f = await frame(ws)
+    while f["counts"]["bound"] == 0:
+        f = await frame(ws)
+    await ws.disconnect()
+    assert f["full"] is True and "recent" in f
+
+
+async def test_the_queue_view_lists_each_sub_queue_with_priority_attempts_and_last_failure(cookie):
+    q = await sync_to_async(get_queue)()
+    await sync_to_async(q.add)("ns/waiting", 5)
+    await sync_to_async(q.add)("ns/failing", 0)
+    infos = await sync_to_async(q.pop)(2)
+    failing = next(i for i in infos if i.key == "ns/failing")
+    await sync_to_async(q.add_unschedulable_if_not_present)(failing, True, "0/3 nodes are available: 3 Insufficient cpu.")
+    await sync_to_async(q.add)("ns/next", 1)
+    ws = socket("queue", cookie=cookie)
+    assert (await ws.connect())[0]
+    f = await frame(ws)
+    await ws.disconnect()
+    assert f["lengths"] == {"active": 1, "backoff": 0, "unschedulable": 1, "in_flight": 1}
+    assert [row[:3] for row in f["lists"]["active"]] == [["ns/next", 1, 0]]
+    (row,) = f["lists"]["unschedulable"]
+    assert row[0] == "ns/failing" and row[2] == 1 and row[6] == "0/3 nodes are available: 3 Insufficient cpu."
+    assert row[5] > row[4]  # its backoff expiry, after the time it was queued
+
+
+async def test_the_nodes_view_sends_every_node_once_then_only_changed_rows(cookie):
+    def make_nodes():
+        Node.objects.bulk_create([Node(name=f"node-{i:02}", manifest={"metadata": {"labels": {"zone": "a"}},
+                                                                      "spec": {"taints": [{"key": "gpu", "effect": "NoSchedule"}]}
+                                                                      if i == 1 else {}},
+                                       alloc_cpu=4000, alloc_memory=8 << 30, alloc_pods=110) for i in range(30)])
+
+    await sync_to_async(make_nodes)()
+    ws = socket("nodes", cookie=cookie)
+    assert (await ws.connect())[0]
+    first = await frame(ws)
+    assert first["full"] is True and len(first["nodes"]) == 30
+    assert first["nodes"][1][0] == "node-01" and first["nodes"][1][5] == ["gpu:NoSchedule"]
+    assert first["nodes"][1][6] == {"zone": "a"} and first["usage"][1] == [0, 0, 0, 0]
+    await sync_to_async(lambda: Node.objects.filter(name="node-07").update(req_cpu=1500, req_pods=3))()
+    f = await frame(ws)
+    await ws.disconnect()
+    assert f["full"] is False and f["changed"] == [["node-07", 1500, 0, 3, 0]]
+
+
+async def test_an_unknown_view_is_refused(cookie):
+    ws = socket("nope", cookie=cookie)
+    connected, _ = await ws.connect()
+    assert not connected

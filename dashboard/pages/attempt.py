@@ -1,0 +1,95 @@
+"""The attempt page: why one scheduling attempt ended as it did, read through the engine's explain code."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from scheduler.engine.explain import trace_filtered, trace_scores
+from scheduler.models import RESULT_SCHEDULED, Attempt
+
+# Verdict rows rendered at once; a search narrows the rest (a 5,000-node cluster is 5,000 rows).
+MAX_VERDICT_ROWS = 1000
+
+
+def profile_score_order(version: int, profile_name: str) -> list[str]:
+    """The profile's score plugins in its configured order (the stored rows are JSON objects, whose
+    key order Postgres does not keep); empty when that version or profile is gone."""
+    from scheduler.models import SchedulerConfigVersion
+    from scheduler.profiles import config_for_version
+
+    try:
+        config = config_for_version(version)
+    except SchedulerConfigVersion.DoesNotExist:
+        return []
+    for profile in config.profiles:
+        if profile.scheduler_name == profile_name:
+            return [name for name, _ in profile.scores]
+    return []
+
+
+def score_table(scores: dict[str, dict], winner: str, order: list[str] = ()) -> dict:
+    """The score matrix for a template: plugins as columns (with weights) in the profile's order,
+    candidates as rows, the winner first, then by total."""
+    plugins: list[tuple[str, int]] = []
+    for entry in scores.values():
+        for name, cell in entry["plugins"].items():
+            if name not in (p for p, _ in plugins):
+                plugins.append((name, cell["weight"]))
+    rank = {name: i for i, name in enumerate(order)}
+    plugins.sort(key=lambda p: rank.get(p[0], len(rank)))
+    rows = [{"node": node, "total": entry["total"], "winner": node == winner,
+             "cells": [entry["plugins"].get(name) for name, _ in plugins]}
+            for node, entry in scores.items()]
+    rows.sort(key=lambda r: (not r["winner"], -(r["total"] if r["total"] is not None else -1), r["node"]))
+    return {"plugins": plugins, "rows": rows}
+
+
+def verdict_rows(filtered: dict[str, list[dict]], query: str) -> list[dict]:
+    """One row per rejected node (plugin, reasons), filtered by a case-insensitive substring of any column."""
+    q = query.strip().lower()
+    rows = []
+    for node in sorted(filtered):
+        for verdict in filtered[node]:
+            row = {"node": node, "plugin": verdict["plugin"], "reasons": verdict["reasons"]}
+            if not q or q in node.lower() or q in verdict["plugin"].lower() or any(q in r.lower() for r in verdict["reasons"]):
+                rows.append(row)
+    return rows
+
+
+@require_GET
+def attempt_detail(request, attempt_id: int):
+    attempt = get_object_or_404(Attempt.objects.select_related("binding"), pk=attempt_id)
+    query = request.GET.get("q", "")[:253]
+    filtered = trace_filtered(attempt.trace)
+    verdicts = verdict_rows(filtered, query)
+    # Every candidate when the attempt traced them all, else the top candidates every scheduled attempt keeps.
+    traced_scores = trace_scores(attempt.trace)
+    scores = traced_scores or {row["node"]: {"plugins": row["plugins"], "total": row["total"]}
+                               for row in attempt.candidates}
+    histogram = sorted(attempt.reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+    widest = max((n for _, n in histogram), default=0)
+    return render(request, "dashboard/attempt.html", {
+        "attempt": attempt,
+        "binding": getattr(attempt, "binding", None),
+        "scheduled": attempt.result == RESULT_SCHEDULED,
+        "histogram": [{"reason": r, "count": n, "percent": round(100 * n / widest) if widest else 0} for r, n in histogram],
+        "traced": bool(attempt.trace),
+        "trace_mode": settings.SCHEDBOARD_TRACE,
+        "rejected_count": len(filtered),
+        "verdicts": verdicts[:MAX_VERDICT_ROWS],
+        "verdicts_total": len(verdicts),
+        "verdicts_cut": len(verdicts) > MAX_VERDICT_ROWS,
+        "query": query,
+        "matrix": score_table(scores, attempt.node_name,
+                              profile_score_order(attempt.profile_version, attempt.profile_name) if scores else []),
+        "all_candidates": bool(traced_scores),
+        "latencies": [
+            ("Waiting in the queue", attempt.queue_wait_ms),
+            ("Algorithm (filter, score, select)", attempt.algorithm_ms),
+            ("Scheduling cycle (algorithm, assume, reserve)", attempt.attempt_ms),
+            ("Binding", attempt.binding_ms),
+            ("End to end (first queued → bound)", attempt.e2e_ms),
+        ],
+    })

@@ -1,0 +1,80 @@
+"""The audit page /bindings/: every attempt and binding, filtered, paged by keyset, exported as CSV or JSON."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET
+
+from .. import audit
+
+EXPORTS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+
+
+class _Echo:
+    """csv.writer's file: hands each formatted line back instead of storing it."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def _csv_lines(rows, request):
+    writer = csv.writer(_Echo())
+    yield writer.writerow(audit.EXPORT_FIELDS + ["url"])
+    for a in rows:
+        record = audit.export_record(a)
+        yield writer.writerow([("" if record[f] is None else record[f]) for f in audit.EXPORT_FIELDS]
+                              + [request.build_absolute_uri(reverse("attempt", args=[a.pk]))])
+
+
+def _json_lines(rows, request):
+    # One JSON array, written a row at a time.
+    yield "["
+    for i, a in enumerate(rows):
+        record = audit.export_record(a) | {"url": request.build_absolute_uri(reverse("attempt", args=[a.pk]))}
+        yield ("\n" if i == 0 else ",\n") + json.dumps(record)
+    yield "\n]\n"
+
+
+def _query(form, **change) -> str:
+    """The current filter as a query string (the permalink), with some keys changed or dropped."""
+    params = {k: form.data[k] for k in audit.AuditFilterForm.FILTERS if form.data.get(k)}
+    params.update({k: v for k, v in change.items() if v is not None})
+    return urlencode(params)
+
+
+@require_GET
+def audit_list(request):
+    form = audit.AuditFilterForm(request.GET)
+    export = request.GET.get("format", "")
+    if export and export not in EXPORTS:
+        form.is_valid()
+        form.add_error(None, f"Unknown export format {export!r}: use csv or json.")
+    if not form.is_valid():
+        if export:
+            errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+            return HttpResponse(f"bad filter: {errors}\n", status=400, content_type="text/plain; charset=utf-8")
+        return render(request, "dashboard/audit.html", {"form": form, "rows": [], "invalid": True}, status=400)
+    data = form.cleaned_data
+    qs = audit.filtered(data)
+    if export:
+        lines = (_csv_lines if export == "csv" else _json_lines)(audit.all_rows(qs), request)
+        response = StreamingHttpResponse(lines, content_type=EXPORTS[export])
+        response["Content-Disposition"] = f'attachment; filename="schedboard-audit-{audit.now_stamp()}.{export}"'
+        return response
+    result = audit.page(qs, after=data["after"], before=data["before"], limit=data["limit"] or audit.DEFAULT_LIMIT)
+    return render(request, "dashboard/audit.html", {
+        "form": form,
+        "rows": result.rows,
+        "first_url": "?" + _query(form),
+        "older_url": "?" + _query(form, after=result.older) if result.older else None,
+        "newer_url": "?" + _query(form, before=result.newer) if result.newer else None,
+        "csv_url": "?" + _query(form, format="csv"),
+        "json_url": "?" + _query(form, format="json"),
+        "paged": bool(data["after"] or data["before"]),
+    })

@@ -1,0 +1,142 @@
+"""A real cluster through the official client: bindings to pods/binding, events and conditions to the API.
+
+Any worker process schedules (against the Postgres mirror of the cluster); only the process that
+holds the Lease talks to the API server. Workers hand placed pods and scheduling failures to it
+through a Redis list (`<queue prefix>:kube:jobs`); the leader's committer (scheduler/kube/controller.py)
+binds them and records the events and PodScheduled conditions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+
+from .errors import BindError, BoundElsewhere, PodGone
+
+log = logging.getLogger(__name__)
+
+BIND_PARALLELISM = 16  # bindings in flight at once, as the binding goroutines
+
+
+def jobs_key() -> str:
+    return f"{settings.SCHEDBOARD_QUEUE_PREFIX}:kube:jobs"
+
+
+def _pod_ref(pod) -> dict:
+    meta = (pod.manifest or {}).get("metadata") or {}
+    return {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid,
+            "resourceVersion": meta.get("resourceVersion") or "", "scheduler": pod.scheduler_name}
+
+
+class KubernetesBackend:
+    name = "kubernetes"
+    # The API server's watch also tells us a pod is bound (ours or anyone's); the mirror may get there first.
+    mirrors_bindings = True
+
+    def __init__(self, *, api_client=None, elector=None, redis=None, backoff=None):
+        self._api_client = api_client
+        self.elector = elector
+        self._redis = redis
+        self.backoff = backoff
+        self._pool: ThreadPoolExecutor | None = None
+
+    # ---- worker side: hand work to the leader ---------------------------------------------------
+    @property
+    def redis(self):
+        if self._redis is None:
+            from ..queues import get_redis
+
+            self._redis = get_redis()
+            if self._redis is None:
+                raise RuntimeError("SCHEDBOARD_BACKEND=kubernetes needs REDIS_URL (workers hand bindings to the leader)")
+        return self._redis
+
+    def hand_off(self, items: list[dict]) -> None:
+        self.redis.rpush(jobs_key(), json.dumps({"op": "bind", "items": items}))
+
+    def report(self, *, failed: list, scheduled: list) -> None:
+        """failed: (Pod row, condition reason or None for an event only, message); scheduled: (Pod row, node)."""
+        if not failed and not scheduled:
+            return
+        job = {"op": "report",
+               "failed": [{**_pod_ref(pod), "reason": reason, "message": message} for pod, reason, message in failed],
+               "scheduled": [{**_pod_ref(pod), "node": node} for pod, node in scheduled]}
+        self.redis.rpush(jobs_key(), json.dumps(job))
+
+    # ---- leader side: the API calls ---------------------------------------------------------------
+    @property
+    def api_client(self):
+        if self._api_client is None:
+            from ..kube.client import api_client
+
+            self._api_client = api_client()
+        return self._api_client
+
+    @property
+    def core(self):
+        from kubernetes import client
+
+        return client.CoreV1Api(self.api_client)
+
+    def _check_leader(self) -> None:
+        if self.elector is not None and not self.elector.is_leader():
+            raise BindError("not the leader: the lease is held by another replica (or could not be renewed)")
+
+    def bind(self, *, pod_manifest: dict, node_name: str, attempt_number: int = 0, previous_bind_failures: int = 0) -> None:
+        """POST pods/{name}/binding (with the pod's UID, as DefaultBinder); interpret 409 and 404.
+
+        The pods/binding subresource, as kube-scheduler's `Pods(ns).Bind`: it is what the ClusterRole
+        grants. (The client's create_namespaced_binding posts to the namespace's `bindings` resource,
+        a different permission.)
+        """
+        from ..kube.client import ApiError, call
+
+        self._check_leader()
+        meta = pod_manifest.get("metadata") or {}
+        namespace, name, uid = meta.get("namespace") or "default", meta.get("name"), meta.get("uid")
+        body = {"apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
+        core = self.core
+        kwargs = {"backoff": self.backoff} if self.backoff else {}
+        try:
+            call(core.create_namespaced_pod_binding, name, namespace, body, **kwargs)
+            return
+        except ApiError as exc:
+            if exc.status == 404:
+                raise PodGone(f"pod {namespace}/{name} not found") from exc
+            if exc.status != 409:
+                raise BindError(str(exc)) from exc
+            conflict = exc
+        # 409: already bound (or a new pod under the same name). Read it to tell which.
+        try:
+            current = call(core.read_namespaced_pod, name, namespace, **kwargs)
+        except ApiError as exc:
+            if exc.status == 404:
+                raise PodGone(f"pod {namespace}/{name} not found") from exc
+            raise BindError(str(exc)) from exc
+        if uid and (current.get("metadata") or {}).get("uid") != uid:
+            raise PodGone(f"pod {namespace}/{name} was replaced (uid {uid} is gone)")
+        bound_to = (current.get("spec") or {}).get("nodeName") or ""
+        if bound_to == node_name:
+            return  # our own earlier binding (a retry after a lost reply): success
+        if bound_to:
+            raise BoundElsewhere(bound_to)
+        raise BindError(str(conflict))
+
+    def bind_many(self, requests: list[dict]) -> list[BaseException | None]:
+        """Bind in parallel (each request: bind()'s keyword arguments); None where it succeeded."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(BIND_PARALLELISM, thread_name_prefix="bind")
+
+        def one(request):
+            try:
+                self.bind(**request)
+                return None
+            except BindError as exc:
+                return exc
+
+        return list(self._pool.map(one, requests))

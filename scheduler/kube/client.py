@@ -1,0 +1,128 @@
+"""The API client from KUBECONFIG or the in-cluster service account, and calls retried like client-go's.
+
+Every call goes out with `_preload_content=False` and its reply is read as plain JSON: the 37.x
+client's models fail on some of the server's replies (a `Status` from pods/binding), and plain
+dicts are all the mirror needs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+# Worth another try: throttled, the server's own trouble, or no answer at all (status 0).
+RETRYABLE_STATUS = frozenset({0, 408, 429, 500, 502, 503, 504})
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+class ApiError(Exception):
+    """A call the API server refused (or never answered after every retry)."""
+
+    def __init__(self, status: int, reason: str, message: str, body: dict | None = None):
+        self.status = status
+        self.reason = reason
+        self.body = body or {}
+        super().__init__(f"{status} {reason}: {message}" if message else f"{status} {reason}")
+
+
+def api_client(kubeconfig: str | None = None):
+    """A `kubernetes.client.ApiClient`: KUBECONFIG's current context, else the in-cluster config."""
+    from kubernetes import client, config
+    from django.conf import settings
+
+    path = kubeconfig if kubeconfig is not None else settings.KUBECONFIG
+    if path:
+        return config.new_client_from_config(config_file=path, persist_config=False)
+    configuration = client.Configuration()
+    config.load_incluster_config(client_configuration=configuration)
+    return client.ApiClient(configuration)
+
+
+def own_namespace() -> str:
+    """Our namespace: SCHEDBOARD_KUBE_NAMESPACE, else the service account's, else "default"."""
+    from django.conf import settings
+
+    if settings.SCHEDBOARD_KUBE_NAMESPACE:
+        return settings.SCHEDBOARD_KUBE_NAMESPACE
+    try:
+        with open(SERVICE_ACCOUNT_NAMESPACE) as f:
+            return f.read().strip() or "default"
+    except OSError:
+        return "default"
+
+
+@dataclass
+class Backoff:
+    """Exponential backoff with jitter, as client-go's wait.Backoff: initial, doubling, capped."""
+
+    initial: float = 0.2
+    cap: float = 5.0
+    attempts: int = 6
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        if retry_after is not None:
+            return min(self.cap, retry_after)
+        base = min(self.cap, self.initial * (2 ** attempt))
+        return base * (1.0 + 0.25 * random.random())
+
+
+def _error_from(exc) -> ApiError:
+    from kubernetes.client.exceptions import ApiException
+
+    if isinstance(exc, ApiException):
+        body = {}
+        try:
+            body = json.loads(exc.body) if exc.body else {}
+        except (TypeError, ValueError):
+            body = {}
+        message = body.get("message") if isinstance(body, dict) else ""
+        return ApiError(int(exc.status or 0), str(exc.reason or ""), message or "", body if isinstance(body, dict) else {})
+    return ApiError(0, type(exc).__name__, str(exc))
+
+
+def _retry_after(exc) -> float | None:
+    headers = getattr(exc, "headers", None) or {}
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _transport_errors() -> tuple[type, ...]:
+    import urllib3
+
+    return (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError, OSError)
+
+
+def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, **kwargs) -> dict:
+    """Call a client method and return its JSON reply; retry what is worth retrying, raise ApiError otherwise."""
+    from kubernetes.client.exceptions import ApiException
+
+    backoff = backoff or Backoff()
+    kwargs.setdefault("_preload_content", False)
+    kwargs.setdefault("_request_timeout", (5, 30))
+    transport = _transport_errors()
+    attempt = 0
+    while True:
+        try:
+            response = fn(*args, **kwargs)
+            data = response.data
+            return json.loads(data) if data else {}
+        except ApiException as exc:
+            error = _error_from(exc)
+            retry_after = _retry_after(exc)
+        except transport as exc:
+            error = _error_from(exc)
+            retry_after = None
+        if error.status not in RETRYABLE_STATUS or attempt + 1 >= backoff.attempts:
+            raise error
+        delay = backoff.delay(attempt, retry_after)
+        log.warning("kubernetes API: %s; retrying in %.2fs", error, delay)
+        sleep(delay)
+        attempt += 1

@@ -1,0 +1,234 @@
+"""The replica that talks to the cluster: leader election, then list+watch into Postgres and the committer.
+
+    elector.acquire() ──► reflectors (nodes, pods) ──► Postgres mirror ──► queue ──► workers schedule
+                      └─► committer: jobs from workers (Redis list) ──► pods/binding, events, pods/status
+
+Every replica runs this; only the Lease holder gets past `acquire()`. When the lease is lost the
+committer stops before its next API call (the backend checks `is_leader()` at every binding) and the
+replica stops, as kube-scheduler exits on "leaderelection lost".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from datetime import datetime, timezone
+
+from django.db import connections
+
+from ..backends import set_backend
+from ..backends.kubernetes import KubernetesBackend, jobs_key
+from .client import ApiError, Backoff, call
+from .events import STRATEGIC_MERGE_PATCH, EventRecorder, pod_reference
+from .leader import LeaderElector
+from .mirror import NodeStore, PodStore
+from .reflector import Reflector
+
+log = logging.getLogger(__name__)
+
+# As kube-scheduler's pod informer: terminated pods take no room and are none of our business.
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Committer:
+    """Turns the workers' jobs into API calls, one job at a time, never dropping one it has not finished."""
+
+    def __init__(self, backend: KubernetesBackend, recorder: EventRecorder, redis, *, is_leader=lambda: True):
+        self.backend = backend
+        self.recorder = recorder
+        self.redis = redis
+        self.is_leader = is_leader
+        self.key = jobs_key()
+        self.processing = self.key + ":processing"
+        self.jobs_done = 0
+
+    def recover(self) -> int:
+        """A previous leader's unfinished jobs go back to the head of the list (bindings are idempotent)."""
+        moved = 0
+        while self.redis.lmove(self.processing, self.key, "RIGHT", "LEFT") is not None:
+            moved += 1
+        return moved
+
+    def run_once(self, timeout: float = 0.2) -> bool:
+        if not self.is_leader():
+            return False
+        raw = self.redis.blmove(self.key, self.processing, timeout, "LEFT", "RIGHT")
+        if raw is None:
+            self.recorder.tick()
+            return False
+        job = json.loads(raw)
+        if job.get("op") == "bind":
+            from ..loop import bind_batch
+
+            bind_batch(job["items"])
+        elif job.get("op") == "report":
+            self.report(job)
+        self.redis.lrem(self.processing, 1, raw)
+        self.jobs_done += 1
+        return True
+
+    def report(self, job: dict) -> None:
+        from ..models import Pod
+
+        for f in job.get("failed") or ():
+            ref = pod_reference(f["namespace"], f["name"], f["uid"], f.get("resourceVersion") or "")
+            # As handleSchedulingFailure: the event, then the condition (only if it changed).
+            self.recorder.eventf(ref, type="Warning", reason="FailedScheduling", action="Scheduling",
+                                 note=f["message"], reporting_controller=f["scheduler"])
+            if f.get("reason"):
+                row = Pod.objects.filter(namespace=f["namespace"], name=f["name"], uid=f["uid"]).only("manifest").first()
+                current = (row.manifest if row else {}) or {}
+                self.patch_condition(f["namespace"], f["name"], f["uid"], current, "False", f["reason"], f["message"])
+        for s in job.get("scheduled") or ():
+            ref = pod_reference(s["namespace"], s["name"], s["uid"], s.get("resourceVersion") or "")
+            self.recorder.eventf(ref, type="Normal", reason="Scheduled", action="Binding",
+                                 note=f"Successfully assigned {s['namespace']}/{s['name']} to {s['node']}",
+                                 reporting_controller=s["scheduler"])
+
+    def patch_condition(self, namespace: str, name: str, uid: str, current: dict, status: str, reason: str,
+                        message: str) -> bool:
+        """As updatePod + UpdatePodCondition: patch pods/status only when the condition changes."""
+        old = next((c for c in (current.get("status") or {}).get("conditions") or () if c.get("type") == "PodScheduled"), None)
+        transition = _now()
+        if old is not None and old.get("status") == status:
+            transition = old.get("lastTransitionTime") or transition
+            if old.get("reason") == reason and old.get("message") == message and not old.get("lastProbeTime"):
+                return False
+        condition = {"type": "PodScheduled", "status": status, "reason": reason, "message": message,
+                     "lastProbeTime": None, "lastTransitionTime": transition}
+        # The UID goes in as a precondition, as PatchPodStatus does.
+        patch = {"metadata": {"uid": uid}, "status": {"conditions": [condition]}}
+        try:
+            call(self.backend.core.patch_namespaced_pod_status, name, namespace, patch,
+                 _content_type=STRATEGIC_MERGE_PATCH, backoff=Backoff(attempts=4))
+            return True
+        except ApiError as exc:
+            log.warning("could not update the PodScheduled condition of %s/%s: %s", namespace, name, exc)
+            return False
+
+
+class Controller:
+    """One replica: elect, then mirror and commit while leading. `run()` blocks; `stop()` ends it."""
+
+    def __init__(self, *, api_client=None, namespace: str | None = None, lease_name: str | None = None,
+                 identity: str | None = None, lease_duration: float | None = None, renew_deadline: float | None = None,
+                 retry_period: float | None = None, redis=None, install_backend: bool = True,
+                 schedule_inline: bool = False, watch_timeout: int | None = None):
+        from django.conf import settings
+        from kubernetes import client
+
+        from ..queues import get_redis
+        from .client import api_client as make_api_client, own_namespace
+
+        self.api_client = api_client or make_api_client()
+        self.redis = redis or get_redis()
+        if self.redis is None:
+            raise RuntimeError("SCHEDBOARD_BACKEND=kubernetes needs REDIS_URL")
+        self.elector = LeaderElector(
+            client.CoordinationV1Api(self.api_client), namespace=namespace or own_namespace(),
+            name=lease_name or settings.SCHEDBOARD_LEASE_NAME, identity=identity,
+            lease_duration=lease_duration or settings.SCHEDBOARD_LEASE_DURATION,
+            renew_deadline=renew_deadline or settings.SCHEDBOARD_RENEW_DEADLINE,
+            retry_period=retry_period or settings.SCHEDBOARD_RETRY_PERIOD)
+        self.backend = KubernetesBackend(api_client=self.api_client, elector=self.elector, redis=self.redis)
+        if install_backend:
+            set_backend(self.backend)
+        self.recorder = EventRecorder(client.EventsV1Api(self.api_client))
+        self.committer = Committer(self.backend, self.recorder, self.redis, is_leader=self.elector.is_leader)
+        core = client.CoreV1Api(self.api_client)
+        self.stopping = threading.Event()
+        self.nodes = Reflector("nodes", core.list_node, NodeStore(), kind="Node", stop=self.stopping,
+                               watch_timeout=watch_timeout)
+        self.pods = Reflector("pods", core.list_pod_for_all_namespaces, PodStore(), kind="Pod",
+                              field_selector=POD_FIELD_SELECTOR, stop=self.stopping, watch_timeout=watch_timeout)
+        self.schedule_inline = schedule_inline
+        self.threads: list[threading.Thread] = []
+        self.leading = threading.Event()
+        self.lost = False  # the lease was lost (not given up)
+
+    @property
+    def identity(self) -> str:
+        return self.elector.identity
+
+    def run(self) -> None:
+        if not self.elector.acquire():
+            return
+        try:
+            self.start_leading()
+            while not self.stopping.is_set() and self.elector.is_leader():
+                self.committer.run_once()
+        finally:
+            self.stop_leading()
+
+    def start_leading(self) -> None:
+        """What the lease holder runs besides the committer: renewal, the watches, optionally the loop."""
+        log.info("%s: started leading", self.identity)
+        self.leading.set()
+        self.committer.recover()
+        self.threads += [self._thread("lease-renew", self._renew), self._thread("reflector-nodes", self.nodes.run)]
+        # Nodes before pods, so that pods arriving bound find their node to count against.
+        self._wait_synced(self.nodes)
+        self.threads.append(self._thread("reflector-pods", self.pods.run))
+        self._wait_synced(self.pods)
+        if self.schedule_inline:
+            self.threads.append(self._thread("schedule-inline", self._schedule_loop))
+
+    def _wait_synced(self, reflector: Reflector) -> None:
+        while not reflector.synced.wait(0.1) and not self.stopping.is_set():
+            pass
+
+    def stop_leading(self) -> None:
+        lost = not self.stopping.is_set()
+        self.lost = lost
+        self.leading.clear()
+        self.stopping.set()
+        self.nodes.close()
+        self.pods.close()
+        self.elector.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=10)
+        if not lost:
+            self.elector.release()
+        connections.close_all()
+        log.info("%s: stopped leading%s", self.identity, " (lease lost)" if lost else "")
+
+    def _renew(self) -> None:
+        self.elector.renew()
+
+    def _schedule_loop(self) -> None:
+        """A single process that also schedules (embedded style): reconcile + batches, polling."""
+        from .. import loop
+
+        last_reconcile = 0.0
+        while not self.stopping.is_set():
+            if time.monotonic() - last_reconcile > 0.5:
+                loop.reconcile()
+                last_reconcile = time.monotonic()
+            if not loop.run_schedule_task().popped:
+                self.stopping.wait(0.02)
+
+    def _thread(self, name: str, target) -> threading.Thread:
+        def run():
+            try:
+                target()
+            except Exception:  # noqa: BLE001
+                log.exception("%s crashed", name)
+                self.stopping.set()
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.elector.stop.set()
+        self.nodes.close()
+        self.pods.close()

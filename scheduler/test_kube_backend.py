@@ -1,0 +1,343 @@
+"""The kubernetes backend against a real kube-apiserver and etcd on loopback.
+
+One replica runs in this process (leader election, list+watch into Postgres, the committer) with
+the scheduling loop; the tests act on the cluster through the API, as a user would, and read the
+outcome back from the API. The API server runs without its watch cache, so that compacting etcd
+makes a watch's old resourceVersion really gone (410).
+"""
+
+import json
+import threading
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+from scheduler import loop
+from scheduler.backends import reset_backend
+from scheduler.kube.client import ApiError, call
+from scheduler.kube_testing import KubeApiServerNotBuilt, local_kube_cluster
+from scheduler.models import Attempt, Binding, Node, Pod
+
+pytestmark = [
+    pytest.mark.kube,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning"),
+]
+
+NS = "default"
+WAIT = 20.0
+
+
+@pytest.fixture(scope="module")
+def kube_cluster():
+    context = local_kube_cluster(extra_apiserver_args=["--watch-cache=false"])
+    try:
+        cluster = context.__enter__()
+    except KubeApiServerNotBuilt as missing:
+        pytest.fail(str(missing), pytrace=False)
+    try:
+        yield cluster
+    finally:
+        context.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def api(kube_cluster):
+    from kubernetes import client
+
+    api_client = kube_cluster.api_client()
+    yield client.CoreV1Api(api_client), client.EventsV1Api(api_client), client.CoordinationV1Api(api_client)
+    api_client.close()
+
+
+@pytest.fixture
+def core(api):
+    core = api[0]
+    # Each test starts from an empty cluster (pods of the previous test deleted at once, no kubelet).
+    call(core.delete_collection_namespaced_pod, NS, grace_period_seconds=0)
+    call(core.delete_collection_node)
+    wait_for(lambda: not call(core.list_pod_for_all_namespaces)["items"] and not call(core.list_node)["items"],
+             "an empty cluster")
+    return core
+
+
+@pytest.fixture
+def replica(kube_cluster, core):
+    """One replica of ours, leading, with its watches synced; the test drives the loop and the committer."""
+    from scheduler.kube.controller import Controller
+
+    controller = Controller(api_client=kube_cluster.api_client(), namespace=NS, lease_name=f"lease-{uuid.uuid4().hex[:6]}",
+                            lease_duration=15, renew_deadline=10, retry_period=2, watch_timeout=60)
+    assert controller.elector.acquire()
+    controller.start_leading()
+    yield controller
+    controller.stop()
+    controller.stop_leading()
+    reset_backend()
+
+
+@pytest.fixture
+def running(replica):
+    """The replica's committer and the scheduling loop running in threads, as `kube run --inline` does."""
+    stop = threading.Event()
+
+    def commit():
+        from django.db import connections
+
+        try:
+            while not stop.is_set():
+                replica.committer.run_once(0.05)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=commit, daemon=True), threading.Thread(target=schedule_loop, args=(stop,), daemon=True)]
+    for t in threads:
+        t.start()
+    yield replica
+    stop.set()
+    for t in threads:
+        t.join(10)
+
+
+def schedule_loop(stop):
+    from django.db import connections
+
+    try:
+        while not stop.is_set():
+            loop.reconcile()
+            if not loop.run_schedule_task().popped:
+                stop.wait(0.05)
+    finally:
+        connections.close_all()
+
+
+def wait_for(predicate, what, timeout=WAIT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{_state()}")
+
+
+def _state() -> str:
+    """What the mirror and the queue hold, for a failure message."""
+    pods = [(p.key, p.node_name, p.assumed_node, p.scheduled_reason, p.scheduled_message) for p in Pod.objects.all()]
+    nodes = [(n.name, n.req_cpu, n.req_pods) for n in Node.objects.all()]
+    return f"pods={pods}\nnodes={nodes}\nqueue={loop.get_worker().queue.lengths()}"
+
+
+def node(name, cpu="4", memory="8Gi", pods="110", labels=None):
+    allocatable = {"cpu": cpu, "memory": memory, "pods": pods}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}},
+            "status": {"allocatable": allocatable, "capacity": allocatable}}
+
+
+def pod(name, cpu="500m", memory="256Mi", scheduler="default-scheduler", node_name=None):
+    spec = {"schedulerName": scheduler,
+            "containers": [{"name": "c", "image": "registry.invalid/app:1",
+                            "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}
+
+
+def read_pod(core, name):
+    return call(core.read_namespaced_pod, name, NS)
+
+
+def scheduled_condition(obj):
+    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == "PodScheduled"), None)
+
+
+def events_for(events_api, name):
+    items = call(events_api.list_namespaced_event, NS)["items"]
+    return [e for e in items if e["regarding"]["name"] == name]
+
+
+def db_pod(name):
+    return Pod.objects.filter(namespace=NS, name=name).first()
+
+
+def node_usage(name):
+    n = Node.objects.get(name=name)
+    return n.req_cpu, n.req_memory, n.req_pods
+
+
+# ---- binding ------------------------------------------------------------------------------------
+
+def test_it_binds_pods_with_our_scheduler_name_and_the_api_shows_them_scheduled(running, core, api):
+    call(core.create_node, node("node-a"))
+    call(core.create_node, node("node-b"))
+    for i in range(6):
+        call(core.create_namespaced_pod, NS, pod(f"web-{i}"))
+
+    wait_for(lambda: all(read_pod(core, f"web-{i}")["spec"].get("nodeName") for i in range(6)), "6 pods bound")
+
+    for i in range(6):
+        obj = read_pod(core, f"web-{i}")
+        assert obj["spec"]["nodeName"] in ("node-a", "node-b")
+        assert scheduled_condition(obj)["status"] == "True"  # set by the API server on binding
+    wait_for(lambda: len(events_for(api[1], "web-0")) == 1, "the Scheduled event")
+    event = events_for(api[1], "web-0")[0]
+    bound_to = read_pod(core, "web-0")["spec"]["nodeName"]
+    assert (event["type"], event["reason"], event["action"]) == ("Normal", "Scheduled", "Binding")
+    assert event["note"] == f"Successfully assigned default/web-0 to {bound_to}"
+    assert event["reportingController"] == "default-scheduler"
+    assert event["reportingInstance"].startswith("default-scheduler-")
+    # The mirror and the audit agree with the API server.
+    wait_for(lambda: Binding.objects.count() == 6, "6 Binding rows")
+    assert {(p.name, p.node_name) for p in Pod.objects.all()} == {
+        (f"web-{i}", read_pod(core, f"web-{i}")["spec"]["nodeName"]) for i in range(6)}
+    assert sum(node_usage(n)[0] for n in ("node-a", "node-b")) == 6 * 500
+
+
+def test_other_schedulers_pods_are_left_alone_but_count_against_their_node(running, core, api):
+    call(core.create_node, node("node-a", cpu="2"))
+    call(core.create_namespaced_pod, NS, pod("theirs-bound", cpu="1500m", scheduler="other-scheduler", node_name="node-a"))
+    call(core.create_namespaced_pod, NS, pod("theirs-pending", cpu="100m", scheduler="other-scheduler"))
+    call(core.create_namespaced_pod, NS, pod("ours", cpu="1"))
+
+    message = "0/1 nodes are available: 1 Insufficient cpu."
+    wait_for(lambda: (scheduled_condition(read_pod(core, "ours")) or {}).get("message") == message,
+             "the FailedScheduling condition")
+    assert node_usage("node-a")[0] == 1500
+    assert read_pod(core, "theirs-pending")["spec"].get("nodeName") is None
+    assert scheduled_condition(read_pod(core, "theirs-pending")) is None  # never touched
+    assert events_for(api[1], "theirs-pending") == []
+    assert not Attempt.objects.filter(pod_name__startswith="theirs").exists()
+
+
+def test_an_unschedulable_pod_gets_the_event_and_condition_then_a_new_node_unblocks_it(running, core, api):
+    call(core.create_node, node("small", cpu="1"))
+    call(core.create_namespaced_pod, NS, pod("big", cpu="2"))
+
+    message = "0/1 nodes are available: 1 Insufficient cpu."
+    wait_for(lambda: scheduled_condition(read_pod(core, "big")) is not None, "the PodScheduled condition")
+    condition = scheduled_condition(read_pod(core, "big"))
+    assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", message)
+    wait_for(lambda: events_for(api[1], "big"), "the FailedScheduling event")
+    event = events_for(api[1], "big")[0]
+    assert (event["type"], event["reason"], event["action"], event["note"]) == (
+        "Warning", "FailedScheduling", "Scheduling", message)
+    assert event["regarding"]["kind"] == "Pod" and event["regarding"]["uid"] == read_pod(core, "big")["metadata"]["uid"]
+    assert read_pod(core, "big")["spec"].get("nodeName") is None
+
+    call(core.create_node, node("large", cpu="8"))
+
+    wait_for(lambda: read_pod(core, "big")["spec"].get("nodeName") == "large", "the pod bound to the new node")
+    assert scheduled_condition(read_pod(core, "big"))["status"] == "True"
+
+
+# ---- watches ------------------------------------------------------------------------------------
+
+def test_a_dropped_watch_resumes_from_its_resource_version_without_losing_an_event(running, core):
+    call(core.create_node, node("node-a"))
+    reflector = running.pods
+    lists_before = reflector.lists
+    reflector.gate.clear()  # hold the reconnection back while the cluster changes
+    wait_for(reflector.interrupt, "a watch connection to drop")
+    for i in range(4):
+        call(core.create_namespaced_pod, NS, pod(f"late-{i}"))
+    call(core.delete_namespaced_pod, "late-3", NS, grace_period_seconds=0)
+    reflector.gate.set()
+
+    wait_for(lambda: all(read_pod(core, f"late-{i}")["spec"].get("nodeName") for i in range(3)), "3 pods bound")
+    wait_for(lambda: Pod.objects.filter(name__startswith="late-").count() == 3, "the deletion mirrored")
+    assert reflector.lists == lists_before  # resumed, not listed again
+    assert reflector.resumes >= 1
+    assert not Attempt.objects.filter(pod_name="late-3").exists() or db_pod("late-3") is None
+
+
+def test_a_watch_whose_resource_version_was_compacted_away_lists_again(running, core, kube_cluster):
+    call(core.create_node, node("node-a"))
+    reflector = running.pods
+    lists_before = reflector.lists
+    reflector.gate.clear()
+    wait_for(reflector.interrupt, "a watch connection to drop")
+    call(core.create_namespaced_pod, NS, pod("after-gap"))
+    revision = int(call(core.list_pod_for_all_namespaces)["metadata"]["resourceVersion"])
+    _etcd_compact(kube_cluster.etcd_url, revision)
+    reflector.gate.set()
+
+    wait_for(lambda: reflector.lists > lists_before, "a new list after 410 Gone")
+    wait_for(lambda: read_pod(core, "after-gap")["spec"].get("nodeName") == "node-a", "the pod bound")
+
+
+def _etcd_compact(etcd_url, revision):
+    request = urllib.request.Request(f"{etcd_url}/v3/kv/compaction", data=json.dumps({"revision": str(revision)}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(request, timeout=10) as response:
+        assert response.status == 200
+
+
+# ---- 409 and 404 on bind ------------------------------------------------------------------------
+
+def _placed_and_handed_off(core, name, nodes):
+    """Create the pod, let the mirror queue it, run one scheduling batch: it is reserved, its binding waits."""
+    call(core.create_namespaced_pod, NS, pod(name))
+    wait_for(lambda: db_pod(name) is not None and loop.get_worker().queue.get(f"{NS}/{name}") is not None,
+             "the pod mirrored and queued")
+    stats = loop.run_schedule_task()
+    assert stats.scheduled == 1
+    row = db_pod(name)
+    assert row.assumed_node in nodes
+    return row.assumed_node
+
+
+def test_a_409_for_a_pod_already_bound_to_the_same_node_is_a_success(replica, core, api):
+    for n in ("node-a", "node-b"):
+        call(core.create_node, node(n))
+    chosen = _placed_and_handed_off(core, "p", {"node-a", "node-b"})
+    _bind_by_hand(core, "p", chosen)  # as if our earlier reply had been lost
+
+    assert replica.committer.run_once(5)
+
+    wait_for(lambda: db_pod("p").node_name == chosen, "the pod row bound")
+    assert Attempt.objects.get(pod_name="p").result == "scheduled"
+    assert Binding.objects.get(pod_name="p").node_name == chosen
+    assert node_usage(chosen)[2] == 1
+
+
+def test_a_409_for_a_pod_bound_elsewhere_drops_it_and_releases_our_reservation(replica, core):
+    for n in ("node-a", "node-b"):
+        call(core.create_node, node(n))
+    chosen = _placed_and_handed_off(core, "p", {"node-a", "node-b"})
+    other = ({"node-a", "node-b"} - {chosen}).pop()
+    _bind_by_hand(core, "p", other)
+
+    assert replica.committer.run_once(5)
+
+    wait_for(lambda: db_pod("p").node_name == other, "the mirror to record the other binding")
+    attempt = Attempt.objects.get(pod_name="p")
+    assert attempt.result == "bind_failed"
+    assert attempt.message == f"Binding rejected: pod is already bound to node '{other}'"
+    assert node_usage(chosen) == (0, 0, 0)
+    assert node_usage(other)[2] == 1
+    assert loop.get_worker().queue.get(f"{NS}/p") is None
+    assert not Binding.objects.exists()
+
+
+def test_a_pod_deleted_while_its_binding_is_in_flight_is_forgotten(replica, core):
+    call(core.create_node, node("node-a"))
+    _placed_and_handed_off(core, "p", {"node-a"})
+    call(core.delete_namespaced_pod, "p", NS, grace_period_seconds=0)
+
+    assert replica.committer.run_once(5)
+
+    wait_for(lambda: db_pod("p") is None, "the pod row gone")
+    assert node_usage("node-a") == (0, 0, 0)
+    assert loop.get_worker().queue.get(f"{NS}/p") is None
+    assert Attempt.objects.get(pod_name="p").result == "bind_failed"
+
+
+def _bind_by_hand(core, name, node_name):
+    body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": NS},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
+    call(core.create_namespaced_pod_binding, name, NS, body)
+    with pytest.raises(ApiError) as conflict:
+        call(core.create_namespaced_pod_binding, name, NS, body)
+    assert conflict.value.status == 409

@@ -1,0 +1,76 @@
+// Overview: counters, streaming throughput and latency charts (uPlot), the last bindings and failures.
+import {connectLive, el, fmt, podLink} from "./live.js";
+
+const WINDOW_S = 120; // seconds of history the charts keep
+const KEEP = 15; // rows per table
+
+const $ = (id) => document.getElementById(id);
+const series = {t: [], scheduled: [], attempts: [], failures: [],
+  alg50: [], alg99: [], bind50: [], bind99: [], e2e50: [], e2e99: []};
+let bindings = [];
+let failed = [];
+
+// Okabe–Ito colours; p99 lines are dashed so the pair reads without colour.
+function chart(target, title, lines, yLabel, log) {
+  const width = () => Math.max(280, target.clientWidth - 4);
+  const opts = {
+    title, width: width(), height: 220,
+    scales: {x: {time: true}, y: log ? {distr: 3} : {auto: true, range: (u, min, max) => [0, Math.max(1, max)]}},
+    axes: [{}, {label: yLabel, size: 60}],
+    series: [{}, ...lines.map(([label, stroke, dash]) => ({label, stroke, width: 2, dash: dash ? [6, 4] : undefined,
+      spanGaps: true, points: {show: false}, value: (u, v) => (v == null ? "–" : v.toFixed(log ? 2 : 1))}))],
+  };
+  const plot = new uPlot(opts, [[], ...lines.map(() => [])], target);
+  new ResizeObserver(() => plot.setSize({width: width(), height: 220})).observe(target);
+  return plot;
+}
+
+const throughput = chart($("chart-throughput"), "Throughput (pods/s)", [
+  ["scheduled/s", "#0072B2"], ["attempts/s", "#E69F00"], ["failures/s", "#D55E00", true]], "per second", false);
+const latency = chart($("chart-latency"), "Latency (ms, log scale)", [
+  ["algorithm p50", "#56B4E9"], ["algorithm p99", "#56B4E9", true],
+  ["binding p50", "#009E73"], ["binding p99", "#009E73", true],
+  ["e2e p50", "#CC79A7"], ["e2e p99", "#CC79A7", true]], "ms", true);
+
+function push(frame) {
+  const s = series;
+  s.t.push(frame.t);
+  s.scheduled.push(frame.rates.scheduled);
+  s.attempts.push(frame.rates.attempts);
+  s.failures.push(frame.rates.failures);
+  const [a, b, e] = [frame.lat.algorithm, frame.lat.binding, frame.lat.e2e];
+  s.alg50.push(a[0]); s.alg99.push(a[1]); s.bind50.push(b[0]); s.bind99.push(b[1]); s.e2e50.push(e[0]); s.e2e99.push(e[1]);
+  while (s.t.length && s.t[0] < frame.t - WINDOW_S) for (const k in s) s[k].shift();
+  throughput.setData([s.t, s.scheduled, s.attempts, s.failures]);
+  latency.setData([s.t, s.alg50, s.alg99, s.bind50, s.bind99, s.e2e50, s.e2e99]);
+}
+
+function renderTables() {
+  $("bindings").replaceChildren(...bindings.slice().reverse().map(([ns, name, node, e2e, t]) =>
+    el("tr", {}, el("td", {text: fmt.clock(t)}), el("td", {}, podLink(ns, name)), el("td", {text: node}),
+      el("td", {class: "num", text: fmt.ms(e2e)}))));
+  $("failed").replaceChildren(...failed.slice().reverse().map(([ns, name, result, message, t]) =>
+    el("tr", {}, el("td", {text: fmt.clock(t)}), el("td", {}, podLink(ns, name)),
+      el("td", {class: "msg", text: message}))));
+  $("bindings-empty").hidden = bindings.length > 0;
+  $("failed-empty").hidden = failed.length > 0;
+}
+
+connectLive("overview", (frame) => {
+  const g = frame.gauges;
+  $("c-active").textContent = fmt.num(g.active);
+  $("c-backoff").textContent = fmt.num(g.backoff);
+  $("c-unschedulable").textContent = fmt.num(g.unschedulable);
+  $("c-binding").textContent = fmt.num(g.binding);
+  $("c-scheduled").textContent = fmt.num(frame.rates.scheduled, 1);
+  $("c-attempts").textContent = fmt.num(frame.rates.attempts, 1);
+  $("c-failures").textContent = fmt.num(frame.rates.failures, 1);
+  if (frame.full) {
+    bindings = frame.recent.bindings;
+    failed = frame.recent.failed;
+  }
+  bindings = bindings.concat(frame.bindings).slice(-KEEP);
+  failed = failed.concat(frame.failed).slice(-KEEP);
+  renderTables();
+  push(frame);
+});
