@@ -125,3 +125,11 @@ def test_rescore_of_a_one_node_decision_says_weights_cannot_move_it(client):
 
 def test_rescore_of_an_unknown_attempt_is_404(client):
     assert client.get("/attempts/999999/rescore/").status_code == 404
+
+
+def test_whatif_offers_every_profile_that_has_attempts_not_only_the_latest_ones(client):
+    old = timezone.now() - timedelta(hours=1)
+    store([HISTORY[0].__class__(**{**HISTORY[0].__dict__, "profile_name": "retired"})], start=old)
+    store(HISTORY * 12)  # 60 newer attempts of the default profile
+    html = client.get("/whatif/").content.decode()
+    assert '<option value="retired">retired</option>' in html

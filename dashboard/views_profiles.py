@@ -124,7 +124,7 @@ class WindowForm(forms.Form):
     def __init__(self, data, **kwargs):
         super().__init__(data, **kwargs)
         names = [p.scheduler_name for p in active_config()[1].profiles]
-        seen = set(Attempt.objects.values_list("profile_name", flat=True).distinct()[:50])
+        seen = set(Attempt.objects.order_by().values_list("profile_name", flat=True).distinct()[:50])
         self.fields["profile"].choices = [(n, n) for n in dict.fromkeys(names + sorted(seen))]
 
     def clean_profile(self):

@@ -13,6 +13,7 @@ from django.utils.html import format_html, format_html_join
 from .engine.config import ConfigError, SchedulerConfig, dump_config
 from .models import Attempt, Binding, Event, Node, Pod, SchedulerConfigVersion
 from .profile_forms import ProfilePage
+from .profiles import config_for_version
 from .profile_services import (config_active, config_export, config_profile_save, config_version_diff,
                                config_version_import, config_version_restore)
 
@@ -159,7 +160,8 @@ class SchedulerConfigVersionAdmin(ReadOnly):
                         based_on=page.form.cleaned_data["based_on"], scheduler_name=name, profile=page.profile(),
                         top_level=page.top_level(), reason=page.form.cleaned_data["reason"], user=request.user)
                 except ConfigError as exc:
-                    problems = [f"{p}: {m}" if p else m for p, m in exc.problems]
+                    index = _profile_index(page.form.cleaned_data["based_on"], name)
+                    problems = [{"text": f"{p}: {m}" if p else m, "where": page.locate(p, index)} for p, m in exc.problems]
                 else:
                     self.message_user(request, f"Version {version.number} saved and active; workers run it from "
                                                "their next batch.", messages.SUCCESS)
@@ -249,3 +251,12 @@ class SchedulerConfigVersionAdmin(ReadOnly):
 
 
 _DIFF_CLASS = {"+": "diff-add", "-": "diff-del", "@": "diff-hunk"}
+
+
+def _profile_index(based_on: int, name: str | None) -> int:
+    """Where the edited profile sits in the saved file (a new one goes last), to read problem paths."""
+    try:
+        names = [p.scheduler_name for p in config_for_version(based_on).profiles]
+    except SchedulerConfigVersion.DoesNotExist:
+        return -1
+    return names.index(name) if name in names else len(names)

@@ -244,7 +244,7 @@ class SchedulerConfigVersion(models.Model):
             models.CheckConstraint(condition=models.Q(number__gte=1), name="config_version_number_from_one"),
             models.UniqueConstraint(fields=["active"], condition=models.Q(active=True), name="config_version_one_active"),
             # kube-scheduler's validation where a constraint can say it (the rest, on Postgres, in
-            # migration 0004's jsonpath checks): a row the service would refuse is refused here too.
+            # migration 0005's jsonpath checks): a row the service would refuse is refused here too.
             models.CheckConstraint(
                 condition=models.Q(config__has_keys=["profiles", "pod_initial_backoff_seconds", "pod_max_backoff_seconds"]),
                 name="config_version_has_fields"),

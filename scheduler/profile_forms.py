@@ -8,6 +8,7 @@ the same things with the same words.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -154,6 +155,23 @@ class ProfilePage:
         if plugin_config:
             out["pluginConfig"] = plugin_config
         return out
+
+    def locate(self, path: str, index: int) -> str:
+        """Which part of this page a problem's field path points at ("" when it is not this page's)."""
+        m = re.match(r"profiles\[(\d+)\]\.?(.*)", path)
+        if not m:
+            return "whole configuration" if path else ""
+        if int(m.group(1)) != index:
+            return f"another profile (profiles[{m.group(1)}])"
+        rest = m.group(2)
+        if rest.startswith("plugins"):
+            return "plugins table"
+        arg = re.match(r"pluginConfig\[(\d+)\]", rest)
+        if arg:
+            names = [c["name"] for c in self._plugin_config()]
+            j = int(arg.group(1))
+            return f"{names[j]} args" if j < len(names) else "plugin args"
+        return "profile"
 
     def _plugin_config(self) -> list[dict]:
         d = self.form.cleaned_data

@@ -2,6 +2,8 @@
 the rendered form and saves a new version with a reason; kube-scheduler's validation (the same as
 an import's) refuses bad edits with upstream's field paths and wording, and nothing is saved."""
 
+import re
+from html import unescape
 from html.parser import HTMLParser
 
 import pytest
@@ -89,13 +91,17 @@ def save(client: Client, data: dict, url: str = PROFILE):
 
 
 def problems_on(response) -> list[str]:
-    import re
     html = response.content.decode()
     block = re.search(r'<ul class="errorlist config-problems" id="config-problems">(.*?)</ul>', html, re.S)
     if not block:
         return []
-    from html import unescape
-    return [unescape(re.sub(r"<[^>]+>", "", li)) for li in re.findall(r"<li>(.*?)</li>", block.group(1), re.S)]
+    items = re.findall(r"<li>(.*?)</li>", block.group(1), re.S)
+    return [unescape(re.sub(r"<[^>]+>", "", re.sub(r' <span class="where">.*?</span>', "", li))) for li in items]
+
+
+def where_on(response) -> list[str]:
+    """The page part each problem points at, as shown beside it."""
+    return re.findall(r'<span class="where">\((.*?)\)</span>', response.content.decode())
 
 
 # ---- editing ----------------------------------------------------------------------------
@@ -250,6 +256,16 @@ def test_a_bad_edit_is_refused_with_kube_schedulers_path_and_wording_and_nothing
     assert response.status_code == 200
     assert problem in problems_on(response)
     assert not SchedulerConfigVersion.objects.exists()
+
+
+def test_each_problem_says_which_part_of_the_page_it_points_at(staff):
+    data = form_data(staff, PROFILE)
+    data.update({"fit-0-weight": "101", "balanced-0-weight": "2", "percentage_of_nodes_to_score": "-5",
+                 "pod_initial_backoff_seconds": "0", "reason": "several mistakes"})
+    del data[row_of(data, "DefaultBinder") + "-bind"]
+    response = save(staff, data)
+    assert sorted(where_on(response)) == sorted(["profile", "plugins table", "NodeResourcesBalancedAllocation args",
+                                                 "NodeResourcesFit args", "whole configuration"])
 
 
 def test_a_change_needs_a_reason(staff):

@@ -2,6 +2,7 @@
 Kubernetes the Hard Way; each file names its source) import cleanly through `profiles import` and the
 admin, and export → import → export is byte-identical."""
 
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -54,4 +55,56 @@ def test_out_of_tree_plugins_are_refused_by_the_import_as_upstream_refuses_them(
     result = cli("profiles", "import", str(EXAMPLES / "custom_plugins.yaml"), "--reason", "x")
     assert result.code == 1
     assert 'ScorePlugin "MyCustomPluginA" does not exist' in result.err
+    assert not SchedulerConfigVersion.objects.exists()
+
+
+BAD = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+podInitialBackoffSeconds: 0
+profiles:
+- schedulerName: batch
+  plugins:
+    queueSort:
+      disabled: [{name: PrioritySort}]
+    score:
+      enabled: [{name: ImageLocality, weight: 5000000000}]
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: RequestedToCapacityRatio
+        requestedToCapacityRatio:
+          shape: [{utilization: 60, score: 5}, {utilization: 40, score: 11}]
+"""
+BAD_PROBLEMS = [
+    "profiles[0].plugins.score.enabled[0].weight: cannot unmarshal number into Go value of type int32",
+    'profiles[0].plugins.queueSort: only one queue sort plugin required for profile with scheduler name "batch", but got 0',
+    "profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio.shape[1].utilization: "
+    "Invalid value: 40: values must be sorted in increasing order",
+    "profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio.shape[1].score: "
+    "Invalid value: 11: not in valid range [0, 10]",
+    "podInitialBackoffSeconds: Invalid value: 0: must be greater than 0",
+]
+
+
+def test_one_bad_file_gets_the_same_problems_from_import_admin_import_and_explain(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BAD)
+    expected = [f"{bad}: {p}" for p in BAD_PROBLEMS]
+
+    imported = cli("profiles", "import", str(bad), "--reason", "x")
+    assert (imported.code, imported.err.splitlines()) == (1, expected)
+
+    case = Path(__file__).parent / "testdata" / "explain" / "default"
+    explained = cli("explain", "--cluster", str(case / "cluster.yaml"), "--pod", str(case / "pod.yaml"),
+                    "--profile", str(bad))
+    assert (explained.code, explained.err.splitlines()) == (1, expected)
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("ops", "ops@example.com", "pw"))
+    upload = SimpleUploadedFile("bad.yaml", BAD.encode(), content_type="application/yaml")
+    html = client.post("/admin/scheduler/schedulerconfigversion/import/", {"file": upload, "reason": "x"}).content.decode()
+    for problem in BAD_PROBLEMS:
+        assert escape(f"bad.yaml: {problem}") in html
     assert not SchedulerConfigVersion.objects.exists()
