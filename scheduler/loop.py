@@ -304,10 +304,9 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
     requests = [{"pod_manifest": pod.manifest, "node_name": item["node"], "attempt_number": pod.attempts,
                  "previous_bind_failures": Attempt.objects.filter(pod=pod, result=RESULT_BIND_FAILED).count()
                  if _wants_failures(pod) else 0} for item, pod in live]
-    started = time.perf_counter()
     if hasattr(backend, "bind_many"):  # bindings in parallel, as upstream's binding goroutines
-        outcomes = backend.bind_many(requests)
-        seconds = [(time.perf_counter() - started) / max(1, len(live))] * len(live)
+        answered = backend.bind_many(requests)
+        outcomes, seconds = [a[0] for a in answered], [a[1] for a in answered]
     else:
         outcomes, seconds = [], []
         for request in requests:

@@ -369,8 +369,9 @@ def test_server_errors_are_retried_then_refused_so_the_loop_requeues_the_pod():
 
     failing = Script(*[api_error(503)] * 4)
     outcomes = backend_with(FakeCore(failing)).bind_many([{"pod_manifest": MANIFEST, "node_name": "node-a"}])
-    assert isinstance(outcomes[0], BindError) and not isinstance(outcomes[0], (BoundElsewhere, PodGone))
-    assert "503" in str(outcomes[0])
+    error, seconds = outcomes[0]
+    assert isinstance(error, BindError) and not isinstance(error, (BoundElsewhere, PodGone)) and seconds >= 0
+    assert "503" in str(error)
 
 
 # ---- settings ---------------------------------------------------------------------------------
@@ -401,7 +402,7 @@ class FlakyCluster:
         self.reports = []
 
     def bind_many(self, requests):
-        return [self.outcomes.pop(0) for _ in requests]
+        return [(self.outcomes.pop(0), 0.001) for _ in requests]
 
     def hand_off(self, items):
         from scheduler import loop
