@@ -204,7 +204,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 watch.wait_seen(pods)
             rss = wp.peak_rss_mb()
             rows = list(Attempt.objects.filter(namespace="sched-test", started_at__gte=started_wall)
-                        .values_list("result", "attempt_ms", "algorithm_ms", "e2e_ms"))
+                        .values_list("result", "attempt_ms", "algorithm_ms", "e2e_ms", "binding_ms"))
             scheduled = [row for row in rows if row[0] == "scheduled"]
             over = Pod.objects.raw("SELECT 1 AS id FROM scheduler_node WHERE req_cpu > alloc_cpu OR req_pods > alloc_pods")
             return {
@@ -216,6 +216,8 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 "algorithm_p50_ms": _pct([row[2] for row in rows], 50),
                 "sli_p50_ms": _pct([row[3] for row in scheduled if row[3] is not None], 50),
                 "sli_p99_ms": _pct([row[3] for row in scheduled if row[3] is not None], 99),
+                "binding_p50_ms": _pct([row[4] for row in scheduled if row[4] is not None], 50),
+                "binding_p99_ms": _pct([row[4] for row in scheduled if row[4] is not None], 99),
                 "worker_peak_rss_mb": rss,
                 "overcommitted_nodes": len(list(over)),
                 **(watch.report() if watch else {}),

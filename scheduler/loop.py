@@ -36,10 +36,10 @@ from .engine.pods import PodSpec
 from .engine.queue import QueuedPodInfo
 from .manifests import pod_from_manifest
 from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Binding,
-                     ClusterEvent, Pod)
+                     ClusterEvent, Node, Pod)
 from .profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version, scheduler_names
 from .queues import get_queue, get_redis, set_queue_backoff
-from .reservations import release_assumed, reserve_many
+from .reservations import add_node_usage, release_assumed, reserve_many
 from .services import EventSpec, events_record
 from .snapshot import Snapshot
 from .sql import insert_many, update_from_values
@@ -296,7 +296,7 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
     done_keys: list[str] = []
     accepted: list[tuple[dict, Pod, float]] = []
     refused: list[tuple[dict, Pod, str, float]] = []
-    dropped: list[tuple[dict, Pod, str, float]] = []  # bound elsewhere or deleted: forget, no retry
+    dropped: list[tuple[tuple[dict, Pod, str, float], BindError]] = []  # bound elsewhere or deleted: no retry
     present = []  # the items whose pod still exists
     for item in items:
         pod = pods.get(item["pod"])
@@ -307,10 +307,9 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
     requests = [{"pod_manifest": pod.manifest, "node_name": item["node"], "attempt_number": pod.attempts,
                  "previous_bind_failures": Attempt.objects.filter(pod=pod, result=RESULT_BIND_FAILED).count()
                  if _wants_failures(pod) else 0} for item, pod in present]
-    started = time.perf_counter()
     if hasattr(backend, "bind_many"):  # bindings in parallel, as upstream's binding goroutines
-        outcomes = backend.bind_many(requests)
-        seconds = [(time.perf_counter() - started) / max(1, len(present))] * len(present)
+        answered = backend.bind_many(requests)
+        outcomes, seconds = [a[0] for a in answered], [a[1] for a in answered]
     else:
         outcomes, seconds = [], []
         for request in requests:
@@ -325,7 +324,7 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
         if outcome is None:
             accepted.append((item, pod, took))
         elif isinstance(outcome, (BoundElsewhere, PodGone)):
-            dropped.append((item, pod, f"Binding rejected: {outcome}", took))
+            dropped.append(((item, pod, f"Binding rejected: {outcome}", took), outcome))
         else:
             refused.append((item, pod, f"Binding rejected: {outcome}", took))
 
@@ -370,9 +369,15 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
                                                  scheduled_message=error, scheduled_transition_at=now)
             attempt_rows.append((item["attempt"], RESULT_BIND_FAILED, error, _ms(seconds), None))
             retry.append((QueuedPodInfo(**item["info"]), error))
-        for item, pod, error, seconds in dropped:
-            # Not ours to place any more: give the room back; the watch brings the pod's real state.
+        for (item, pod, error, seconds), outcome in dropped:
+            # Not ours to place any more: give the room back. A pod the API says is bound elsewhere
+            # counts there from now on (unless the watch recorded it first), so it is not requeued.
             release_assumed(pod_id=pod.pk, node_name=item["node"], usage=_usage(pod))
+            if isinstance(outcome, BoundElsewhere):
+                moved = Pod.objects.filter(pk=pod.pk, node_name="", assumed_node="").update(
+                    node_name=outcome.node_name, bound_at=now)
+                if moved and Node.objects.filter(name=outcome.node_name).exists():
+                    add_node_usage(node_name=outcome.node_name, usage=_usage(pod))
             attempt_rows.append((item["attempt"], RESULT_BIND_FAILED, error, _ms(seconds), None))
             done_keys.append(item["info"]["key"])
         insert_many(Binding, bindings)

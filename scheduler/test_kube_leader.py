@@ -181,7 +181,8 @@ def test_a_leader_that_loses_its_lease_stops_binding_at_once(kube_cluster, apis)
         wait_for(lambda: not controller.elector.is_leader(), "our replica to see it lost the lease", 30)
 
         assert controller.committer.run_once(0.5) is False  # nothing committed any more
-        assert controller.backend.bind_many([{"pod_manifest": read_pod(core, "p"), "node_name": "node-a"}])[0] is not None
+        error, _ = controller.backend.bind_many([{"pod_manifest": read_pod(core, "p"), "node_name": "node-a"}])[0]
+        assert "not the leader" in str(error)
         assert read_pod(core, "p")["spec"].get("nodeName") is None
     finally:
         controller.stop()

@@ -127,16 +127,19 @@ class KubernetesBackend:
             raise BoundElsewhere(bound_to)
         raise BindError(str(conflict))
 
-    def bind_many(self, requests: list[dict]) -> list[BaseException | None]:
-        """Bind in parallel (each request: bind()'s keyword arguments); None where it succeeded."""
+    def bind_many(self, requests: list[dict]) -> list[tuple[BaseException | None, float]]:
+        """Bind in parallel (each request: bind()'s keyword arguments): (None or the error, seconds) each."""
+        import time
+
         if self._pool is None:
             self._pool = ThreadPoolExecutor(BIND_PARALLELISM, thread_name_prefix="bind")
 
         def one(request):
+            started = time.perf_counter()
             try:
                 self.bind(**request)
-                return None
+                return None, time.perf_counter() - started
             except BindError as exc:
-                return exc
+                return exc, time.perf_counter() - started
 
         return list(self._pool.map(one, requests))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import threading
 import time
 from datetime import datetime, timezone
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 
 # As kube-scheduler's pod informer: terminated pods take no room and are none of our business.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+MAX_JOBS = 32  # jobs the committer takes at once: their bindings go out together, in parallel
 
 
 def _now() -> str:
@@ -47,6 +49,8 @@ class Committer:
         self.key = jobs_key()
         self.processing = self.key + ":processing"
         self.jobs_done = 0
+        self._reports: queue.Queue = queue.Queue()
+        self._reporter: threading.Thread | None = None
 
     def recover(self) -> int:
         """A previous leader's unfinished jobs go back to the head of the list (bindings are idempotent)."""
@@ -56,22 +60,70 @@ class Committer:
         return moved
 
     def run_once(self, timeout: float = 0.2) -> bool:
+        """Take the waiting jobs (up to MAX_JOBS): all their bindings in one batch, their reports to the events thread."""
         if not self.is_leader():
             return False
-        raw = self.redis.blmove(self.key, self.processing, timeout, "LEFT", "RIGHT")
-        if raw is None:
+        first = self.redis.blmove(self.key, self.processing, timeout, "LEFT", "RIGHT")
+        if first is None:
             self.recorder.tick()
             return False
-        job = json.loads(raw)
-        if job.get("op") == "bind":
+        raws = [first]
+        while len(raws) < MAX_JOBS:
+            raw = self.redis.lmove(self.key, self.processing, "LEFT", "RIGHT")
+            if raw is None:
+                break
+            raws.append(raw)
+        jobs = [json.loads(raw) for raw in raws]
+        items = [item for job in jobs if job.get("op") == "bind" for item in job["items"]]
+        if items:
             from ..loop import bind_batch
 
-            bind_batch(job["items"])
-        elif job.get("op") == "report":
-            self.report(job)
-        self.redis.lrem(self.processing, 1, raw)
-        self.jobs_done += 1
+            bind_batch(items)
+        for job in jobs:
+            if job.get("op") == "report":
+                self._reports.put(job)
+        for raw in raws:
+            self.redis.lrem(self.processing, 1, raw)
+        self.jobs_done += len(raws)
         return True
+
+    def start_reporting(self) -> threading.Thread:
+        """Events and conditions go out from their own thread, as the events broadcaster's: bindings never wait on them."""
+        def run():
+            try:
+                while True:
+                    job = self._reports.get()
+                    if job is None:
+                        return
+                    try:
+                        self.report(job)
+                    except Exception:  # noqa: BLE001 - best effort, as upstream's events
+                        log.exception("could not report scheduling outcomes")
+                    finally:
+                        self._reports.task_done()
+            finally:
+                connections.close_all()
+
+        self._reporter = threading.Thread(target=run, name="reporter", daemon=True)
+        self._reporter.start()
+        return self._reporter
+
+    def stop_reporting(self, timeout: float = 10.0) -> None:
+        if self._reporter is not None:
+            self._reports.put(None)
+            self._reporter.join(timeout)
+            self._reporter = None
+
+    def flush_reports(self) -> None:
+        """Wait until every report taken so far went out (tests)."""
+        if self._reporter is not None:
+            self._reports.join()
+        else:
+            while not self._reports.empty():
+                job = self._reports.get()
+                if job is not None:
+                    self.report(job)
+                self._reports.task_done()
 
     def report(self, job: dict) -> None:
         from ..models import Pod
@@ -171,6 +223,7 @@ class Controller:
         log.info("%s: started leading", self.identity)
         self.leading.set()
         self.committer.recover()
+        self.committer.start_reporting()
         self.threads += [self._thread("lease-renew", self._renew), self._thread("reflector-nodes", self.nodes.run)]
         # Nodes before pods, so that pods arriving bound find their node to count against.
         self._wait_synced(self.nodes)
@@ -193,6 +246,7 @@ class Controller:
         self.elector.stop.set()
         for thread in self.threads:
             thread.join(timeout=10)
+        self.committer.stop_reporting()
         if not lost:
             self.elector.release()
         connections.close_all()

@@ -14,8 +14,8 @@ class Command(BaseCommand):
             "the engine alone, the per-node reference, and end to end through real workers, Redis and Postgres.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--nodes", type=int, default=5000)
-        parser.add_argument("--pods", type=int, default=10000)
+        parser.add_argument("--nodes", type=int, default=None, help="5000 (100 with --backend kubernetes)")
+        parser.add_argument("--pods", type=int, default=None, help="10000 (1000 with --backend kubernetes)")
         parser.add_argument("--placed", type=int, default=1000, help="pods already bound before the run")
         parser.add_argument("--workers", type=int, default=2, help="Celery worker processes for the e2e run")
         parser.add_argument("--reference-sample", type=int, default=100, help="pods timed through the reference")
@@ -28,6 +28,9 @@ class Command(BaseCommand):
                             help="run e2e twice, without and with headless overview viewers: bind -> frame latency, "
                                  "frames and bytes per viewer, throughput with and without")
         parser.add_argument("--viewers", type=int, default=20, help="websocket clients for --dashboard")
+        parser.add_argument("--backend", choices=("simulated", "kubernetes"), default="simulated",
+                            help="kubernetes: pods through a loopback kube-apiserver (default 1000 pods on 100 nodes), "
+                                 "and the simulated backend on the same shape for comparison")
 
     def handle(self, *args, nodes, pods, placed, workers, reference_sample, skip_e2e, seed, **options):
         as_json = options["json"]
@@ -37,6 +40,11 @@ class Command(BaseCommand):
 
         def say(msg):
             print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+        if options["backend"] == "kubernetes":
+            return self.kubernetes(nodes=nodes or 100, pods=pods or 1000, workers=workers, seed=seed, say=say,
+                                   as_json=as_json)
+        nodes, pods = nodes or 5000, pods or 10000
 
         say(f"engine: {pods} pods on {nodes} nodes, {options['engine_runs']} runs")
         runs = [perf.run_engine(pods=pods, nodes=nodes, placed=placed, seed=seed) for _ in range(max(1, options["engine_runs"]))]
@@ -75,6 +83,25 @@ class Command(BaseCommand):
         else:
             for key, value in result.items():
                 self.stdout.write(f"{key:>24}: {value}")
+
+
+    def kubernetes(self, *, nodes, pods, workers, seed, say, as_json):
+        """The kubernetes backend end to end, then the simulated backend on the same shape (nothing placed before)."""
+        from scheduler import bench_kube
+
+        say(f"kubernetes: {pods} pods on {nodes} nodes, {workers} worker processes, one leading replica")
+        result = {"workload": "SchedulingBasic-kube", "nodes": nodes, "pods": pods, "workers": workers}
+        result.update(bench_kube.run_kubernetes(nodes=nodes, pods=pods, workers=workers, progress=say))
+        say(f"simulated: the same {pods} pods on {nodes} nodes")
+        simulated = bench.run_e2e(nodes=nodes, placed=0, pods=pods, workers=workers, seed=seed, progress=say)
+        result.update({f"simulated_{k}": v for k, v in simulated.items()
+                       if k in ("e2e_pods_per_s", "e2e_seconds", "binding_p50_ms", "binding_p99_ms", "attempt_p50_ms",
+                                "sli_p50_ms", "sli_p99_ms", "overcommitted_nodes")})
+        if as_json:
+            self.stdout.write(_json_dumps(result))
+        else:
+            for key, value in result.items():
+                self.stdout.write(f"{key:>32}: {value}")
 
 
 def _json_dumps(obj):

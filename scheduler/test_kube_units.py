@@ -1,0 +1,477 @@
+"""The kubernetes backend's parts against a fake client port: retries, list+watch bookkeeping,
+leader election timing, event series, binding outcomes, settings. Fast; the real API server tests
+(test_kube_backend.py, test_kube_leader.py, test_kube_deploy.py) are what prove it end to end."""
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from kubernetes.client.exceptions import ApiException
+
+from scheduler.backends.errors import BindError, BoundElsewhere, PodGone
+from scheduler.backends.kubernetes import KubernetesBackend
+from scheduler.kube.client import ApiError, Backoff, call
+from scheduler.kube.events import EventRecorder, pod_reference
+from scheduler.kube.leader import LeaderElector, validate_timings
+from scheduler.kube.reflector import Reflector
+
+NO_WAIT = Backoff(initial=0.0, cap=0.0, attempts=4)
+
+
+class Reply:
+    def __init__(self, obj):
+        self.data = json.dumps(obj).encode()
+
+
+def api_error(status, message="", headers=None):
+    exc = ApiException(status=status, reason={404: "Not Found", 409: "Conflict", 429: "Too Many Requests"}.get(status, "Error"),
+                       body=json.dumps({"kind": "Status", "code": status, "message": message}))
+    exc.headers = headers
+    return exc
+
+
+class Script:
+    """A client method that answers from a script: objects are replies, exceptions are raised."""
+
+    def __init__(self, *answers, on_empty=None):
+        self.answers = list(answers)
+        self.calls = []
+        self.on_empty = on_empty
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+        if not self.answers:
+            if self.on_empty:
+                self.on_empty()
+            raise AssertionError("the script ran out of answers")
+        answer = self.answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer if hasattr(answer, "data") or hasattr(answer, "stream") else Reply(answer)
+
+
+# ---- retries ----------------------------------------------------------------------------------
+
+def test_call_retries_throttling_and_server_errors_with_backoff_honouring_retry_after():
+    sleeps = []
+    fn = Script(api_error(429, headers={"Retry-After": "0.5"}), api_error(503), ConnectionResetError("reset"), {"ok": 1})
+
+    assert call(fn, backoff=Backoff(initial=0.1, cap=5.0, attempts=5), sleep=sleeps.append) == {"ok": 1}
+
+    assert len(fn.calls) == 4
+    assert sleeps[0] == 0.5  # the server's Retry-After
+    assert 0.2 <= sleeps[1] <= 0.25 and 0.4 <= sleeps[2] <= 0.5  # doubling, with jitter
+    assert all(kwargs["_preload_content"] is False for _, kwargs in fn.calls)
+
+
+def test_call_does_not_retry_what_a_retry_cannot_fix_and_gives_up_after_its_attempts():
+    conflict = Script(api_error(409, "already assigned"))
+    with pytest.raises(ApiError) as refused:
+        call(conflict, sleep=lambda s: None)
+    assert refused.value.status == 409 and "already assigned" in str(refused.value) and len(conflict.calls) == 1
+
+    down = Script(*[api_error(500)] * 4)
+    with pytest.raises(ApiError) as gave_up:
+        call(down, backoff=NO_WAIT, sleep=lambda s: None)
+    assert gave_up.value.status == 500 and len(down.calls) == 4
+
+
+# ---- list + watch -----------------------------------------------------------------------------
+
+class Stream:
+    """A watch response: lines of events, then either the end (timeout) or a dropped connection."""
+
+    def __init__(self, events, drop=False):
+        self.payload = b"".join(json.dumps(e).encode() + b"\n" for e in events)
+        self.drop = drop
+
+    def stream(self, amt=None, decode_content=False):
+        # Split mid-line: the reader must join the pieces.
+        yield self.payload[: len(self.payload) // 2]
+        yield self.payload[len(self.payload) // 2:]
+        if self.drop:
+            from urllib3.exceptions import ProtocolError
+
+            raise ProtocolError("connection broken")
+
+    def release_conn(self):
+        pass
+
+
+def pod_obj(name, rv):
+    return {"metadata": {"name": name, "namespace": "default", "resourceVersion": rv}}
+
+
+class RecordingStore:
+    def __init__(self, reflector_box):
+        self.seen = []
+        self.box = reflector_box
+
+    def replace(self, items):
+        self.seen.append(("REPLACE", sorted(i["metadata"]["name"] for i in items)))
+
+    def apply(self, kind, obj):
+        self.seen.append((kind, obj["metadata"]["name"]))
+        if len(self.seen) >= self.box["stop_after"]:
+            self.box["reflector"].stop.set()
+
+
+def test_a_reflector_lists_in_pages_then_resumes_its_watch_from_the_last_resource_version():
+    box = {"stop_after": 5}
+    store = RecordingStore(box)
+    fn = Script(
+        {"items": [pod_obj("a", "1")], "metadata": {"continue": "page2"}},
+        {"items": [pod_obj("b", "2")], "metadata": {"resourceVersion": "10"}},
+        Stream([{"type": "ADDED", "object": pod_obj("c", "11")},
+                {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "12"}}}], drop=True),
+        Stream([{"type": "MODIFIED", "object": pod_obj("c", "13")}]),  # ends: the server's timeout
+        Stream([{"type": "DELETED", "object": pod_obj("a", "14")}, {"type": "ADDED", "object": pod_obj("d", "15")}]),
+        on_empty=lambda: box["reflector"].stop.set(),
+    )
+    reflector = box["reflector"] = Reflector("pods", fn, store, kind="Pod", watch_timeout=60)
+
+    reflector.run()
+
+    assert store.seen == [("REPLACE", ["a", "b"]), ("ADDED", "c"), ("MODIFIED", "c"), ("DELETED", "a"), ("ADDED", "d")]
+    kwargs = [k for _, k in fn.calls]
+    assert kwargs[1]["_continue"] == "page2"
+    assert [k.get("resource_version") for k in kwargs[2:]] == ["10", "12", "13"]  # each resume from where it was
+    assert all(k["allow_watch_bookmarks"] for k in kwargs[2:])
+    assert reflector.lists == 1 and reflector.resumes == 2
+    assert reflector.resource_version == "15"
+
+
+def test_a_reflector_lists_again_when_the_server_says_410_gone():
+    box = {"stop_after": 3}
+    store = RecordingStore(box)
+    fn = Script(
+        {"items": [pod_obj("a", "1")], "metadata": {"resourceVersion": "10"}},
+        Stream([{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired",
+                                             "message": "too old resource version: 10 (50)"}}]),
+        {"items": [pod_obj("a", "1"), pod_obj("b", "40")], "metadata": {"resourceVersion": "50"}},
+        Stream([{"type": "ADDED", "object": pod_obj("c", "51")}]),
+        on_empty=lambda: box["reflector"].stop.set(),
+    )
+    reflector = box["reflector"] = Reflector("pods", fn, store, kind="Pod", watch_timeout=60)
+
+    reflector.run()
+
+    assert store.seen == [("REPLACE", ["a"]), ("REPLACE", ["a", "b"]), ("ADDED", "c")]
+    assert reflector.lists == 2
+    assert fn.calls[3][1]["resource_version"] == "50"
+
+
+# ---- leader election --------------------------------------------------------------------------
+
+class FakeLeases:
+    """coordination.k8s.io/v1 Leases with resourceVersion conflicts, as the API server keeps them."""
+
+    def __init__(self):
+        self.lease = None
+        self.version = 0
+
+    def read_namespaced_lease(self, name, namespace, **kw):
+        if self.lease is None:
+            raise api_error(404)
+        return Reply(self.lease)
+
+    def create_namespaced_lease(self, namespace, body, **kw):
+        if self.lease is not None:
+            raise api_error(409)
+        self.version += 1
+        self.lease = {**body, "metadata": {**body["metadata"], "resourceVersion": str(self.version)}}
+        return Reply(self.lease)
+
+    def replace_namespaced_lease(self, name, namespace, body, **kw):
+        if body["metadata"]["resourceVersion"] != self.lease["metadata"]["resourceVersion"]:
+            raise api_error(409)
+        self.version += 1
+        self.lease = {**body, "metadata": {**body["metadata"], "resourceVersion": str(self.version)}}
+        return Reply(self.lease)
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+def elector(leases, clock, identity):
+    return LeaderElector(leases, namespace="ns", name="schedboard", identity=identity, lease_duration=15,
+                         renew_deadline=10, retry_period=2, monotonic=clock)
+
+
+def test_the_first_replica_creates_the_lease_and_another_waits_until_it_expires_unrenewed():
+    leases, clock_a, clock_b = FakeLeases(), Clock(), Clock()
+    a, b = elector(leases, clock_a, "a"), elector(leases, clock_b, "b")
+
+    assert a.try_acquire_or_renew() and a.is_leader()
+    first_acquired = leases.lease["spec"]["acquireTime"]
+    assert leases.lease["spec"]["holderIdentity"] == "a" and leases.lease["spec"]["leaseDurationSeconds"] == 15
+    assert not b.try_acquire_or_renew() and not b.is_leader()
+
+    clock_a.t += 5
+    clock_b.t += 5
+    assert a.try_acquire_or_renew()  # renewed
+    assert leases.lease["spec"]["acquireTime"] == first_acquired  # a renewal keeps acquireTime
+    assert not b.try_acquire_or_renew()  # b sees the record changed: its 15 s count from now, on its own clock
+    clock_b.t += 14
+    assert not b.try_acquire_or_renew()
+    clock_b.t += 2  # 16 s after b last saw the record change, no renewal since: expired
+    assert b.try_acquire_or_renew() and b.is_leader()
+    assert leases.lease["spec"]["holderIdentity"] == "b"
+    assert leases.lease["spec"]["leaseTransitions"] == 1
+    assert a.try_acquire_or_renew() is False and not a.is_leader()  # a sees b's fresh record
+
+
+def test_a_leader_that_cannot_renew_within_the_renew_deadline_stops_being_leader_at_once():
+    leases, clock = FakeLeases(), Clock()
+    a = elector(leases, clock, "a")
+    assert a.try_acquire_or_renew()
+    clock.t += 9.9
+    assert a.is_leader()
+    clock.t += 0.2  # 10.1 s since the last renewal, whatever the renew loop is doing
+    assert not a.is_leader()
+
+    backend = KubernetesBackend(api_client=object(), elector=a)
+    with pytest.raises(BindError, match="not the leader"):
+        backend.bind(pod_manifest={"metadata": {"name": "p", "namespace": "default"}}, node_name="n")
+
+
+def test_a_released_lease_is_taken_at_once_by_the_next_replica():
+    leases, clock_a, clock_b = FakeLeases(), Clock(), Clock()
+    a, b = elector(leases, clock_a, "a"), elector(leases, clock_b, "b")
+    assert a.try_acquire_or_renew()
+    assert not b.try_acquire_or_renew()
+
+    assert a.release()
+
+    assert leases.lease["spec"].get("holderIdentity") is None and leases.lease["spec"]["leaseDurationSeconds"] == 1
+    assert b.try_acquire_or_renew()
+
+
+def test_lease_timings_are_validated_with_client_gos_messages():
+    validate_timings(15, 10, 2)
+    with pytest.raises(ValueError, match="^leaseDuration must be greater than renewDeadline$"):
+        validate_timings(10, 10, 2)
+    with pytest.raises(ValueError, match=r"^renewDeadline must be greater than retryPeriod\*JitterFactor$"):
+        validate_timings(15, 2.4, 2)
+
+
+# ---- events -----------------------------------------------------------------------------------
+
+class FakeEvents:
+    def __init__(self):
+        self.created, self.patched = [], []
+
+    def create_namespaced_event(self, namespace, body, **kw):
+        self.created.append((namespace, body))
+        return Reply(body)
+
+    def patch_namespaced_event(self, name, namespace, body, **kw):
+        self.patched.append((name, body))
+        return Reply(body)
+
+
+def test_repeated_events_become_a_series_as_the_events_broadcaster_counts_it():
+    api = FakeEvents()
+    now = [datetime(2026, 11, 30, 6, 0, tzinfo=timezone.utc)]
+    recorder = EventRecorder(api, hostname="host-1", clock=lambda: now[0])
+    ref = pod_reference("default", "web", "uid-1", "42")
+
+    for note in ("0/3 nodes are available: 3 Insufficient cpu.", "0/3 nodes are available: 3 Insufficient cpu.",
+                 "0/4 nodes are available: 4 Insufficient cpu."):  # the note is not part of the key
+        recorder.eventf(ref, type="Warning", reason="FailedScheduling", action="Scheduling", note=note,
+                        reporting_controller="schedboard")
+        now[0] += timedelta(seconds=1)
+
+    assert len(api.created) == 1
+    namespace, event = api.created[0]
+    assert namespace == "default"
+    assert event["metadata"]["name"] == f"web.{int(datetime(2026, 11, 30, 6, 0, tzinfo=timezone.utc).timestamp() * 1e9):x}"
+    assert (event["reportingController"], event["reportingInstance"]) == ("schedboard", "schedboard-host-1")
+    assert event["regarding"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": "web",
+                                  "uid": "uid-1", "resourceVersion": "42"}
+    assert event["eventTime"] == "2026-11-30T06:00:00.000000Z" and "series" not in event
+    assert api.patched == [(event["metadata"]["name"], {"series": {"count": 2, "lastObservedTime": "2026-11-30T06:00:01.000000Z"}})]
+
+    now[0] += timedelta(minutes=7)  # no repeat for 6 minutes: the series ends, its count is written
+    recorder.tick()
+    assert api.patched[-1] == (event["metadata"]["name"], {"series": {"count": 3, "lastObservedTime": "2026-11-30T06:00:02.000000Z"}})
+    assert recorder.cache == {}
+
+
+def test_an_event_about_another_resource_version_of_the_pod_is_a_new_event():
+    api = FakeEvents()
+    recorder = EventRecorder(api, hostname="h")
+    for rv in ("1", "2"):
+        recorder.eventf(pod_reference("default", "web", "u", rv), type="Warning", reason="FailedScheduling",
+                        action="Scheduling", note="n", reporting_controller="schedboard")
+    assert len(api.created) == 2 and api.patched == []
+
+
+# ---- binding outcomes -------------------------------------------------------------------------
+
+class FakeCore:
+    def __init__(self, bind, read=None):
+        self.create_namespaced_pod_binding = bind
+        self.read_namespaced_pod = read or Script()
+
+
+MANIFEST = {"metadata": {"name": "p", "namespace": "default", "uid": "uid-1"}}
+
+
+def backend_with(core):
+    backend = KubernetesBackend(api_client=object(), backoff=NO_WAIT)
+    type(backend).core = property(lambda self: core)
+    return backend
+
+
+@pytest.fixture(autouse=True)
+def _restore_core_property():
+    original = KubernetesBackend.core
+    yield
+    KubernetesBackend.core = original
+
+
+def test_binding_posts_the_pods_binding_subresource_with_the_uid():
+    bind = Script({"kind": "Status", "status": "Success"})
+    backend_with(FakeCore(bind)).bind(pod_manifest=MANIFEST, node_name="node-a")
+    (args, _), = bind.calls
+    assert args[:2] == ("p", "default")
+    assert args[2] == {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p", "namespace": "default", "uid": "uid-1"},
+                       "target": {"apiVersion": "v1", "kind": "Node", "name": "node-a"}}
+
+
+def test_a_409_is_success_when_the_pod_is_on_our_node_and_bound_elsewhere_otherwise():
+    on = lambda node: {"metadata": {"uid": "uid-1"}, "spec": {"nodeName": node}}  # noqa: E731
+    backend_with(FakeCore(Script(api_error(409)), Script(on("node-a")))).bind(pod_manifest=MANIFEST, node_name="node-a")
+    with pytest.raises(BoundElsewhere) as elsewhere:
+        backend_with(FakeCore(Script(api_error(409)), Script(on("node-b")))).bind(pod_manifest=MANIFEST, node_name="node-a")
+    assert elsewhere.value.node_name == "node-b"
+
+
+def test_a_pod_gone_or_replaced_is_reported_as_gone():
+    with pytest.raises(PodGone):
+        backend_with(FakeCore(Script(api_error(404)))).bind(pod_manifest=MANIFEST, node_name="node-a")
+    replaced = {"metadata": {"uid": "uid-2"}, "spec": {}}
+    with pytest.raises(PodGone):
+        backend_with(FakeCore(Script(api_error(409)), Script(replaced))).bind(pod_manifest=MANIFEST, node_name="node-a")
+
+
+def test_server_errors_are_retried_then_refused_so_the_loop_requeues_the_pod():
+    bind = Script(api_error(503), api_error(500), {"status": "Success"})
+    backend_with(FakeCore(bind)).bind(pod_manifest=MANIFEST, node_name="node-a")
+    assert len(bind.calls) == 3
+
+    failing = Script(*[api_error(503)] * 4)
+    outcomes = backend_with(FakeCore(failing)).bind_many([{"pod_manifest": MANIFEST, "node_name": "node-a"}])
+    error, seconds = outcomes[0]
+    assert isinstance(error, BindError) and not isinstance(error, (BoundElsewhere, PodGone)) and seconds >= 0
+    assert "503" in str(error)
+
+
+# ---- settings ---------------------------------------------------------------------------------
+
+def test_durations_and_the_backend_choice_are_parsed_strictly(monkeypatch):
+    from config.env import env_choice, env_duration
+
+    for text, seconds in (("15s", 15.0), ("500ms", 0.5), ("1m30s", 90.0), ("2", 2.0)):
+        monkeypatch.setenv("D", text)
+        assert env_duration("D", 1.0) == seconds
+    monkeypatch.setenv("D", "soon")
+    with pytest.raises(ImproperlyConfigured, match="^D: expected a duration such as 15s or 500ms, got 'soon'$"):
+        env_duration("D", 1.0)
+    monkeypatch.setenv("B", "k8s")
+    with pytest.raises(ImproperlyConfigured, match="^B: expected one of simulated, kubernetes, got 'k8s'$"):
+        env_choice("B", "simulated", ("simulated", "kubernetes"))
+
+
+# ---- the loop's bind path with a cluster-like backend (real Postgres and Redis) -----------------
+
+class FlakyCluster:
+    """A backend like the kubernetes one whose bindings answer from a script of outcomes."""
+
+    mirrors_bindings = True
+
+    def __init__(self, *outcomes):
+        self.outcomes = list(outcomes)
+        self.reports = []
+
+    def bind_many(self, requests):
+        return [(self.outcomes.pop(0), 0.001) for _ in requests]
+
+    def hand_off(self, items):
+        from scheduler import loop
+
+        loop.bind_batch(items)
+
+    def report(self, *, failed, scheduled):
+        self.reports.append(([(p.name, r, m) for p, r, m in failed], [(p.name, n) for p, n in scheduled]))
+
+
+@pytest.fixture
+def clock():
+    """The shared Redis queue on a hand-moved clock (as test_loop.py): backoff without sleeping."""
+    from django.conf import settings
+
+    from scheduler import queues
+    from scheduler.queue_redis import RedisQueue
+    from scheduler.test_loop import FakeClock
+
+    c = FakeClock()
+    queues.reset_queue(RedisQueue(queues.get_redis(), prefix=settings.SCHEDBOARD_QUEUE_PREFIX, clock=c))
+    return c
+
+
+@pytest.fixture
+def cluster_backend():
+    from scheduler.backends import reset_backend, set_backend
+
+    def install(*outcomes):
+        backend = FlakyCluster(*outcomes)
+        set_backend(backend)
+        return backend
+
+    yield install
+    reset_backend()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_api_error_on_bind_releases_the_room_and_retries_the_pod_with_backoff(cluster_backend, clock):
+    from scheduler.models import Attempt, Node, Pod
+    from scheduler.test_loop import apply, drain, node, pod
+
+    backend = cluster_backend(BindError("503 Service Unavailable: etcd leader changed"), None)
+    apply(node("node-a"), pod("web"))
+
+    drain(clock)
+
+    assert Pod.objects.get(name="web").node_name == "node-a"
+    assert list(Attempt.objects.order_by("id").values_list("result", "message")) == [
+        ("bind_failed", "Binding rejected: 503 Service Unavailable: etcd leader changed"), ("scheduled", "")]
+    assert Node.objects.get(name="node-a").req_pods == 1  # released once, taken once
+    assert backend.reports[0] == ([("web", "SchedulerError", "Binding rejected: 503 Service Unavailable: etcd leader changed")], [])
+    assert backend.reports[-1] == ([], [("web", "node-a")])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pod_bound_elsewhere_is_dropped_without_retry_and_its_room_released(cluster_backend, clock):
+    from scheduler import queues
+    from scheduler.models import Attempt, Binding, Node, Pod
+    from scheduler.test_loop import apply, drain, node, pod
+
+    cluster_backend(BoundElsewhere("node-x"))
+    apply(node("node-a"), pod("web"))
+
+    drain(clock)
+
+    web = Pod.objects.get(name="web")
+    assert (web.node_name, web.assumed_node) == ("node-x", "")  # where the API says it is; not requeued
+    assert Attempt.objects.get().message == "Binding rejected: pod is already bound to node 'node-x'"
+    assert Node.objects.get(name="node-a").req_pods == 0
+    assert not Binding.objects.exists()
+    assert queues.get_queue().get("default/web") is None
