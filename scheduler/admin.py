@@ -89,7 +89,7 @@ class SchedulerConfigVersionAdmin(ReadOnly):
     list_display = ("number", "active", "created_by", "created_at", "reason", "profiles")
     list_filter = ("active",)
     search_fields = ("reason",)
-    fields = ("number", "active", "created_at", "created_by", "reason", "changes", "configuration")
+    fields = ("number", "active", "created_at", "created_by", "reason", "what_if", "changes", "configuration")
     readonly_fields = fields
     actions = ["restore_as_new_version", "export_version"]
 
@@ -108,6 +108,11 @@ class SchedulerConfigVersionAdmin(ReadOnly):
             (_DIFF_CLASS.get(line[:1], "") if not line.startswith(("+++", "---")) else "diff-file", line.rstrip("\n"))
             for line in diff.splitlines(keepends=True)))
         return format_html('<pre class="config-diff">{}</pre>', lines)
+
+    @admin.display(description="What-if")
+    def what_if(self, obj):
+        return format_html('<a href="/whatif/?version={}">re-score the latest attempts with version {}</a>',
+                           obj.number, obj.number)
 
     @admin.display(description="Profiles")
     def profiles(self, obj):

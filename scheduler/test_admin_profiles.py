@@ -346,6 +346,7 @@ def test_a_versions_page_shows_who_why_and_a_diff_to_the_previous_version(staff)
     assert '<span class="diff-file">--- version 0</span>' in html
     assert '<span class="diff-add">+        type: MostAllocated</span>' in html
     assert '<span class="diff-add">+  pluginConfig:</span>' in html
+    assert '<a href="/whatif/?version=1">' in html
 
 
 # ---- import and export as admin pages -----------------------------------------------------------
