@@ -47,12 +47,13 @@ class Command(BaseCommand):
             threading.Thread(target=trickle, args=(stop, rate, lifetime), name="trickle", daemon=True).start()
         self.stdout.write(
             "\nschedboard is running ({} mode).\n"
-            "  Django admin:   http://{}/admin/  (admin / admin)\n"
+            "  Dashboard:      http://{addr}/  (log in as admin / admin)\n"
+            "  Django admin:   http://{addr}/admin/  (profiles and weights, versions, audit tables)\n"
             "  Watch pods:     python manage.py get pods -A -o wide\n"
             "  Nodes:          python manage.py get nodes\n"
             "  Events:         python manage.py get events -A\n"
             "  Why a pod:      python manage.py explain --cluster CLUSTER.yaml --pod POD.yaml\n".format(
-                "embedded" if settings.EMBEDDED else "external", addr)
+                "embedded" if settings.EMBEDDED else "external", addr=addr)
         )
         try:
             if no_web:
