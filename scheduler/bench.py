@@ -175,6 +175,12 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             queue = RedisQueue(r, prefix=prefix)
             env = worker_env(database_url=url, redis_url=settings.REDIS_URL, queue_prefix=prefix,
                              SCHEDBOARD_LIVE_PREFIX=f"{prefix}:live")
+            if viewers:  # --dashboard: a daphne server and N websocket clients on the overview, all the run long
+                from dashboard.live.bench import Viewers
+
+                # Before the workers: the reconciler would queue the pending pods while daphne starts.
+                say(f"starting daphne and {viewers} overview viewers")
+                watch = Viewers(viewers, env).start()
             wp = WorkerProcesses(workers, env, beat=True).start()
             # Warm-up (not measured): workers start, load the node snapshot, parse the profile.
             warmup, measured = keys[-50:], keys[:pods]
@@ -183,12 +189,8 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             _kick(r, workers)
             _wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count() >= len(warmup),
                   timeout, wp, "warm-up pods bound")
-            if viewers:  # --dashboard: a daphne server and N websocket clients on the overview, all the run long
-                from dashboard.live.bench import Viewers
-
-                say(f"starting daphne and {viewers} overview viewers")
-                watch = Viewers(viewers, env).start()
-                watch.measure()
+            if watch:
+                watch.measure(settle=len(warmup))
             say(f"warm; queueing {pods} pods")
             started_wall = timezone.now()
             t0 = time.perf_counter()

@@ -84,8 +84,10 @@ class Viewers:
                 raise RuntimeError("a viewer got no first frame:\n" + (self.log_dir / "daphne.log").read_text()[-3000:])
         return self
 
-    def measure(self) -> None:
-        """Start counting from now (the measured pods are about to be queued)."""
+    def measure(self, settle: int = 0) -> None:
+        """Start counting from now (the measured pods are about to be queued), once every client has
+        been shown the `settle` bindings made before (the warm-up), so none of them is counted."""
+        self.wait_seen(settle)
         for c in self.clients:
             c.frames = c.bytes = c.seen = 0
             c.latencies = []
