@@ -12,7 +12,6 @@ import logging
 import queue
 import random
 import threading
-import time
 from typing import Protocol
 
 from .client import ApiError, Backoff, call
@@ -183,9 +182,6 @@ class Reflector:
                 self._response = None
             response.release_conn()
 
-    def _handle(self, event: dict) -> None:
-        self._handle_many([event])
-
     def _handle_many(self, events: list[dict]) -> None:
         """Events that arrived together are applied together (one transaction in the pod store)."""
         batch, version = [], None
@@ -244,27 +240,3 @@ def _line_batches(response):
         lines = [line.decode("utf-8", errors="replace") for line in complete if line.strip()]
         if lines:
             yield lines
-
-
-def start(reflector: Reflector) -> threading.Thread:
-    thread = threading.Thread(target=_run_closing_db, args=(reflector,), name=reflector.name, daemon=True)
-    thread.start()
-    return thread
-
-
-def _run_closing_db(reflector: Reflector) -> None:
-    from django.db import connections
-
-    try:
-        reflector.run()
-    finally:
-        connections.close_all()
-
-
-def sleep_until(predicate, timeout: float, step: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
