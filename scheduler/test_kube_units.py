@@ -475,3 +475,21 @@ def test_a_pod_bound_elsewhere_is_dropped_without_retry_and_its_room_released(cl
     assert Node.objects.get(name="node-a").req_pods == 0
     assert not Binding.objects.exists()
     assert queues.get_queue().get("default/web") is None
+
+
+# ---- the command's refusals -------------------------------------------------------------------
+
+def test_kube_check_says_when_the_cluster_configuration_cannot_be_loaded(settings, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    settings.KUBECONFIG = str(tmp_path / "missing-kubeconfig")
+    with pytest.raises(CommandError, match="^cannot load the cluster configuration \\(KUBECONFIG or in-cluster\\): "):
+        call_command("kube", "check")
+
+
+def test_kube_run_refuses_to_start_without_the_kubernetes_backend(settings):
+    from django.core.management import CommandError, call_command
+
+    settings.SCHEDBOARD_BACKEND = "simulated"
+    with pytest.raises(CommandError, match="^kube run needs SCHEDBOARD_BACKEND=kubernetes$"):
+        call_command("kube", "run")

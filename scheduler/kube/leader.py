@@ -10,7 +10,6 @@ no longer the leader, and `is_leader()` turns false at once.
 from __future__ import annotations
 
 import logging
-import math
 import socket
 import threading
 import time
@@ -181,7 +180,3 @@ class LeaderElector:
         except ApiError as exc:
             log.warning("failed to release lease %s/%s: %s", self.namespace, self.name, exc)
             return False
-
-
-def lease_seconds(value: float) -> int:
-    return max(1, math.floor(value))

@@ -132,8 +132,10 @@ class PodStore:
 
     def _replace(self, items: list[dict]) -> None:
         listed = set()
+        ours = scheduler_names()
         for obj in items:
-            self._apply("ADDED", obj)
+            with transaction.atomic():
+                self._apply("ADDED", obj, ours)
             meta = obj.get("metadata") or {}
             listed.add((meta.get("namespace"), meta.get("name")))
         for namespace, name in Pod.objects.values_list("namespace", "name"):
@@ -141,19 +143,25 @@ class PodStore:
                 pod_remove(namespace=namespace, name=name, uid=None, queue=self.queue)
 
     def apply(self, event_type: str, obj: dict) -> None:
-        with MIRROR_LOCK:
-            self._apply(event_type, obj)
+        self.apply_many([(event_type, obj)])
 
-    def _apply(self, event_type: str, obj: dict) -> None:
+    def apply_many(self, events: list[tuple[str, dict]]) -> None:
+        """Events that arrived together, in one transaction: a busy watch costs a round trip per pod, not six."""
+        with MIRROR_LOCK, transaction.atomic():
+            ours = scheduler_names()
+            for event_type, obj in events:
+                self._apply(event_type, obj, ours)
+
+    def _apply(self, event_type: str, obj: dict, ours: set[str] | None = None) -> None:
         meta = obj.get("metadata") or {}
         if event_type == "DELETED":
             pod_remove(namespace=meta.get("namespace") or "", name=meta.get("name") or "", uid=meta.get("uid"),
                        queue=self.queue)
             return
-        pod_upsert(obj, queue=self.queue)
+        pod_upsert(obj, queue=self.queue, ours=ours)
 
 
-def pod_upsert(obj: dict, *, queue) -> None:
+def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
     """Create or update a pod's row from the API's object; count it where the API says it is bound."""
     parsed = _parse(pod_manifest(obj), "Pod")
     if parsed is None:
@@ -162,10 +170,10 @@ def pod_upsert(obj: dict, *, queue) -> None:
     usage = pod_usage_fields(spec)
     condition = _scheduled_condition(manifest)
     phase = (manifest.get("status") or {}).get("phase") or Pod.PENDING
-    ours = scheduler_names()
+    ours = scheduler_names() if ours is None else ours
     now = timezone.now()
     publish: dict = {"add": None, "done": None, "moved": None}
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # inside a batch's transaction: no savepoint per pod
         row = Pod.objects.select_for_update().filter(namespace=spec.namespace, name=spec.name).first()
         if row is not None and row.uid != spec.uid:
             _remove_row(row)  # the same name, a new pod: the old one is gone
@@ -264,7 +272,7 @@ def _remove_row(row: Pod) -> bool:
 
 def pod_remove(*, namespace: str, name: str, uid: str | None, queue) -> bool:
     """The pod left the API (deleted, or terminated): forget it, free its room, tell the queue."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         row = Pod.objects.select_for_update().filter(namespace=namespace, name=name).first()
         if row is None or (uid and row.uid != uid):
             return False

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .client import ApiError, call
+from .client import call
 
 
 @dataclass(frozen=True)
@@ -83,4 +83,4 @@ def check(authorization_api, *, namespace: str) -> list[Verdict]:
     return verdicts
 
 
-__all__ = ["ApiError", "Permission", "REQUIRED", "Verdict", "check", "rules"]
+__all__ = ["Permission", "REQUIRED", "Verdict", "check", "rules"]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import random
 import threading
-import time
 from typing import Protocol
 
 from .client import ApiError, Backoff, call
@@ -19,6 +19,7 @@ from .client import ApiError, Backoff, call
 log = logging.getLogger(__name__)
 
 LIST_PAGE = 500
+MAX_BATCH = 500  # watch events applied in one transaction at most
 # As the reflector: a watch lasts a random 5-10 minutes, then starts again from where it was.
 MIN_WATCH_TIMEOUT = 300
 
@@ -121,8 +122,6 @@ class Reflector:
                 self.stop.wait(min(1.0, 0.05 * failures))
 
     def _watch_once(self) -> None:
-        from kubernetes.watch.watch import iter_resp_lines
-
         while not self.gate.wait(0.1):
             if self.stop.is_set():
                 return
@@ -141,33 +140,76 @@ class Reflector:
             raise
         with self._lock:
             self._response = response
+        # A reader thread takes lines off the connection while the store applies what came before:
+        # when the store falls behind, everything waiting is applied as one batch.
+        arrived: queue.Queue = queue.Queue()
+        done = object()
+
+        def read():
+            try:
+                for lines in _line_batches(response):
+                    arrived.put(lines)
+                arrived.put(done)
+            except BaseException as exc:  # noqa: BLE001 - handed to the applying thread
+                arrived.put(exc)
+
+        threading.Thread(target=read, name=f"{self.name}-read", daemon=True).start()
         try:
-            for line in iter_resp_lines(response):
+            while True:
+                item = arrived.get()
+                lines, end = [], None
+                while True:
+                    if item is done or isinstance(item, BaseException):
+                        end = item
+                        break
+                    lines.extend(item)
+                    if len(lines) >= MAX_BATCH:
+                        break
+                    try:
+                        item = arrived.get_nowait()
+                    except queue.Empty:
+                        break
                 if self.stop.is_set():
                     return
-                if not line:
-                    continue
-                self._handle(json.loads(line))
+                if lines:
+                    self._handle_many([json.loads(line) for line in lines])
+                if end is done:
+                    return
+                if end is not None:
+                    raise end
         finally:
             with self._lock:
                 self._response = None
             response.release_conn()
 
-    def _handle(self, event: dict) -> None:
-        kind = event.get("type")
-        obj = event.get("object") or {}
-        if kind == "ERROR":
-            if obj.get("code") == 410:
-                raise Expired()
-            raise ApiError(int(obj.get("code") or 0), obj.get("reason") or "", obj.get("message") or "", obj)
-        version = (obj.get("metadata") or {}).get("resourceVersion")
-        if kind != "BOOKMARK":
-            if self.kind:
-                obj.setdefault("kind", self.kind)
-                obj.setdefault("apiVersion", "v1")
-            self.store.apply(kind, obj)
+    def _handle_many(self, events: list[dict]) -> None:
+        """Events that arrived together are applied together (one transaction in the pod store)."""
+        batch, version = [], None
+        for event in events:
+            kind = event.get("type")
+            obj = event.get("object") or {}
+            if kind == "ERROR":
+                break
+            if kind != "BOOKMARK":
+                if self.kind:
+                    obj.setdefault("kind", self.kind)
+                    obj.setdefault("apiVersion", "v1")
+                batch.append((kind, obj))
+            version = (obj.get("metadata") or {}).get("resourceVersion") or version
+        if batch:
+            if hasattr(self.store, "apply_many"):
+                self.store.apply_many(batch)
+            else:
+                for kind, obj in batch:
+                    self.store.apply(kind, obj)
         if version:
-            self.resource_version = version
+            self.resource_version = version  # only once applied: a failure resumes before these events
+        for event in events:
+            if event.get("type") == "ERROR":
+                obj = event.get("object") or {}
+                if obj.get("code") == 410:
+                    raise Expired()
+                raise ApiError(int(obj.get("code") or 0), obj.get("reason") or "", obj.get("message") or "", obj)
 
     # ---- for tests and shutdown ---------------------------------------------------------------
     def interrupt(self) -> bool:
@@ -187,25 +229,14 @@ class Reflector:
         self.interrupt()
 
 
-def start(reflector: Reflector) -> threading.Thread:
-    thread = threading.Thread(target=_run_closing_db, args=(reflector,), name=reflector.name, daemon=True)
-    thread.start()
-    return thread
-
-
-def _run_closing_db(reflector: Reflector) -> None:
-    from django.db import connections
-
-    try:
-        reflector.run()
-    finally:
-        connections.close_all()
-
-
-def sleep_until(predicate, timeout: float, step: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
+def _line_batches(response):
+    """The complete lines of each chunk read from a watch response, as one list per chunk."""
+    buffer = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        buffer += chunk if isinstance(chunk, bytes) else chunk.encode()
+        if b"\n" not in buffer:
+            continue
+        *complete, buffer = buffer.split(b"\n")
+        lines = [line.decode("utf-8", errors="replace") for line in complete if line.strip()]
+        if lines:
+            yield lines
