@@ -171,3 +171,12 @@ def test_a_draft_weight_of_0_is_1_as_the_loader_says(client):
     # b: 50 + 40 × 1 = 90, unchanged (taken literally, 0 would make it 50).
     b = re.search(r'data-node="b">(.*?)</tr>', response.content.decode(), re.S).group(1)
     assert re.findall(r'<td class="num">([^<]*)</td>', b) == ["90", "90", "0"]
+
+
+@pytest.mark.parametrize("page", ["whatif", "rescore"])
+def test_the_target_field_reads_configuration_version_n_once(client, page):
+    rows = store()
+    url = "/whatif/" if page == "whatif" else f"/attempts/{rows[0].pk}/rescore/"
+    words = text(client.get(url))
+    assert "version version" not in words
+    assert "configuration version 0 (initial)" in words

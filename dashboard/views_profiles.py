@@ -68,7 +68,7 @@ class TargetForm(forms.Form):
     must not overflow); on a problem the form shows the loader's error with its field path.
     """
 
-    version = forms.TypedChoiceField(coerce=int, label="configuration version")
+    version = forms.TypedChoiceField(coerce=int, label="configuration")
     use_draft = forms.BooleanField(required=False, label="with these draft weights instead")
 
     def __init__(self, data, *, plugins: list[tuple[str, int]], profile_name: str, **kwargs):
