@@ -53,7 +53,6 @@ def test_profiles_page_shows_the_active_version_of_each_profile_with_links_to_it
     html, words = response.content.decode(), text(response)
     assert "Active configuration: version 1" in words and "images matter" in words and "by viewer" in words
     assert re.search(r'data-plugin="ImageLocality">ImageLocality&nbsp;<b>2</b>', html)
-    assert 'href="/admin/scheduler/schedulerconfigversion/"' in html  # the history
     assert 'href="/whatif/?version=1"' in html
 
 
@@ -180,3 +179,25 @@ def test_the_target_field_reads_configuration_version_n_once(client, page):
     words = text(client.get(url))
     assert "version version" not in words
     assert "configuration version 0 (initial)" in words
+
+
+@pytest.mark.parametrize("staff, perm, admin_links, edit_links", [
+    (False, False, False, False),
+    (False, True, False, False),  # a permission without staff status does not open the admin
+    (True, False, True, False),
+    (True, True, True, True),
+])
+def test_profiles_page_links_into_the_admin_only_for_staff(staff, perm, admin_links, edit_links):
+    from django.contrib.auth.models import Permission
+    user = get_user_model().objects.create_user("someone", password="pw", is_staff=staff)
+    if perm:
+        user.user_permissions.add(Permission.objects.get(codename="add_schedulerconfigversion"))
+    version = config_version_create(config=image_x2(), reason="images matter", user=user)
+    c = Client()
+    c.force_login(user)
+    html = c.get("/profiles/").content.decode()
+    assert ('href="/admin/scheduler/schedulerconfigversion/"' in html) is admin_links  # the history
+    assert (f'href="/admin/scheduler/schedulerconfigversion/{version.pk}/change/"' in html) is admin_links  # diff
+    assert ('href="/admin/"' in html) is admin_links  # the navigation
+    assert ("edit in admin" in html) is edit_links
+    assert 'href="/whatif/?version=1"' in html  # not an admin page: for everyone

@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from dashboard.context_processors import can_open_admin
 from scheduler.engine.config import ConfigError, SchedulerConfig
 from scheduler.profile_services import config_with_draft_weights
 from scheduler.models import RESULT_SCHEDULED, Attempt, SchedulerConfigVersion
@@ -27,6 +28,7 @@ ADMIN_VERSIONS = "admin:scheduler_schedulerconfigversion_changelist"
 @require_GET
 def profiles(request):
     number, config = active_config()
+    staff = can_open_admin(request.user)
     row = SchedulerConfigVersion.objects.select_related("created_by").filter(number=number).first()
     return render(request, "dashboard/profiles.html", {
         "number": number,
@@ -35,7 +37,9 @@ def profiles(request):
         "profiles": [_profile_summary(p) for p in config.profiles],
         "recent": SchedulerConfigVersion.objects.select_related("created_by")[:10],
         "history_url": reverse(ADMIN_VERSIONS),
-        "can_edit": request.user.has_perm("scheduler.add_schedulerconfigversion"),
+        # Links into the admin only for users it lets in (active staff), and edit links only with the permission.
+        "staff": staff,
+        "can_edit": staff and request.user.has_perm("scheduler.add_schedulerconfigversion"),
     })
 
 
