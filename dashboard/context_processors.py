@@ -29,7 +29,13 @@ def current_section(path: str) -> str:
     return best
 
 
+def can_open_admin(user) -> bool:
+    """Django's admin lets in active staff users only; others are not shown links into it."""
+    return bool(user and user.is_active and user.is_staff)
+
+
 def navigation(request):
     section = current_section(request.path)
+    staff = can_open_admin(getattr(request, "user", None))
     return {"nav_items": [{"label": label, "href": href, "current": prefix == section}
-                          for label, href, prefix in NAV]}
+                          for label, href, prefix in NAV if staff or not href.startswith("/admin/")]}

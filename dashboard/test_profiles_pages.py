@@ -53,7 +53,6 @@ def test_profiles_page_shows_the_active_version_of_each_profile_with_links_to_it
     html, words = response.content.decode(), text(response)
     assert "Active configuration: version 1" in words and "images matter" in words and "by viewer" in words
     assert re.search(r'data-plugin="ImageLocality">ImageLocality&nbsp;<b>2</b>', html)
-    assert 'href="/admin/scheduler/schedulerconfigversion/"' in html  # the history
     assert 'href="/whatif/?version=1"' in html
 
 
@@ -133,3 +132,72 @@ def test_whatif_offers_every_profile_that_has_attempts_not_only_the_latest_ones(
     store(HISTORY * 12)  # 60 newer attempts of the default profile
     html = client.get("/whatif/").content.decode()
     assert '<option value="retired">retired</option>' in html
+
+
+DRAFT = {"w_TaintToleration": 3, "w_NodeAffinity": 2, "w_NodeResourcesFit": 1, "w_NodeResourcesBalancedAllocation": 1}
+# Score plugins in the dumped profile's score list: TaintToleration, NodeAffinity, NodeResourcesFit,
+# NodeResourcesBalancedAllocation, ImageLocality -> ImageLocality is enabled[4].
+IMAGE_WEIGHT_PATH = "profiles[0].plugins.score.enabled[4].weight"
+
+
+@pytest.mark.parametrize("weight, error", [
+    ("999999999999999999999999", f"{IMAGE_WEIGHT_PATH}: cannot unmarshal number into Go value of type int32"),
+    ("2147483648", f"{IMAGE_WEIGHT_PATH}: cannot unmarshal number into Go value of type int32"),
+    ("-2147483649", f"{IMAGE_WEIGHT_PATH}: cannot unmarshal number into Go value of type int32"),
+    ("2147483647", None),
+    ("0", None),  # as unset: 1, as the loader
+])
+@pytest.mark.parametrize("page", ["whatif", "rescore"])
+def test_draft_weights_go_through_the_loaders_validation(client, page, weight, error):
+    rows = store()
+    url = "/whatif/" if page == "whatif" else f"/attempts/{rows[0].pk}/rescore/"
+    response = client.get(url, {"profile": "default-scheduler", "version": "0", "use_draft": "on", **DRAFT,
+                                "w_ImageLocality": weight})
+    assert response.status_code == 200
+    words = text(response)
+    if error:
+        assert error in words
+        assert "Result:" not in words and "With draft" not in words  # nothing computed
+    else:
+        assert "cannot unmarshal" not in words
+        assert ("Result: draft weights on version 0" if page == "whatif" else "With draft weights on version 0") in words
+
+
+def test_a_draft_weight_of_0_is_1_as_the_loader_says(client):
+    rows = store()
+    response = client.get(f"/attempts/{rows[0].pk}/rescore/", {"version": "0", "use_draft": "on", **DRAFT,
+                                                                "w_ImageLocality": 0})
+    # b: 50 + 40 × 1 = 90, unchanged (taken literally, 0 would make it 50).
+    b = re.search(r'data-node="b">(.*?)</tr>', response.content.decode(), re.S).group(1)
+    assert re.findall(r'<td class="num">([^<]*)</td>', b) == ["90", "90", "0"]
+
+
+@pytest.mark.parametrize("page", ["whatif", "rescore"])
+def test_the_target_field_reads_configuration_version_n_once(client, page):
+    rows = store()
+    url = "/whatif/" if page == "whatif" else f"/attempts/{rows[0].pk}/rescore/"
+    words = text(client.get(url))
+    assert "version version" not in words
+    assert "configuration version 0 (initial)" in words
+
+
+@pytest.mark.parametrize("staff, perm, admin_links, edit_links", [
+    (False, False, False, False),
+    (False, True, False, False),  # a permission without staff status does not open the admin
+    (True, False, True, False),
+    (True, True, True, True),
+])
+def test_profiles_page_links_into_the_admin_only_for_staff(staff, perm, admin_links, edit_links):
+    from django.contrib.auth.models import Permission
+    user = get_user_model().objects.create_user("someone", password="pw", is_staff=staff)
+    if perm:
+        user.user_permissions.add(Permission.objects.get(codename="add_schedulerconfigversion"))
+    version = config_version_create(config=image_x2(), reason="images matter", user=user)
+    c = Client()
+    c.force_login(user)
+    html = c.get("/profiles/").content.decode()
+    assert ('href="/admin/scheduler/schedulerconfigversion/"' in html) is admin_links  # the history
+    assert (f'href="/admin/scheduler/schedulerconfigversion/{version.pk}/change/"' in html) is admin_links  # diff
+    assert ('href="/admin/"' in html) is admin_links  # the navigation
+    assert ("edit in admin" in html) is edit_links
+    assert 'href="/whatif/?version=1"' in html  # not an admin page: for everyone

@@ -12,7 +12,9 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from scheduler.engine.config import SchedulerConfig
+from dashboard.context_processors import can_open_admin
+from scheduler.engine.config import ConfigError, SchedulerConfig
+from scheduler.profile_services import config_with_draft_weights
 from scheduler.models import RESULT_SCHEDULED, Attempt, SchedulerConfigVersion
 from scheduler.profiles import INITIAL_VERSION, active_config, config_for_version
 from scheduler.whatif import DEFAULT_WINDOW, StoredAttempt, Target, rescore, what_if
@@ -26,6 +28,7 @@ ADMIN_VERSIONS = "admin:scheduler_schedulerconfigversion_changelist"
 @require_GET
 def profiles(request):
     number, config = active_config()
+    staff = can_open_admin(request.user)
     row = SchedulerConfigVersion.objects.select_related("created_by").filter(number=number).first()
     return render(request, "dashboard/profiles.html", {
         "number": number,
@@ -34,7 +37,9 @@ def profiles(request):
         "profiles": [_profile_summary(p) for p in config.profiles],
         "recent": SchedulerConfigVersion.objects.select_related("created_by")[:10],
         "history_url": reverse(ADMIN_VERSIONS),
-        "can_edit": request.user.has_perm("scheduler.add_schedulerconfigversion"),
+        # Links into the admin only for users it lets in (active staff), and edit links only with the permission.
+        "staff": staff,
+        "can_edit": staff and request.user.has_perm("scheduler.add_schedulerconfigversion"),
     })
 
 
@@ -61,15 +66,21 @@ def _version_choices() -> list[tuple[str, str]]:
 
 
 class TargetForm(forms.Form):
-    """Re-score with a saved version, or with draft weights for one profile (on top of a version)."""
+    """Re-score with a saved version, or with draft weights for one profile (on top of a version).
 
-    version = forms.TypedChoiceField(coerce=int, label="configuration version")
+    Draft weights are checked as the configuration loader checks a file's (int32, 0 -> 1, the total
+    must not overflow); on a problem the form shows the loader's error with its field path.
+    """
+
+    version = forms.TypedChoiceField(coerce=int, label="configuration")
     use_draft = forms.BooleanField(required=False, label="with these draft weights instead")
 
-    def __init__(self, data, *, plugins: list[tuple[str, int]], **kwargs):
+    def __init__(self, data, *, plugins: list[tuple[str, int]], profile_name: str, **kwargs):
         super().__init__(data, **kwargs)
         self.fields["version"].choices = _version_choices()
+        self.profile_name = profile_name
         self.plugin_names = [name for name, _ in plugins]
+        self.draft_weights: dict[str, int] | None = None
         for name, weight in plugins:
             self.fields[f"w_{name}"] = forms.IntegerField(label=name, required=False, initial=weight,
                                                           widget=forms.NumberInput(attrs={"style": "width: 6em"}))
@@ -77,14 +88,24 @@ class TargetForm(forms.Form):
     def weight_fields(self):
         return [self[f"w_{n}"] for n in self.plugin_names]
 
+    def clean(self):
+        data = super().clean()
+        if not data.get("use_draft") or "version" not in data or self.errors:
+            return data
+        draft = {n: data.get(f"w_{n}") for n in self.plugin_names}
+        try:
+            self.draft_weights = config_with_draft_weights(_config(data["version"]), self.profile_name, draft)
+        except ConfigError as exc:
+            for path, message in exc.problems:
+                self.add_error(None, f"{path}: {message}" if path else message)
+        return data
+
     def target(self, profile_name: str) -> Target:
         number = self.cleaned_data["version"]
         config = _config(number)
         if not self.cleaned_data["use_draft"]:
             return Target(f"version {number}", config)
-        # As getScoreWeights: an empty or 0 weight is 1.
-        weights = {n: self.cleaned_data[f"w_{n}"] or 1 for n in self.plugin_names}
-        return Target(f"draft weights on version {number}", config, {profile_name: weights})
+        return Target(f"draft weights on version {number}", config, {profile_name: dict(self.draft_weights)})
 
 
 def _config(number: int) -> SchedulerConfig:
@@ -136,7 +157,7 @@ def whatif(request):
     data = request.GET if "version" in request.GET else None
     window_form = WindowForm(data, initial={"window": DEFAULT_WINDOW})
     profile_name = request.GET.get("profile") or (window_form.fields["profile"].choices or [("", "")])[0][0]
-    target_form = TargetForm(data, plugins=_draft_plugins(profile_name),
+    target_form = TargetForm(data, plugins=_draft_plugins(profile_name), profile_name=profile_name,
                              initial={"version": active_config()[0]})
     result = None
     if data is not None and window_form.is_valid() and target_form.is_valid():
@@ -163,7 +184,7 @@ def attempt_rescore(request, attempt_id: int):
     # Draft weights start from the weights the attempt ran with.
     plugins = list(ran_with.scores) if ran_with else _draft_plugins(row.profile_name)
     data = request.GET if "version" in request.GET else None
-    form = TargetForm(data, plugins=plugins, initial={"version": active_config()[0]})
+    form = TargetForm(data, plugins=plugins, profile_name=row.profile_name, initial={"version": active_config()[0]})
     result = target = None
     if data is not None and form.is_valid():
         target = form.target(row.profile_name)

@@ -7,13 +7,14 @@ new immutable, active SchedulerConfigVersion; workers pick it up at their next b
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 from typing import Any
 
 import yaml
 from django.db import connection, transaction
 from django.db.models import Max
 
-from .engine.config import ConfigError, SchedulerConfig, dump_config, load_config
+from .engine.config import ConfigError, SchedulerConfig, default_profile, dump_config, load_config
 from .models import SchedulerConfigVersion
 from .profiles import active_config, config_for_version
 
@@ -29,6 +30,27 @@ def config_validate(config: SchedulerConfig, *, filename: str = "<config>") -> S
     except ValueError as exc:  # a plugin at an extension point it does not implement
         raise ConfigError([("profiles", str(exc))], filename) from None
     return load_config(text, filename)
+
+
+def config_with_draft_weights(config: SchedulerConfig, profile_name: str, weights: dict[str, int | None], *,
+                              filename: str = "<draft weights>") -> dict[str, int]:
+    """Draft score weights for one profile, checked as kube-scheduler checks a file's: plugin -> weight.
+
+    The weights replace the profile's score plugins in `config` (a profile it lacks starts from the
+    default one), and the whole configuration goes through config_validate: int32 decoding, an unset
+    or 0 weight is 1, and the total must not overflow, with upstream's wording and field paths.
+    Raises ConfigError and computes nothing on any problem.
+    """
+    draft = [(name, weight or 0) for name, weight in weights.items()]  # 0: as unset, the loader makes it 1
+    profiles = list(config.profiles)
+    index = next((i for i, p in enumerate(profiles) if p.scheduler_name == profile_name), None)
+    if index is None:
+        profiles.append(replace(default_profile(profile_name), scores=draft))
+        index = len(profiles) - 1
+    else:
+        profiles[index] = replace(profiles[index], scores=draft)
+    checked = config_validate(replace(config, profiles=profiles, warnings=[]), filename=filename)
+    return dict(checked.profiles[index].scores)
 
 
 def config_version_create(*, config: SchedulerConfig, reason: str, user=None,

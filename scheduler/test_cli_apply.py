@@ -51,8 +51,8 @@ def cli(*args: str, stdin: str | None = None) -> Result:
     return Result(code, out.getvalue(), err.getvalue())
 
 
-def manage(*args: str, stdin: str | None = None, cwd: Path | None = None) -> Result:
-    """A real `python manage.py ...` process on the test database and the test queue."""
+def manage_env() -> dict[str, str]:
+    """The environment of a real `python manage.py ...` process on the test database and the test queue."""
     db = connection.settings_dict
     env = dict(os.environ)
     env.update({
@@ -64,8 +64,13 @@ def manage(*args: str, stdin: str | None = None, cwd: Path | None = None) -> Res
     })
     if db.get("PASSWORD"):
         env["PGPASSWORD"] = db["PASSWORD"]
+    return env
+
+
+def manage(*args: str, stdin: str | None = None, cwd: Path | None = None) -> Result:
+    """A real `python manage.py ...` process on the test database and the test queue."""
     proc = subprocess.run([sys.executable, str(REPO / "manage.py"), *args], input=stdin or "", capture_output=True,
-                          text=True, cwd=cwd or REPO, env=env, timeout=120)
+                          text=True, cwd=cwd or REPO, env=manage_env(), timeout=120)
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 

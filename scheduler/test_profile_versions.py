@@ -2,6 +2,8 @@
 the admin, and a worker that follows the active version from one batch to the next."""
 
 import re
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -17,7 +19,7 @@ from scheduler.engine.plugin_args import (MOST_ALLOCATED, NodeResourcesBalancedA
 from scheduler.models import Attempt, SchedulerConfigVersion
 from scheduler.profile_services import config_active, config_version_create, config_version_restore
 from scheduler.profiles import active_version_number, initial_config
-from scheduler.test_cli_apply import cli, manage
+from scheduler.test_cli_apply import REPO, cli, manage, manage_env
 from scheduler.test_loop import apply, clock, node, pod  # noqa: F401  (clock: the test queue on a hand-moved clock)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -262,6 +264,43 @@ def test_import_from_a_real_command_line_exits_1_on_a_bad_file(tmp_path):
     assert result.code == 1 and "podMaxBackoffSeconds: Invalid value: -1" in result.err and "Traceback" not in result.err
     ok = manage("profiles", "import", "-", "--reason", "from stdin", stdin=MOST_ALLOCATED_YAML)
     assert ok.code == 0 and active_version_number() == 1
+
+
+@pytest.mark.parametrize("content, stdin, error", [
+    (b"apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n# caf\xe9\n", False,
+     "not UTF-8 text (invalid continuation byte at byte 81)"),
+    (b"\xff\xfeapiVersion: v1\n", False, "not UTF-8 text (invalid start byte at byte 0)"),
+    (b"kind: KubeSchedulerConfiguration # \xe9t\xe9\n", True, "not UTF-8 text (invalid continuation byte at byte 35)"),
+    (None, False, "No such file or directory"),
+], ids=["latin-1", "utf-16-bom", "stdin", "missing"])
+def test_import_of_an_unreadable_file_says_so_without_a_traceback_and_changes_nothing(tmp_path, content, stdin, error):
+    config_version_create(config=most_allocated(), reason="before")
+    f = tmp_path / "in.yaml"
+    if content is not None and not stdin:
+        f.write_bytes(content)
+    name = "-" if stdin else str(f)
+    proc = subprocess.run([sys.executable, str(REPO / "manage.py"), "profiles", "import", name, "--reason", "x"],
+                          input=content if stdin else b"", capture_output=True, cwd=REPO, env=manage_env(), timeout=120)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "Traceback" not in err
+    assert err.strip() == f"error: cannot read {name}: {error}"
+    assert list(SchedulerConfigVersion.objects.values_list("number", "active")) == [(1, True)]
+
+
+@pytest.mark.parametrize("where, error", [
+    ("missing-dir/out.yaml", "No such file or directory"),
+    ("a-dir", "Is a directory"),
+    ("a-file/out.yaml", "Not a directory"),
+])
+def test_export_to_a_path_that_cannot_be_written_says_so_without_a_traceback(tmp_path, where, error):
+    (tmp_path / "a-dir").mkdir()
+    (tmp_path / "a-file").write_text("keep me\n")
+    target = tmp_path / where
+    result = manage("profiles", "export", "-o", str(target))
+    assert result.code == 1 and "Traceback" not in result.err
+    assert result.err.strip() == f"error: cannot write {target}: {error}"
+    assert (tmp_path / "a-file").read_text() == "keep me\n" and list((tmp_path / "a-dir").iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-dir", "a-file"]
 
 
 # ---- the worker follows the active version ------------------------------------------------

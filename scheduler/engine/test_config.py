@@ -477,15 +477,8 @@ def test_profile_to_dict_is_json_and_round_trips():
 # ---------------------------------------------------------------- build
 
 
-def build_or_skip(profile: ProfileConfig, **kw):
-    try:
-        return profile.build(**kw)
-    except (ImportError, AttributeError) as exc:  # plugin modules are written in parallel
-        pytest.skip(f"plugin classes not available yet: {exc}")
-
-
 def test_build_gives_the_default_plugins_in_order_with_weights():
-    built = build_or_skip(default_config().profiles[0], version=3)
+    built = default_config().profiles[0].build(version=3)
     assert built.scheduler_name == "default-scheduler" and built.version == 3
     assert [p.name for p in built.filters] == DEFAULT_FILTERS
     assert [(p.name, w) for p, w in built.scores] == DEFAULT_SCORES
@@ -494,12 +487,30 @@ def test_build_gives_the_default_plugins_in_order_with_weights():
     assert all(by_name[p.name] is p for p, _ in built.scores if p.name in by_name)
 
 
+@pytest.mark.parametrize("error", [AttributeError("'module' object has no attribute 'X'"), ImportError("no module")])
+def test_a_bug_inside_build_fails_the_build_tests_rather_than_skipping_them(monkeypatch, error):
+    from . import plugins
+
+    def broken(name):
+        raise error
+
+    monkeypatch.setattr(plugins, "plugin_class", broken)
+    try:
+        test_build_gives_the_default_plugins_in_order_with_weights()
+    except type(error):
+        pass  # the build test fails with the bug's own exception
+    except pytest.skip.Exception:
+        pytest.fail("a bug in ProfileConfig.build() turned into a skip")
+    else:
+        pytest.fail("a broken plugin_class went unnoticed")
+
+
 def test_build_passes_the_configured_args_and_the_profile_percentage():
     cfg = load_example("added_affinity.yaml")
     cfg.percentage_of_nodes_to_score = 30
     profiles = {}
     for p in cfg.profiles:
-        profiles[p.scheduler_name] = build_or_skip(p, global_percentage_of_nodes_to_score=30)
+        profiles[p.scheduler_name] = p.build(global_percentage_of_nodes_to_score=30)
     affinity = next(p for p in profiles["foo-scheduler"].filters if p.name == "NodeAffinity")
     assert affinity.args == cfg.profiles[1].plugin_args["NodeAffinity"]
     assert profiles["foo-scheduler"].percentage_of_nodes_to_score == 30

@@ -31,14 +31,16 @@ class Command(kubectl.KubectlCommand):
         if output == "-":
             self.stdout.write(text, ending="")
             return
-        with open(output, "w") as f:
-            f.write(text)
+        # The whole text is ready before the file is opened: a path that cannot be written is
+        # reported (no traceback) and nothing is written.
+        try:
+            with open(output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise kubectl.KubectlError(f"cannot write {output}: {e.strerror or e}") from None
 
     def _import(self, *, file, reason, **options):
-        try:
-            text = sys.stdin.read() if file == "-" else open(file).read()
-        except OSError as e:
-            raise kubectl.KubectlError(f"cannot read {file}: {e.strerror}") from None
+        text = self._read(file)
         try:
             version, warnings = config_version_import(text=text, filename=file, reason=reason)
         except ConfigError as e:
@@ -48,6 +50,27 @@ class Command(kubectl.KubectlCommand):
         for warning in warnings:
             self.stderr.write(f"Warning: {file}: {warning}")
         self.stdout.write(f"scheduler configuration version {version.number} saved and active")
+
+    @staticmethod
+    def _read(file: str) -> str:
+        """The file's text (-: standard input), which must be UTF-8 (as YAML and JSON files are)."""
+        try:
+            if file == "-":
+                stdin = getattr(sys.stdin, "buffer", None)
+                data = stdin.read() if stdin is not None else sys.stdin.read()
+            else:
+                with open(file, "rb") as f:
+                    data = f.read()
+        except OSError as e:
+            raise kubectl.KubectlError(f"cannot read {file}: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:  # a text standard input that is not UTF-8
+            raise kubectl.KubectlError(f"cannot read {file}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        if isinstance(data, str):
+            return data
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise kubectl.KubectlError(f"cannot read {file}: not UTF-8 text ({e.reason} at byte {e.start})") from None
 
     def _history(self, **options):
         now = timezone.now()
