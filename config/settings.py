@@ -149,6 +149,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The queue every process sends tasks to and workers read: test sessions sharing one Redis name their own.
+CELERY_TASK_DEFAULT_QUEUE = env_str("SCHEDBOARD_CELERY_QUEUE", "celery")
 
 LOGGING = {
     "version": 1,

@@ -52,6 +52,13 @@ def database_url() -> str:
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
+def celery_queue() -> str:
+    """This session's own Celery queue, so other test sessions on the same Redis neither take nor purge its tasks."""
+    from django.conf import settings
+
+    return settings.SCHEDBOARD_QUEUE_PREFIX + ":celery"
+
+
 def server_env(**extra: str) -> dict:
     """The environment of a production-like server process on this test session's database and queue."""
     from django.conf import settings
@@ -63,6 +70,7 @@ def server_env(**extra: str) -> dict:
         "REDIS_URL": settings.REDIS_URL,
         "SCHEDBOARD_QUEUE_PREFIX": settings.SCHEDBOARD_QUEUE_PREFIX,
         "SCHEDBOARD_EAGER": "0",
+        "SCHEDBOARD_CELERY_QUEUE": celery_queue(),
         "DJANGO_DEBUG": "0",
         "DJANGO_HTTPS": "0",  # plain HTTP on loopback
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
@@ -201,15 +209,18 @@ def _wait_for_other_sessions_to_end(timeout: float = 15.0) -> None:
 @pytest.fixture
 def celery_workers(request, transactional_db):
     """Start real worker processes (+ beat) on the test database: `celery_workers(n=1, **env)`."""
+    import redis
     from django.conf import settings
 
     from scheduler.workers import WorkerProcesses, purge_broker, worker_env
 
     purge_broker(settings.REDIS_URL)
+    redis.Redis.from_url(settings.REDIS_URL).delete(celery_queue())  # tasks an earlier session left
     started: list = []
 
     def start(n: int = 1, **env: str):
         env.setdefault("SCHEDBOARD_RECONCILE_MS", "300")
+        env.setdefault("SCHEDBOARD_CELERY_QUEUE", celery_queue())
         wp = WorkerProcesses(n, worker_env(database_url=database_url(), redis_url=settings.REDIS_URL,
                                            queue_prefix=settings.SCHEDBOARD_QUEUE_PREFIX, **env)).start()
         started.append(wp)

@@ -6,7 +6,7 @@ import re
 import pytest
 import yaml
 
-from dashboard.browser_testing import NARROW_VIEWPORT, login, screenshot, wait_for
+from dashboard.browser_testing import NARROW_VIEWPORT, VIEWPORT, login, screenshot, wait_for
 from scheduler.manifests import parse_documents
 from scheduler.models import Attempt
 from scheduler.services import cluster_apply
@@ -75,6 +75,9 @@ def test_an_unschedulable_pods_attempt_shows_the_message_and_who_rejected_each_n
     assert cells(events.first)[:2] == ["Warning", "FailedScheduling"]
     assert cells(events.first)[3:] == ["default-scheduler", MESSAGE]
     screenshot(page, "pod-unschedulable")
+    page.set_viewport_size(NARROW_VIEWPORT)
+    screenshot(page, "pod-unschedulable-narrow")
+    page.set_viewport_size(VIEWPORT)
     page.click(f"a[href='/attempts/{huge.pk}/']")
     assert page.url == f"{asgi_server.url}/attempts/{huge.pk}/"
 
@@ -124,6 +127,9 @@ def test_the_audit_filters_to_unschedulable_attempts_and_downloads_them_as_csv(
     assert rows.count() == len(expected) >= 1
     assert {cells(r)[3] for r in rows.all()} == {"✕ unschedulable"} or {cells(r)[3] for r in rows.all()} == {"unschedulable"}
     screenshot(page, "audit-filtered")
+    page.set_viewport_size(NARROW_VIEWPORT)
+    screenshot(page, "audit-filtered-narrow")
+    page.set_viewport_size(VIEWPORT)
 
     with page.expect_download() as download:
         page.click("#export-csv")
