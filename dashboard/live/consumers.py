@@ -52,11 +52,6 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         self.coalescer.add(message)
         self._wake.set()
 
-    async def receive_json(self, content, **kwargs):
-        if content.get("type") == "snapshot":  # a page that thinks it is wrong may ask
-            self.coalescer.needs_snapshot = True
-            self._wake.set()
-
     async def _tick(self):
         co = self.coalescer
         try:

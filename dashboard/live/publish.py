@@ -19,7 +19,7 @@ import threading
 import time
 
 from . import hist
-from .tally import MAX_NODES, Tally
+from .tally import Tally
 
 log = logging.getLogger(__name__)
 
@@ -149,14 +149,12 @@ def schedule_message(attempts: list, popped: int) -> dict:
     now = time.time()
     failed = [a for a in attempts if a.result != "scheduled"]
     unschedulable = sum(a.result == "unschedulable" for a in failed)
-    placed = {a.node_name for a in attempts if a.result == "scheduled"}
     return {
         "attempts": len(attempts), "assumed": len(attempts) - len(failed), "failures": len(failed), "popped": popped,
         # Where failures go back, as the queue decides in the common case (the queue page reads the truth).
         "moves": {"unschedulable": unschedulable, "backoff": len(failed) - unschedulable},
         "lat": {"algorithm": hist.pairs(hist.observe({}, (a.algorithm_ms for a in attempts)))},
         "failed": [[a.namespace, a.pod_name, a.result, _summary(a.message), now] for a in failed[-15:]],
-        "nodes": sorted(placed)[:MAX_NODES], "many_nodes": len(placed) > MAX_NODES,
     }
 
 
@@ -169,7 +167,6 @@ def bind_message(bound: list, refused: list, now) -> dict:
         ms = round(max(0.0, (now - first).total_seconds()) * 1000.0, 3) if first else None
         e2e.append(ms)
         rows.append([pod.namespace, pod.name, item["node"], ms, t])
-    nodes = {item["node"] for item, *_ in (*bound, *refused)}
     return {
         "bound": len(bound), "bind_failed": len(refused), "failures": len(refused),
         "moves": {"backoff": len(refused)},
@@ -178,5 +175,4 @@ def bind_message(bound: list, refused: list, now) -> dict:
         "bindings": rows[-15:],
         "failed": [[pod.namespace, pod.name, "bind_failed", _summary(error), t] for _item, pod, error, _s in refused[-15:]],
         "commits": [[t, len(bound)]] if bound else [],
-        "nodes": sorted(nodes)[:MAX_NODES], "many_nodes": len(nodes) > MAX_NODES,
     }

@@ -10,7 +10,6 @@ from . import hist
 
 LAST_ITEMS = 15  # pods listed by name per message and per frame (the rest are counted)
 MAX_COMMITS = 64  # binding commit times per message/frame, for the bench's bind -> frame latency
-MAX_NODES = 500  # nodes named as touched; beyond that a message just says "many"
 COUNTS = ("attempts", "assumed", "failures", "bound", "bind_failed", "popped")
 LATENCIES = ("algorithm", "binding", "e2e")
 MOVES = ("active", "backoff", "unschedulable")
@@ -24,8 +23,6 @@ class Tally:
         self.bindings: deque = deque(maxlen=items)  # [ns, name, node, e2e_ms, t]
         self.failed: deque = deque(maxlen=items)  # [ns, name, result, message, t]
         self.commits: list[list[float]] = []  # [commit time, pods bound]
-        self.nodes: set[str] = set()
-        self.many_nodes = False
         self.messages = 0
 
     @property
@@ -50,11 +47,6 @@ class Tally:
             extra = len(self.commits) - MAX_COMMITS + 1
             head = self.commits[:extra]
             self.commits = [[min(t for t, _ in head), sum(n for _, n in head)]] + self.commits[extra:]
-        if not self.many_nodes:
-            self.nodes.update(msg.get("nodes") or ())
-            self.many_nodes = bool(msg.get("many_nodes")) or len(self.nodes) > MAX_NODES
-            if self.many_nodes:
-                self.nodes = set()
 
     def wire(self) -> dict:
         """As a message: plain lists and string keys (channels-redis packs with msgpack)."""
@@ -65,6 +57,4 @@ class Tally:
             "bindings": list(self.bindings),
             "failed": list(self.failed),
             "commits": list(self.commits),
-            "nodes": sorted(self.nodes),
-            "many_nodes": self.many_nodes,
         }

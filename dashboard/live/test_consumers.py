@@ -78,12 +78,14 @@ def _bind_rows(start: int, n: int) -> list:
 async def test_an_anonymous_socket_is_refused():
     ws = socket()
     connected, _ = await ws.connect()
+    await ws.disconnect()  # ends the application instance (it would otherwise outlive the test's loop)
     assert not connected
 
 
 async def test_a_socket_from_another_origin_is_refused(cookie):
     ws = socket(cookie=cookie, origin=b"http://evil.example")
     connected, _ = await ws.connect()
+    await ws.disconnect()  # ends the application instance (it would otherwise outlive the test's loop)
     assert not connected
 
 
@@ -205,6 +207,7 @@ async def test_the_nodes_view_sends_every_node_once_then_only_changed_rows(cooki
 async def test_an_unknown_view_is_refused(cookie):
     ws = socket("nope", cookie=cookie)
     connected, _ = await ws.connect()
+    await ws.disconnect()  # ends the application instance (it would otherwise outlive the test's loop)
     assert not connected
 
 

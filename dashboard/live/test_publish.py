@@ -1,6 +1,7 @@
 """The publisher: never blocks the loop, bounded, drops counted, gaps visible; delivers over channels-redis."""
 
 import asyncio
+import json
 import threading
 from datetime import timedelta
 
@@ -75,7 +76,7 @@ def test_messages_are_bounded_whatever_the_batch():
     message = publish.bind_message(bound, [], now)
     assert message["bound"] == 5000 and len(message["bindings"]) == 15
     assert message["bindings"][-1][:3] == ["ns", "p4999", "n99"]
-    assert message["many_nodes"] is True and len(message["nodes"]) <= 500
+    assert len(json.dumps(message)) < 4096
     assert sum(n for _, n in message["lat"]["e2e"]) == 5000 and len(message["lat"]["e2e"]) <= 150
 
 
@@ -86,7 +87,7 @@ def test_a_schedule_batch_reports_failures_by_name_with_their_reason():
     m = publish.schedule_message(attempts, 2)
     assert (m["attempts"], m["assumed"], m["failures"], m["popped"]) == (2, 1, 1, 2)
     assert m["failed"][0][:4] == ["ns", "big", "unschedulable", "0/3 nodes are available: 3 Insufficient cpu."]
-    assert m["moves"] == {"unschedulable": 1, "backoff": 0} and m["nodes"] == ["n1"]
+    assert m["moves"] == {"unschedulable": 1, "backoff": 0}
 
 
 @pytest.mark.asyncio
