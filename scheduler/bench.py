@@ -108,8 +108,13 @@ class _UseDatabase:
         conn.settings_dict["NAME"] = self.old
 
 
-def _load_cluster(nodes: int, placed: int, pods: int, seed: int) -> list[tuple[str, int]]:
-    """Nodes, the already-placed pods (counted on their nodes) and the pending pods, in bulk."""
+# The measured pods wait under a scheduler name no profile has, so the reconciler cannot queue them
+# while the warm-up runs; the measured phase hands them to the default profile all at once.
+HELD_SCHEDULER_NAME = "schedboard-bench-held"
+
+
+def _load_cluster(nodes: int, placed: int, pods: int, seed: int, held: int = 0) -> list[tuple[str, int]]:
+    """Nodes, the already-placed pods (counted on their nodes) and the pending pods (the first `held` held), in bulk."""
     import uuid
 
     from .manifests import node_from_manifest, pod_from_manifest
@@ -132,19 +137,20 @@ def _load_cluster(nodes: int, placed: int, pods: int, seed: int) -> list[tuple[s
             req_cpu=k * usage["req_cpu"], req_memory=k * usage["req_memory"], req_pods=k,
             nonzero_cpu=k * usage["nonzero_cpu"], nonzero_memory=k * usage["nonzero_memory"]))
 
-    def pod_row(ns, name, node_name=""):
+    def pod_row(ns, name, node_name="", scheduler_name="default-scheduler"):
         manifest = copy.deepcopy(POD_MANIFEST)
         uid = str(uuid.uuid4())
         manifest["metadata"] = {"name": name, "namespace": ns, "uid": uid}
         return Pod(namespace=ns, name=name, uid=uid, manifest=manifest, created_at=now, node_name=node_name,
                    phase=Pod.RUNNING if node_name else Pod.PENDING, scheduled_status="True" if node_name else "",
-                   bound_at=now if node_name else None, **usage)
+                   bound_at=now if node_name else None, scheduler_name=scheduler_name, **usage)
 
     with transaction.atomic():
         Node.objects.bulk_create(node_rows, batch_size=2000)
         Pod.objects.bulk_create([pod_row("init", f"init-pod-{i}", f"node-{int(h)}") for i, h in enumerate(hosts)],
                                 batch_size=2000)
-        Pod.objects.bulk_create([pod_row("sched-test", f"pod-{i}") for i in range(pods)], batch_size=2000)
+        Pod.objects.bulk_create([pod_row("sched-test", f"pod-{i}", scheduler_name=HELD_SCHEDULER_NAME if i < held
+                                         else "default-scheduler") for i in range(pods)], batch_size=2000)
     return [(f"sched-test/pod-{i}", 0) for i in range(pods)]
 
 
@@ -171,7 +177,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
         with _UseDatabase(name):
             call_command("migrate", verbosity=0)
             say(f"loading {nodes} nodes, {placed} placed pods, {pods} pending pods")
-            keys = _load_cluster(nodes, placed, pods + 50, seed)
+            keys = _load_cluster(nodes, placed, pods + 50, seed, held=pods)
             queue = RedisQueue(r, prefix=prefix)
             env = worker_env(database_url=url, redis_url=settings.REDIS_URL, queue_prefix=prefix,
                              SCHEDBOARD_LIVE_PREFIX=f"{prefix}:live")
@@ -194,11 +200,17 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             say(f"warm; queueing {pods} pods")
             started_wall = timezone.now()
             t0 = time.perf_counter()
-            Pod.objects.filter(name__in=[k.split("/", 1)[1] for k, _ in measured]).update(queued_at=started_wall)
+            Pod.objects.filter(name__in=[k.split("/", 1)[1] for k, _ in measured]).update(
+                queued_at=started_wall, scheduler_name="default-scheduler")
             for key, priority in measured:
                 queue.add(key, priority)
             _kick(r, workers)
             target = len(warmup) + pods
+            # Halfway, save the active configuration again as a new version (issue 4's live switch):
+            # how long until the workers' first attempt on it, with the pods still flowing.
+            _wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count()
+                  >= len(warmup) + pods // 2, timeout, wp, "half the pods bound")
+            switched = _switch_profile_version()
             _wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count() >= target,
                   timeout, wp, "all pods bound")
             elapsed = time.perf_counter() - t0
@@ -222,6 +234,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 "binding_p99_ms": _pct([row[4] for row in scheduled if row[4] is not None], 99),
                 "worker_peak_rss_mb": rss,
                 "overcommitted_nodes": len(list(over)),
+                **_switch_report(switched),
                 **(watch.report() if watch else {}),
             }
     finally:
@@ -233,6 +246,26 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             r.delete(key)
         loop._worker = None
         _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _switch_profile_version():
+    from .profile_services import config_active, config_version_create
+
+    _, config = config_active()
+    return config_version_create(config=config, reason="bench: live switch-over")
+
+
+def _switch_report(version) -> dict:
+    """Save → the first attempt on the new version, and whether any later attempt still ran the old one."""
+    from .models import Attempt
+
+    attempts = Attempt.objects.filter(namespace="sched-test")
+    first_new = attempts.filter(profile_version=version.number).order_by("started_at").first()
+    if first_new is None:
+        return {"profile_switch_ms": None, "profile_switch_late_old_attempts": None}
+    late_old = attempts.filter(profile_version__lt=version.number, started_at__gt=first_new.started_at).count()
+    return {"profile_switch_ms": round((first_new.started_at - version.created_at).total_seconds() * 1000, 1),
+            "profile_switch_late_old_attempts": late_old}
 
 
 def _kick(r, workers: int) -> None:

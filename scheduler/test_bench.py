@@ -14,13 +14,15 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 KEYS = {"nodes", "pods", "engine_pods_per_s", "reference_pods_per_s", "e2e_pods_per_s", "attempt_p50_ms",
-        "attempt_p99_ms", "sli_p99_ms", "worker_peak_rss_mb"}
+        "attempt_p99_ms", "sli_p99_ms", "worker_peak_rss_mb", "profile_switch_ms", "profile_switch_late_old_attempts"}
 
 
 def test_bench_prints_one_json_object_with_every_figure_and_overcommits_nothing(tmp_path):
     env = dict(os.environ)
     env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": os.environ["DATABASE_URL"],
-                "REDIS_URL": settings.REDIS_URL, "DJANGO_SECRET_KEY": "bench-test", "SCHEDBOARD_EAGER": "0"})
+                "REDIS_URL": settings.REDIS_URL, "DJANGO_SECRET_KEY": "bench-test", "SCHEDBOARD_EAGER": "0",
+                # Small batches: pods are still being popped when the bench saves a new version halfway.
+                "SCHEDBOARD_BATCH_SIZE": "16"})
     # A database of its own: the bench drops and recreates "<name>_bench" next to this one.
     env["DATABASE_URL"] = env["DATABASE_URL"].rsplit("/", 1)[0] + "/schedboard_benchtest"
     result = subprocess.run([sys.executable, "manage.py", "bench", "--nodes", "100", "--pods", "300", "--placed", "50",
@@ -31,4 +33,6 @@ def test_bench_prints_one_json_object_with_every_figure_and_overcommits_nothing(
     assert KEYS <= set(figures)
     assert figures["nodes"] == 100 and figures["pods"] == 300 and figures["attempts"] == 300
     assert figures["overcommitted_nodes"] == 0
+    # The new version saved halfway governs every attempt that started after its first one.
+    assert figures["profile_switch_ms"] is not None and figures["profile_switch_late_old_attempts"] == 0
     assert all(figures[k] > 0 for k in ("engine_pods_per_s", "reference_pods_per_s", "e2e_pods_per_s"))
