@@ -201,3 +201,16 @@ def test_profiles_page_links_into_the_admin_only_for_staff(staff, perm, admin_li
     assert ('href="/admin/"' in html) is admin_links  # the navigation
     assert ("edit in admin" in html) is edit_links
     assert 'href="/whatif/?version=1"' in html  # not an admin page: for everyone
+
+
+def test_whatif_page_counts_a_move_to_tied_nodes_as_one_of_n(client):
+    from scheduler.test_whatif import TIE_OF_2
+    store([TIE_OF_2])
+    response = client.get("/whatif/", {"profile": "default-scheduler", "version": "0", "use_draft": "on", **DRAFT,
+                                       "w_ImageLocality": 2})
+    html, words = response.content.decode(), text(response)
+    cells = {n: re.findall(r'<td class="num">([^<]*)</td>', re.search(rf'<tr data-node="{n}">(.*?)</tr>', html, re.S).group(1))
+             for n in "abc"}
+    assert cells == {"a": ["0", "1", "-1", "0"], "b": ["1/2", "0", "1/2", "1"], "c": ["1/2", "0", "1/2", "1"]}
+    assert "one of 2 tied nodes: b, c" in words
+    assert "each of the N tied nodes is counted as gaining 1/N of that pod" in words

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Iterable
 
 from .engine.config import ProfileConfig, SchedulerConfig
@@ -200,12 +201,29 @@ class WhatIf:
         return sum(r.exact for r in self.answered)
 
     def node_moves(self) -> list[dict]:
-        """Per node: pods it would gain and lose, largest net change first."""
-        gain = Counter(r.new_node for r in self.changed)
+        """Per node: pods it would gain and lose, largest net change first.
+
+        A pod whose best nodes tie (without the one it was placed on) moves to one of them, and
+        kube-scheduler picks among tied nodes at random: each of the N gains 1/N of it (a Fraction),
+        and `tied` counts the pods a node shares that way. No node is credited with the whole pod.
+        """
+        gain: Counter = Counter()
+        tied: Counter = Counter()
         lose = Counter(r.attempt.node_name for r in self.changed)
+        for r in self.changed:
+            share = Fraction(1, len(r.new_nodes))
+            for n in r.new_nodes:
+                gain[n] += share
+                if len(r.new_nodes) > 1:
+                    tied[n] += 1
         nodes = set(gain) | set(lose)
-        rows = [{"node": n, "gain": gain[n], "lose": lose[n], "net": gain[n] - lose[n]} for n in nodes]
+        rows = [{"node": n, "gain": gain[n], "lose": lose[n], "net": gain[n] - lose[n], "tied": tied[n]} for n in nodes]
         return sorted(rows, key=lambda r: (-abs(r["net"]), r["node"]))
+
+    @property
+    def changed_to_a_tie(self) -> int:
+        """Changed decisions whose new best is a tie of several nodes (none of them the original)."""
+        return sum(len(r.new_nodes) > 1 for r in self.changed)
 
     def unknown_reasons(self) -> list[tuple[str, int]]:
         return Counter(r.notes[0] if r.notes else "unknown" for r in self.unknown).most_common()
