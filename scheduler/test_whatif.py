@@ -152,3 +152,29 @@ def test_a_move_to_tied_nodes_is_shared_among_them_not_credited_to_the_first(his
     assert {m["node"]: (m["gain"], m["lose"], m["net"], m["tied"]) for m in result.node_moves()} == moves
     assert sum(m["gain"] for m in result.node_moves()) == len(result.changed)  # every pod counted once
     assert result.changed_to_a_tie == ties
+
+
+def test_what_if_consumes_a_stream_and_can_drop_the_stored_scores_once_rescored():
+    consumed = []
+
+    def stream():
+        for a in HISTORY:
+            consumed.append(a.id)
+            yield a
+
+    kept = what_if(stream(), IMAGE_X2)
+    slim = what_if(iter(HISTORY), IMAGE_X2, keep_scores=False)
+    assert consumed == [1, 2, 3, 4, 5]
+    assert [(r.attempt.id, r.verdict, r.new_nodes, r.exact, r.notes) for r in slim.results] == \
+        [(r.attempt.id, r.verdict, r.new_nodes, r.exact, r.notes) for r in kept.results]
+    assert slim.node_moves() == kept.node_moves() and slim.caveats() == kept.caveats()
+    assert all(r.attempt.trace == {} and r.attempt.candidates == [] and r.candidates == [] for r in slim.results)
+    assert any(r.candidates for r in kept.results)
+
+
+def test_stored_attempt_from_values_reads_the_trace_scores_alone():
+    traced = HISTORY[0]
+    values = (7, "ns", "p", "a", "default-scheduler", 0, traced.candidates, {"nodes": ["a"]}, 2)
+    a = StoredAttempt.from_values(values)
+    assert (a.id, a.pod, a.trace, a.feasible_nodes) == (7, "ns/p", {"scores": {"nodes": ["a"]}}, 2)
+    assert StoredAttempt.from_values(values[:7] + (None, 2)).trace == {}
