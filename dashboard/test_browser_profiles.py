@@ -61,7 +61,7 @@ def _change_weight_and_check_dashboard(page, expect, base):
     page.fill("textarea[name=reason]", "prefer nodes that already have the image")
     page.click("input[value='Save as a new version']")
     expect(page.locator("ul.messagelist")).to_contain_text("Version 1 saved and active")
-    expect(page.locator(".field-changes pre")).to_contain_text("weight: 4")
+    expect(page.locator("#config-diff pre")).to_contain_text("weight: 4")
 
     page.goto(f"{base}/profiles/")
     expect(page.locator("#active-version")).to_contain_text("version 1")

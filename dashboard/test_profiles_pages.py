@@ -127,11 +127,45 @@ def test_rescore_of_an_unknown_attempt_is_404(client):
 
 
 def test_whatif_offers_every_profile_that_has_attempts_not_only_the_latest_ones(client):
+    # "retired" was a profile of version 1 only; its attempts are older than 60 of the default profile.
+    config_version_create(config=SchedulerConfig([default_profile(), default_profile("retired")]), reason="two")
+    config_version_create(config=SchedulerConfig([default_profile()]), reason="retire it")
     old = timezone.now() - timedelta(hours=1)
-    store([HISTORY[0].__class__(**{**HISTORY[0].__dict__, "profile_name": "retired"})], start=old)
+    store([HISTORY[0].__class__(**{**HISTORY[0].__dict__, "profile_name": "retired", "profile_version": 1})], start=old)
     store(HISTORY * 12)  # 60 newer attempts of the default profile
     html = client.get("/whatif/").content.decode()
     assert '<option value="retired">retired</option>' in html
+
+
+@pytest.mark.parametrize("url", ["/whatif/", "/whatif/?profile=default-scheduler&version=0&window=5"])
+def test_whatif_takes_the_profiles_from_the_versions_not_from_a_scan_of_the_attempts(client, url):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    config_version_create(config=SchedulerConfig([default_profile(), default_profile("batch")]), reason="two")
+    config_version_create(config=SchedulerConfig([default_profile()]), reason="one")
+    store()
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(url).content.decode()
+    assert '<option value="batch">batch</option>' in html  # no attempt has it: a version does
+    on_attempts = [q["sql"] for q in queries if '"scheduler_attempt"' in q["sql"]]
+    assert not [q for q in on_attempts if "DISTINCT" in q.upper()]
+    assert len(on_attempts) == (1 if "window" in url else 0)
+
+
+def test_whatif_streams_only_the_stored_scores_and_keeps_none_of_them(client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    store()
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get("/whatif/", {"profile": "default-scheduler", "version": "0", "use_draft": "on", **DRAFT,
+                                           "w_ImageLocality": 2})
+    assert re.search(r'id="share-changed">40&nbsp;%', response.content.decode())  # the same known answer
+    (sql,) = [q["sql"] for q in queries if 'FROM "scheduler_attempt"' in q["sql"]]
+    assert re.search(r'"scheduler_attempt"\."trace" -> \'scores\'', sql)  # of the trace, only its scores
+    assert not re.search(r'"scheduler_attempt"\."trace"(,| FROM)', sql)
+    results = response.context["result"].results
+    assert len(results) == 5 and all(r.attempt.trace == {} and r.attempt.candidates == [] and r.candidates == []
+                                     for r in results)
 
 
 DRAFT = {"w_TaintToleration": 3, "w_NodeAffinity": 2, "w_NodeResourcesFit": 1, "w_NodeResourcesBalancedAllocation": 1}
@@ -201,3 +235,16 @@ def test_profiles_page_links_into_the_admin_only_for_staff(staff, perm, admin_li
     assert ('href="/admin/"' in html) is admin_links  # the navigation
     assert ("edit in admin" in html) is edit_links
     assert 'href="/whatif/?version=1"' in html  # not an admin page: for everyone
+
+
+def test_whatif_page_counts_a_move_to_tied_nodes_as_one_of_n(client):
+    from scheduler.test_whatif import TIE_OF_2
+    store([TIE_OF_2])
+    response = client.get("/whatif/", {"profile": "default-scheduler", "version": "0", "use_draft": "on", **DRAFT,
+                                       "w_ImageLocality": 2})
+    html, words = response.content.decode(), text(response)
+    cells = {n: re.findall(r'<td class="num">([^<]*)</td>', re.search(rf'<tr data-node="{n}">(.*?)</tr>', html, re.S).group(1))
+             for n in "abc"}
+    assert cells == {"a": ["0", "1", "-1", "0"], "b": ["1/2", "0", "1/2", "1"], "c": ["1/2", "0", "1/2", "1"]}
+    assert "one of 2 tied nodes: b, c" in words
+    assert "each of the N tied nodes is counted as gaining 1/N of that pod" in words

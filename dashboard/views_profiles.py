@@ -16,10 +16,11 @@ from dashboard.context_processors import can_open_admin
 from scheduler.engine.config import ConfigError, SchedulerConfig
 from scheduler.profile_services import config_with_draft_weights
 from scheduler.models import RESULT_SCHEDULED, Attempt, SchedulerConfigVersion
-from scheduler.profiles import INITIAL_VERSION, active_config, config_for_version
+from scheduler.profiles import INITIAL_VERSION, active_config, config_for_version, profile_names
 from scheduler.whatif import DEFAULT_WINDOW, StoredAttempt, Target, rescore, what_if
 
 MAX_WINDOW = 20_000
+WINDOW_CHUNK = 500  # attempts fetched per round trip when a what-if streams its window
 ADMIN_VERSIONS = "admin:scheduler_schedulerconfigversion_changelist"
 
 
@@ -144,9 +145,11 @@ class WindowForm(forms.Form):
 
     def __init__(self, data, **kwargs):
         super().__init__(data, **kwargs)
+        # The active profiles first, then every other profile any saved version (or version 0) had:
+        # an attempt's profile is always one of its version's, so this lists every profile with
+        # attempts without reading the attempts.
         names = [p.scheduler_name for p in active_config()[1].profiles]
-        seen = set(Attempt.objects.order_by().values_list("profile_name", flat=True).distinct()[:50])
-        self.fields["profile"].choices = [(n, n) for n in dict.fromkeys(names + sorted(seen))]
+        self.fields["profile"].choices = [(n, n) for n in dict.fromkeys(names + sorted(profile_names()))]
 
     def clean_profile(self):
         return self.cleaned_data["profile"] or self.fields["profile"].choices[0][0]
@@ -163,12 +166,14 @@ def whatif(request):
     if data is not None and window_form.is_valid() and target_form.is_valid():
         n = window_form.cleaned_data["window"] or DEFAULT_WINDOW
         profile_name = window_form.cleaned_data["profile"]
+        # Streamed in chunks (a server-side cursor), only the fields re-scoring reads (of the trace,
+        # its scores): memory stays bounded whatever SCHEDBOARD_TRACE stored, up to MAX_WINDOW rows.
         rows = (Attempt.objects.filter(result=RESULT_SCHEDULED, profile_name=profile_name)
                 .order_by("-started_at", "-id")
-                .only("id", "namespace", "pod_name", "node_name", "profile_name", "profile_version", "candidates",
-                      "trace", "feasible_nodes")[:n])
-        attempts = [StoredAttempt.from_row(r) for r in rows]
-        result = what_if(attempts, target_form.target(profile_name), ran_with=_ran_with_reader())
+                .values_list(*StoredAttempt.VALUES)[:n]
+                .iterator(chunk_size=WINDOW_CHUNK))
+        result = what_if((StoredAttempt.from_values(v) for v in rows), target_form.target(profile_name),
+                         ran_with=_ran_with_reader(), keep_scores=False)
     return render(request, "dashboard/whatif.html", {
         "window_form": window_form, "target_form": target_form, "result": result, "max_window": MAX_WINDOW,
     })

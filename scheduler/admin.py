@@ -89,7 +89,8 @@ class SchedulerConfigVersionAdmin(ReadOnly):
     list_display = ("number", "active", "created_by", "created_at", "reason", "profiles")
     list_filter = ("active",)
     search_fields = ("reason",)
-    fields = ("number", "active", "created_at", "created_by", "reason", "what_if", "changes", "configuration")
+    # The diff is not a field: the change page shows it below, against a version the user picks.
+    fields = ("number", "active", "created_at", "created_by", "reason", "what_if", "configuration")
     readonly_fields = fields
     actions = ["restore_as_new_version", "export_version"]
 
@@ -99,15 +100,40 @@ class SchedulerConfigVersionAdmin(ReadOnly):
     def configuration(self, obj):
         return format_html("<pre>{}</pre>", dump_config(SchedulerConfig.from_dict(obj.config)))
 
-    @admin.display(description="Changes from the previous version")
-    def changes(self, obj):
-        diff = config_version_diff(obj)
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra_context = dict(extra_context or {})
+        version = self.get_object(request, object_id)
+        if version is not None and self.has_view_permission(request, version):
+            extra_context.update(self._diff_context(version, request.GET.get("compare", "")))
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    @staticmethod
+    def _diff_context(version: SchedulerConfigVersion, compare: str) -> dict:
+        """The diff of `version` against the version picked in ?compare= (by default the previous one)."""
+        numbers = [0] + list(SchedulerConfigVersion.objects.order_by("number").values_list("number", flat=True))
+        choices = [n for n in numbers if n != version.number]
+        context = {"diff_choices": choices, "diff_against": version.number - 1, "diff_error": "", "diff_html": ""}
+        if compare.strip():
+            try:
+                context["diff_against"] = int(compare)
+            except ValueError:
+                context["diff_error"] = f"{compare!r} is not a version number"
+                return context
+        against = context["diff_against"]
+        try:
+            diff = config_version_diff(version, against)
+        except SchedulerConfigVersion.DoesNotExist:
+            context["diff_error"] = f"no version {against}"
+            return context
         if not diff:
-            return "none: the same configuration as the previous version"
+            context["diff_html"] = format_html("<p>none: version {} has the same configuration as version {}</p>",
+                                               version.number, against)
+            return context
         lines = format_html_join("", '<span class="{}">{}</span>\n', (
             (_DIFF_CLASS.get(line[:1], "") if not line.startswith(("+++", "---")) else "diff-file", line.rstrip("\n"))
             for line in diff.splitlines(keepends=True)))
-        return format_html('<pre class="config-diff">{}</pre>', lines)
+        context["diff_html"] = format_html('<pre class="config-diff">{}</pre>', lines)
+        return context
 
     @admin.display(description="What-if")
     def what_if(self, obj):

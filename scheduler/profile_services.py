@@ -147,13 +147,15 @@ def config_profile_save(*, based_on: int, scheduler_name: str | None, profile: d
     return config_version_create(config=config, reason=reason, user=user, based_on=based_on)
 
 
-def config_version_diff(version: SchedulerConfigVersion) -> str:
-    """A unified diff of the exported KubeSchedulerConfiguration from the previous number to this one."""
-    previous = version.number - 1
-    try:
-        before = dump_config(config_for_version(previous))
-    except SchedulerConfigVersion.DoesNotExist:  # a gap cannot happen (numbers are consecutive); be safe
-        before = ""
+def config_version_diff(version: SchedulerConfigVersion, against: int | None = None) -> str:
+    """A unified diff of the exported KubeSchedulerConfiguration from version `against` to this one.
+
+    `against`: any version number (0: the initial configuration; a later one gives the diff the
+    other way round), by default the previous number. Raises SchedulerConfigVersion.DoesNotExist
+    for a number never saved.
+    """
+    against = version.number - 1 if against is None else against
+    before = dump_config(config_for_version(against))
     after = dump_config(SchedulerConfig.from_dict(version.config))
     return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                        fromfile=f"version {previous}", tofile=f"version {version.number}"))
+                                        fromfile=f"version {against}", tofile=f"version {version.number}"))

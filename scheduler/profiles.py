@@ -66,3 +66,24 @@ def scheduler_config() -> SchedulerConfig:
 def scheduler_names() -> set[str]:
     """The spec.schedulerName values we schedule: the active configuration's profiles (as kube-scheduler)."""
     return {p.scheduler_name for p in active_config()[1].profiles}
+
+
+_PROFILE_NAMES_SQL = (f"SELECT DISTINCT p->>'scheduler_name' FROM {SchedulerConfigVersion._meta.db_table}, "
+                      "jsonb_array_elements(config->'profiles') AS p")
+
+
+def profile_names() -> set[str]:
+    """Every profile (schedulerName) of any saved version or of version 0.
+
+    Read from the versions (a few rows, one per save), never from the attempts: every attempt ran
+    with one of its version's profiles, so these are all the profiles attempts can have.
+    """
+    names = {p.scheduler_name for p in initial_config().profiles}
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_PROFILE_NAMES_SQL)
+            names.update(name for (name,) in cursor.fetchall() if name is not None)
+    else:
+        for config in SchedulerConfigVersion.objects.values_list("config", flat=True).iterator():
+            names.update(p["scheduler_name"] for p in config.get("profiles", []))
+    return names

@@ -349,6 +349,54 @@ def test_a_versions_page_shows_who_why_and_a_diff_to_the_previous_version(staff)
     assert '<a href="/whatif/?version=1">' in html
 
 
+def _three_versions():
+    """Versions 1 (MostAllocated), 2 (percentageOfNodesToScore 40 too) and 3 (back to the default)."""
+    packed = load_config("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+                         "- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n"
+                         "        type: MostAllocated\n")
+    config_version_create(config=packed, reason="pack")
+    packed.percentage_of_nodes_to_score = 40
+    config_version_create(config=packed, reason="fewer nodes")
+    return config_version_create(config=default_config(), reason="back")
+
+
+@pytest.mark.parametrize("compare, against, present, absent", [
+    (None, 2, ["-        type: MostAllocated", "-percentageOfNodesToScore: 40"], []),  # the previous by default
+    ("1", 1, ["-        type: MostAllocated"], ["percentageOfNodesToScore: 40"]),
+    ("0", 0, ["none: version 3 has the same configuration as version 0"], ['class="config-diff"']),
+    ("2", 2, ["-percentageOfNodesToScore: 40"], []),
+])
+def test_a_versions_page_diffs_against_the_version_picked(staff, compare, against, present, absent):
+    version = _three_versions()
+    html = unescape(staff.get(f"{BASE}{version.pk}/change/", {"compare": compare} if compare else {}).content.decode())
+    assert f"Changes from version {against} to version 3" in html
+    assert re.search(rf'<option value="{against}" selected>', html)
+    assert re.findall(r'<option value="(\d+)"', html) == ["0", "1", "2"]  # every other version can be picked
+    if "none:" not in present[0]:
+        assert f"--- version {against}</span>" in html and "+++ version 3</span>" in html
+    for text in present:
+        assert text in html
+    for text in absent:
+        assert text not in html
+
+
+@pytest.mark.parametrize("compare, error", [("99", "no version 99"), ("x", "'x' is not a version number")])
+def test_a_versions_page_says_when_the_version_to_compare_with_does_not_exist(staff, compare, error):
+    version = _three_versions()
+    response = staff.get(f"{BASE}{version.pk}/change/", {"compare": compare})
+    assert response.status_code == 200
+    html = unescape(response.content.decode())
+    assert f'<ul class="errorlist"><li>{error}</li></ul>' in html and 'class="config-diff"' not in html
+
+
+def test_a_later_version_can_be_compared_with_too(staff):
+    _three_versions()
+    first = SchedulerConfigVersion.objects.get(number=1)
+    html = unescape(staff.get(f"{BASE}{first.pk}/change/", {"compare": "2"}).content.decode())
+    assert "--- version 2</span>" in html and "+++ version 1</span>" in html
+    assert "-percentageOfNodesToScore: 40" in html
+
+
 # ---- import and export as admin pages -----------------------------------------------------------
 
 def test_admin_import_saves_a_file_as_a_new_version_with_warnings_shown(staff):

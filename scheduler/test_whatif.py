@@ -1,6 +1,9 @@
 """What-if on a constructed history: the known answer, and what the stored data cannot answer."""
 
 from dataclasses import replace
+from fractions import Fraction
+
+import pytest
 
 from scheduler.engine.config import ProfileConfig, default_config, default_profile
 from scheduler.engine.plugin_args import MOST_ALLOCATED, NodeResourcesFitArgs, ScoringStrategy
@@ -52,9 +55,9 @@ def test_what_if_on_a_constructed_history_gives_the_known_answer():
     assert {r.attempt.id: r.verdict for r in result.results} == {1: CHANGED, 2: SAME, 3: SAME, 4: CHANGED, 5: SAME}
     assert [(r.attempt.id, r.attempt.node_name, r.new_node) for r in result.changed] == [(1, "a", "b"), (4, "a", "c")]
     assert result.share_changed == 2 / 5
-    assert result.node_moves() == [{"node": "a", "gain": 0, "lose": 2, "net": -2},
-                                   {"node": "b", "gain": 1, "lose": 0, "net": 1},
-                                   {"node": "c", "gain": 1, "lose": 0, "net": 1}]
+    assert result.node_moves() == [{"node": "a", "gain": 0, "lose": 2, "net": -2, "tied": 0},
+                                   {"node": "b", "gain": 1, "lose": 0, "net": 1, "tied": 0},
+                                   {"node": "c", "gain": 1, "lose": 0, "net": 1, "tied": 0}]
     assert result.exact_count == 4  # attempt 4 kept only its top 2 of 20 feasible nodes
     assert result.caveats() == [("only the top candidates were stored: a node outside them might win", 1)]
 
@@ -125,3 +128,53 @@ def test_a_plugin_that_skipped_the_pod_at_pre_score_scores_0_under_any_weight_an
     newly_enabled = what_if(skipped, IMAGE_X2, ran_with=lambda version, name: ProfileConfig(
         **{**default_profile(name).__dict__, "scores": [s for s in default_profile().scores if s[0] != "NodeAffinity"]}))
     assert newly_enabled.results[0].verdict == UNKNOWN
+
+
+# a 100 wins; with ImageLocality ×2 b and c tie at 130 (a stays 100), or b, c and d tie.
+TIE_OF_2 = attempt(11, "a", [candidate("a", fit=100), candidate("b", fit=50, image=40), candidate("c", fit=50, image=40)])
+TIE_OF_3 = attempt(12, "a", [candidate("a", fit=100), candidate("b", fit=50, image=40), candidate("c", fit=50, image=40),
+                             candidate("d", fit=10, image=60)])
+ONLY_B = attempt(13, "a", [candidate("a", fit=100), candidate("b", fit=50, image=40)])
+
+
+@pytest.mark.parametrize("history, moves, ties", [
+    # one pod to a tie of 2: b and c each gain half of it, neither the whole pod.
+    ([TIE_OF_2], {"a": (0, 1, -1, 0), "b": (Fraction(1, 2), 0, Fraction(1, 2), 1), "c": (Fraction(1, 2), 0, Fraction(1, 2), 1)}, 1),
+    ([TIE_OF_3], {"a": (0, 1, -1, 0), "b": (Fraction(1, 3), 0, Fraction(1, 3), 1), "c": (Fraction(1, 3), 0, Fraction(1, 3), 1),
+                  "d": (Fraction(1, 3), 0, Fraction(1, 3), 1)}, 1),
+    # a clear move to b plus a tie of b and c: b 1 + 1/2, c 1/2.
+    ([ONLY_B, TIE_OF_2], {"a": (0, 2, -2, 0), "b": (Fraction(3, 2), 0, Fraction(3, 2), 1),
+                          "c": (Fraction(1, 2), 0, Fraction(1, 2), 1)}, 1),
+    ([ONLY_B], {"a": (0, 1, -1, 0), "b": (1, 0, 1, 0)}, 0),
+], ids=["tie-of-2", "tie-of-3", "clear-and-tie", "no-tie"])
+def test_a_move_to_tied_nodes_is_shared_among_them_not_credited_to_the_first(history, moves, ties):
+    result = what_if(history, IMAGE_X2)
+    assert {m["node"]: (m["gain"], m["lose"], m["net"], m["tied"]) for m in result.node_moves()} == moves
+    assert sum(m["gain"] for m in result.node_moves()) == len(result.changed)  # every pod counted once
+    assert result.changed_to_a_tie == ties
+
+
+def test_what_if_consumes_a_stream_and_can_drop_the_stored_scores_once_rescored():
+    consumed = []
+
+    def stream():
+        for a in HISTORY:
+            consumed.append(a.id)
+            yield a
+
+    kept = what_if(stream(), IMAGE_X2)
+    slim = what_if(iter(HISTORY), IMAGE_X2, keep_scores=False)
+    assert consumed == [1, 2, 3, 4, 5]
+    assert [(r.attempt.id, r.verdict, r.new_nodes, r.exact, r.notes) for r in slim.results] == \
+        [(r.attempt.id, r.verdict, r.new_nodes, r.exact, r.notes) for r in kept.results]
+    assert slim.node_moves() == kept.node_moves() and slim.caveats() == kept.caveats()
+    assert all(r.attempt.trace == {} and r.attempt.candidates == [] and r.candidates == [] for r in slim.results)
+    assert any(r.candidates for r in kept.results)
+
+
+def test_stored_attempt_from_values_reads_the_trace_scores_alone():
+    traced = HISTORY[0]
+    values = (7, "ns", "p", "a", "default-scheduler", 0, traced.candidates, {"nodes": ["a"]}, 2)
+    a = StoredAttempt.from_values(values)
+    assert (a.id, a.pod, a.trace, a.feasible_nodes) == (7, "ns/p", {"scores": {"nodes": ["a"]}}, 2)
+    assert StoredAttempt.from_values(values[:7] + (None, 2)).trace == {}

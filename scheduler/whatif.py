@@ -19,7 +19,8 @@ the tied nodes at random). What the stored data cannot answer is said, never gue
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Iterable
 
 from .engine.config import ProfileConfig, SchedulerConfig
@@ -41,6 +42,22 @@ class StoredAttempt:
     candidates: list
     trace: dict
     feasible_nodes: int
+
+    # What a what-if reads of a row, for .values_list(*VALUES): of the trace only its scores (the
+    # rest of a full trace, filter verdicts and all, is never fetched).
+    VALUES = ("id", "namespace", "pod_name", "node_name", "profile_name", "profile_version", "candidates",
+              "trace__scores", "feasible_nodes")
+
+    @classmethod
+    def from_values(cls, values: tuple) -> StoredAttempt:
+        id_, namespace, pod_name, node_name, profile_name, profile_version, candidates, scores, feasible = values
+        return cls(id=id_, pod=f"{namespace}/{pod_name}", node_name=node_name, profile_name=profile_name,
+                   profile_version=profile_version, candidates=candidates or [],
+                   trace={"scores": scores} if scores else {}, feasible_nodes=feasible)
+
+    def without_scores(self) -> StoredAttempt:
+        """The same attempt without its stored candidates and trace (what a what-if summary keeps)."""
+        return replace(self, candidates=[], trace={})
 
     @classmethod
     def from_row(cls, row) -> StoredAttempt:
@@ -200,12 +217,29 @@ class WhatIf:
         return sum(r.exact for r in self.answered)
 
     def node_moves(self) -> list[dict]:
-        """Per node: pods it would gain and lose, largest net change first."""
-        gain = Counter(r.new_node for r in self.changed)
+        """Per node: pods it would gain and lose, largest net change first.
+
+        A pod whose best nodes tie (without the one it was placed on) moves to one of them, and
+        kube-scheduler picks among tied nodes at random: each of the N gains 1/N of it (a Fraction),
+        and `tied` counts the pods a node shares that way. No node is credited with the whole pod.
+        """
+        gain: Counter = Counter()
+        tied: Counter = Counter()
         lose = Counter(r.attempt.node_name for r in self.changed)
+        for r in self.changed:
+            share = Fraction(1, len(r.new_nodes))
+            for n in r.new_nodes:
+                gain[n] += share
+                if len(r.new_nodes) > 1:
+                    tied[n] += 1
         nodes = set(gain) | set(lose)
-        rows = [{"node": n, "gain": gain[n], "lose": lose[n], "net": gain[n] - lose[n]} for n in nodes]
+        rows = [{"node": n, "gain": gain[n], "lose": lose[n], "net": gain[n] - lose[n], "tied": tied[n]} for n in nodes]
         return sorted(rows, key=lambda r: (-abs(r["net"]), r["node"]))
+
+    @property
+    def changed_to_a_tie(self) -> int:
+        """Changed decisions whose new best is a tie of several nodes (none of them the original)."""
+        return sum(len(r.new_nodes) > 1 for r in self.changed)
 
     def unknown_reasons(self) -> list[tuple[str, int]]:
         return Counter(r.notes[0] if r.notes else "unknown" for r in self.unknown).most_common()
@@ -226,10 +260,19 @@ def _note_kind(note: str) -> str:
     return note
 
 
-def what_if(attempts: Iterable[StoredAttempt], target: Target, *, ran_with=None) -> WhatIf:
-    """Re-score every attempt; `ran_with(version, profile_name)` gives the profile each attempt ran."""
+def what_if(attempts: Iterable[StoredAttempt], target: Target, *, ran_with=None, keep_scores: bool = True) -> WhatIf:
+    """Re-score every attempt; `ran_with(version, profile_name)` gives the profile each attempt ran.
+
+    `attempts` is consumed one at a time, so it can stream from the database. With keep_scores
+    False each result drops the attempt's stored scores and the per-candidate table once it is
+    re-scored (the summary and the changed list need neither), so memory does not grow with
+    how much each attempt stored (SCHEDBOARD_TRACE=all keeps every feasible node's scores).
+    """
     results = []
     for a in attempts:
         profile = ran_with(a.profile_version, a.profile_name) if ran_with else None
-        results.append(rescore(a, target, ran_with=profile))
+        r = rescore(a, target, ran_with=profile)
+        if not keep_scores:
+            r.attempt, r.candidates = a.without_scores(), []
+        results.append(r)
     return WhatIf(target, results)
