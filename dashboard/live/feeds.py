@@ -34,8 +34,22 @@ class OverviewFeed:
             "commits": tally.commits,  # [commit time, pods]: lets a client measure bind -> frame
         }
         if full:
-            frame["recent"] = await state.shared("recent", 0.2, state.recent)
+            # What the page shows after a full frame, whole: the last rows in the database merged with this
+            # interval's events (some already committed and read, some not yet), each pod listed once.
+            recent = await state.shared("recent", 0.2, state.recent)
+            frame["recent"] = {"bindings": merge_recent(recent["bindings"], tally.bindings, lambda b: (b[0], b[1])),
+                               "failed": merge_recent(recent["failed"], tally.failed,
+                                                      lambda f: (f[0], f[1], round(f[4], 3), f[3][:300]))}
         return frame
+
+
+def merge_recent(rows, events, key) -> list:
+    """rows then events (each oldest first), one per key (the later wins), oldest first, the last state.RECENT."""
+    merged = {}
+    for row in (*rows, *events):
+        merged.pop(key(row), None)
+        merged[key(row)] = row
+    return sorted(merged.values(), key=lambda r: r[4])[-state.RECENT:]
 
 
 class QueueFeed:

@@ -165,6 +165,28 @@ async def test_a_gap_in_the_events_makes_the_next_frame_a_snapshot(cookie):
     assert f["full"] is True and "recent" in f
 
 
+async def test_a_full_frame_lists_each_binding_once_with_this_interval_s_events_merged_in(cookie):
+    await sync_to_async(_bind_rows)(0, 3)
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    await frame(ws)
+    layer = get_channel_layer()
+    event = {"type": publish.EVENT_TYPE, "src": "worker-x"}
+    await layer.group_send(publish.GROUP, {**event, "seq0": 1, "seq1": 1})
+    # After a gap: p2 is already in the database (and in `recent`), p9 is not committed yet.
+    now = time.time()
+    await layer.group_send(publish.GROUP, {**event, "seq0": 7, "seq1": 7, "bound": 2,
+                                           "bindings": [["live", "p2", "n1", 1.0, now], ["live", "p9", "n1", 1.0, now + 1]],
+                                           "failed": [["live", "f1", "unschedulable", "0/1 nodes", now]] * 2})
+    f = await frame(ws)
+    while not f["full"]:
+        f = await frame(ws)
+    await ws.disconnect()
+    # The page replaces its lists with these: each pod once, nothing of the interval missing.
+    assert [b[1] for b in f["recent"]["bindings"]] == ["p0", "p1", "p2", "p9"]
+    assert [x[1] for x in f["recent"]["failed"]] == ["f1"]
+
+
 async def test_the_queue_view_lists_each_sub_queue_with_priority_attempts_and_last_failure(cookie):
     q = await sync_to_async(get_queue)()
     await sync_to_async(q.add)("ns/waiting", 5)
