@@ -56,10 +56,11 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         co = self.coalescer
         try:
             while True:
-                if not co.due():
+                more = getattr(self.feed, "more", False)  # rows the feed still has to send in chunks
+                if not (co.due() or (more and co.wait() <= 0)):
                     self._wake.clear()
                     # Sleep until a frame may go out and there is a reason to send one (or the idle beat).
-                    timeout = co.wait() if (co.needs_snapshot or not co.tally.empty) else co.idle
+                    timeout = co.wait() if (co.needs_snapshot or not co.tally.empty or more) else co.idle
                     try:
                         await asyncio.wait_for(self._wake.wait(), timeout=max(timeout, co.wait()))
                     except asyncio.TimeoutError:

@@ -100,16 +100,27 @@ function redraw() {
 }
 const schedule = () => { if (!dirty) { dirty = true; requestAnimationFrame(redraw); } };
 
+// A frame with `start: N` begins a new node set whose N rows come in `nodes` over this and the next
+// frames; once all arrived, nodes not in it are dropped. `changed` rows update usage only.
+let incoming = null;
 connectLive("nodes", (frame) => {
-  if (frame.full) {
-    nodes = frame.nodes.map(([name, cpu, mem, pods, unsched, taints, labels], i) =>
-      ({name, cpu, mem, pods, unsched, taints, labels, u: frame.usage[i]}));
+  if (frame.start !== undefined) incoming = {total: frame.start, names: new Set()};
+  for (const [name, cpu, mem, pods, unsched, taints, labels, u] of frame.nodes || []) {
+    const n = {name, cpu, mem, pods, unsched, taints, labels, u};
+    const old = byName.get(name);
+    if (old) Object.assign(old, n);
+    else { nodes.push(n); byName.set(name, n); }
+    if (incoming) incoming.names.add(name);
+  }
+  if (incoming && incoming.names.size >= incoming.total) {
+    const keep = incoming.names;
+    nodes = nodes.filter((n) => keep.has(n.name));
     byName = new Map(nodes.map((n) => [n.name, n]));
-  } else {
-    for (const [name, ...u] of frame.changed || []) {
-      const n = byName.get(name);
-      if (n) n.u = u;
-    }
+    incoming = null;
+  }
+  for (const [name, ...u] of frame.changed || []) {
+    const n = byName.get(name);
+    if (n) n.u = u;
   }
   schedule();
 });
