@@ -2,6 +2,7 @@
 // resource on the colour-blind-safe viridis ramp) and a virtualized table: only the rows in view
 // exist in the DOM, so 5,000 nodes cost the same per frame as 30. Filter and sort apply to both.
 import {connectLive, el, fmt} from "./live.js";
+import {matches} from "./nodefilter.js";
 
 const ROW_H = 33; // px, as .vtable .vrow's 2.2rem at 15px
 const $ = (id) => document.getElementById(id);
@@ -15,14 +16,6 @@ const VIRIDIS = ["#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e
 const share = (used, total) => (total > 0 ? used / total : 0);
 const fullest = (n) => Math.max(share(n.u[0], n.cpu), share(n.u[1], n.mem), share(n.u[2], n.pods));
 
-function matches(n, q) {
-  if (!q) return true;
-  if (n.name.includes(q)) return true;
-  if (n.taints.some((t) => t.includes(q))) return true;
-  if (q === "unschedulable" && n.unsched) return true;
-  return Object.entries(n.labels).some(([k, v]) => `${k}=${v}`.includes(q));
-}
-
 const SORTS = {
   name: (a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
   cpu: (a, b) => share(b.u[0], b.cpu) - share(a.u[0], a.cpu),
@@ -33,7 +26,7 @@ const SORTS = {
 };
 
 function recompute() {
-  const q = $("node-filter").value.trim().toLowerCase();
+  const q = $("node-filter").value;
   view = nodes.filter((n) => matches(n, q)).sort(SORTS[$("node-sort").value] || SORTS.name);
   $("node-count").textContent = `${fmt.num(view.length)} of ${fmt.num(nodes.length)} nodes`;
   $("vbody").style.height = `${view.length * ROW_H}px`;
@@ -106,7 +99,7 @@ let incoming = null;
 connectLive("nodes", (frame) => {
   if (frame.start !== undefined) incoming = {total: frame.start, names: new Set()};
   for (const [name, cpu, mem, pods, unsched, taints, labels, u] of frame.nodes || []) {
-    const n = {name, cpu, mem, pods, unsched, taints, labels, u};
+    const n = {name, cpu, mem, pods, unsched, taints, labels, u, text: undefined}; // text: the filter's, made on use
     const old = byName.get(name);
     if (old) Object.assign(old, n);
     else { nodes.push(n); byName.set(name, n); }
