@@ -26,7 +26,10 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)  # before accept: the handshake is refused (403)
+            # Accepted only to be closed with 4401 at once: a browser sees the code only on an accepted socket
+            # (a refused handshake is a bare 1006), and the page sends the user to log in on it. Nothing is sent.
+            await self.accept()
+            await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         feed = FEEDS.get(self.scope["url_route"]["kwargs"].get("view"))
         if feed is None:
