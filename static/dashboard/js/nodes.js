@@ -2,7 +2,7 @@
 // resource on the colour-blind-safe viridis ramp) and a virtualized table: only the rows in view
 // exist in the DOM, so 5,000 nodes cost the same per frame as 30. Filter and sort apply to both.
 import {connectLive, el, fmt} from "./live.js";
-import {matches} from "./nodefilter.js";
+import {matches, step} from "./nodelogic.js";
 
 const ROW_H = 33; // px, as .vtable .vrow's 2.2rem at 15px
 const $ = (id) => document.getElementById(id);
@@ -10,6 +10,7 @@ let nodes = []; // {name, cpu, mem, pods, unsched, taints, labels, u: [cpu, mem,
 let byName = new Map();
 let view = []; // the filtered, sorted nodes
 let selected = null;
+let cursor = 0; // the heat map's keyboard cursor, an index into view
 let dirty = false;
 
 const VIRIDIS = ["#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878", "#440154"];
@@ -52,6 +53,9 @@ function drawHeatmap() {
     if (n.unsched) { // cordoned: a cross, not only a colour
       ctx.strokeStyle = "#000";
       ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(x + cell - 1, y + cell - 1); ctx.stroke();
+    }
+    if (i === cursor && document.activeElement === canvas) { // the keyboard cursor: a dashed outline
+      ctx.strokeStyle = "#000"; ctx.setLineDash([2, 2]); ctx.strokeRect(x + 0.5, y + 0.5, cell - 2, cell - 2); ctx.setLineDash([]);
     }
     if (n.name === selected) { ctx.strokeStyle = "#D55E00"; ctx.lineWidth = 2; ctx.strokeRect(x + 1, y + 1, cell - 3, cell - 3); ctx.lineWidth = 1; }
   });
@@ -122,14 +126,31 @@ $("node-filter").addEventListener("input", schedule);
 $("node-sort").addEventListener("change", schedule);
 $("vtable").addEventListener("scroll", () => requestAnimationFrame(drawRows));
 new ResizeObserver(schedule).observe($("heatmap").parentElement);
+function select(i) {
+  if (!view[i]) return;
+  cursor = i;
+  selected = view[i].name;
+  $("vtable").scrollTop = i * ROW_H;
+  $("selected").textContent = `Selected ${selected}`;
+  schedule();
+}
 $("heatmap").addEventListener("click", (e) => {
   const c = e.currentTarget;
   const cell = Number(c.dataset.cell);
-  const i = Math.floor(e.offsetY / cell) * Number(c.dataset.cols) + Math.floor(e.offsetX / cell);
-  if (view[i]) {
-    selected = view[i].name;
-    $("vtable").scrollTop = i * ROW_H;
-    $("selected").textContent = `Selected ${selected}`;
-    schedule();
-  }
+  select(Math.floor(e.offsetY / cell) * Number(c.dataset.cols) + Math.floor(e.offsetX / cell));
 });
+// Keyboard: arrows (Home/End, PageUp/PageDown) move a cursor over the cells, naming the node and how
+// full it is; Enter or Space selects it as a click does.
+$("heatmap").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" || e.key === " ") { e.preventDefault(); select(cursor); return; }
+  const to = step(cursor, e.key, Number(e.currentTarget.dataset.cols) || 1, view.length);
+  if (to === null) return;
+  e.preventDefault();
+  cursor = to;
+  const n = view[cursor];
+  $("selected").textContent = `${n.name}: ${(100 * fullest(n)).toFixed(0)} % full${n.unsched ? ", unschedulable" : ""}`
+    + " (Enter shows its row)";
+  schedule();
+});
+$("heatmap").addEventListener("focus", schedule);
+$("heatmap").addEventListener("blur", schedule);
