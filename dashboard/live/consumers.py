@@ -26,7 +26,10 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)  # before accept: the handshake is refused (403)
+            # Accepted only to be closed with 4401 at once: a browser sees the code only on an accepted socket
+            # (a refused handshake is a bare 1006), and the page sends the user to log in on it. Nothing is sent.
+            await self.accept()
+            await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         feed = FEEDS.get(self.scope["url_route"]["kwargs"].get("view"))
         if feed is None:
@@ -56,10 +59,11 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         co = self.coalescer
         try:
             while True:
-                if not co.due():
+                more = getattr(self.feed, "more", False)  # rows the feed still has to send in chunks
+                if not (co.due() or (more and co.wait() <= 0)):
                     self._wake.clear()
                     # Sleep until a frame may go out and there is a reason to send one (or the idle beat).
-                    timeout = co.wait() if (co.needs_snapshot or not co.tally.empty) else co.idle
+                    timeout = co.wait() if (co.needs_snapshot or not co.tally.empty or more) else co.idle
                     try:
                         await asyncio.wait_for(self._wake.wait(), timeout=max(timeout, co.wait()))
                     except asyncio.TimeoutError:

@@ -81,16 +81,34 @@ def node_specs() -> tuple[tuple, list[list]]:
     return tuple(rows), rows
 
 
-def node_static() -> list[list]:
-    out = []
-    for name, manifest, unsched, cpu, mem, pods in Node.objects.order_by("name").values_list(
-            "name", "manifest", "unschedulable", "alloc_cpu", "alloc_memory", "alloc_pods"):
+def node_static() -> tuple[int, list[list]]:
+    """(the node generation these rows are, as node_usage's key; static rows in name order)."""
+    out, key = [], []
+    for name, version, manifest, unsched, cpu, mem, pods in Node.objects.order_by("name").values_list(
+            "name", "spec_version", "manifest", "unschedulable", "alloc_cpu", "alloc_memory", "alloc_pods"):
         spec = manifest.get("spec") or {}
         taints = [f"{t.get('key', '')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect', '')}"
                   for t in spec.get("taints") or ()]
         labels = (manifest.get("metadata") or {}).get("labels") or {}
         out.append([name, cpu, mem, pods, bool(unsched), taints, labels])
-    return out
+        key.append((name, version))
+    return hash(tuple(key)), out
+
+
+async def shared_node_static(key: int) -> tuple[int, list[list]]:
+    """node_static() read once per node generation for all viewers in this process (the rows are shared:
+    read them, never change them). `key` is the generation the caller saw in node_usage()."""
+    hit = _cache.get("node_static")
+    if hit and hit[1][0] == key:
+        return hit[1]
+    lock = _locks.setdefault("node_static", asyncio.Lock())
+    async with lock:
+        hit = _cache.get("node_static")
+        if hit and hit[1][0] == key:
+            return hit[1]
+        value = await database_sync_to_async(node_static)()
+        _cache["node_static"] = (0.0, value)
+        return value
 
 
 def node_usage() -> dict:

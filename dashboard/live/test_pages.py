@@ -18,6 +18,7 @@ def test_a_live_page_loads_its_module_and_shows_its_connection_state(user_client
     html = user_client.get(path).content.decode()
     assert f"dashboard/js/{module}" in html and 'type="module"' in html
     assert 'id="live-status"' in html and "Connecting…" in html
+    assert 'data-login-url="/accounts/login/"' in html  # where live.js goes when the socket closes with 4401
     assert finders.find(f"dashboard/js/{module}") and finders.find("dashboard/js/live.js")
 
 

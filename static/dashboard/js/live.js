@@ -1,6 +1,7 @@
 // The live socket every live page uses: connects to /ws/live/<view>/, shows its state in the
 // header's #live-status, and reconnects with exponential backoff (0.5 s doubling to 30 s, jittered).
 // The server's first frame after any (re)connect is a full snapshot, so nothing is replayed here.
+// Closed with 4401 (logged out, session expired), the page goes to the login page and back.
 
 export function connectLive(view, onFrame) {
   const status = document.getElementById("live-status");
@@ -22,7 +23,12 @@ export function connectLive(view, onFrame) {
       set("live", "Live");
       onFrame(JSON.parse(event.data));
     };
-    ws.onclose = () => {
+    ws.onclose = (event) => {
+      if (event.code === 4401) { // not (or no longer) logged in: log in, then come back here
+        const login = status?.dataset.loginUrl || "/accounts/login/";
+        location.assign(`${login}?next=${encodeURIComponent(location.pathname + location.search)}`);
+        return;
+      }
       const wait = delay * (0.8 + 0.4 * Math.random());
       delay = Math.min(delay * 2, 30000);
       set(navigator.onLine === false ? "offline" : "reconnecting",

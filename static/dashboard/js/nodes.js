@@ -2,6 +2,7 @@
 // resource on the colour-blind-safe viridis ramp) and a virtualized table: only the rows in view
 // exist in the DOM, so 5,000 nodes cost the same per frame as 30. Filter and sort apply to both.
 import {connectLive, el, fmt} from "./live.js";
+import {matches, step} from "./nodelogic.js";
 
 const ROW_H = 33; // px, as .vtable .vrow's 2.2rem at 15px
 const $ = (id) => document.getElementById(id);
@@ -9,19 +10,12 @@ let nodes = []; // {name, cpu, mem, pods, unsched, taints, labels, u: [cpu, mem,
 let byName = new Map();
 let view = []; // the filtered, sorted nodes
 let selected = null;
+let cursor = 0; // the heat map's keyboard cursor, an index into view
 let dirty = false;
 
 const VIRIDIS = ["#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878", "#440154"];
 const share = (used, total) => (total > 0 ? used / total : 0);
 const fullest = (n) => Math.max(share(n.u[0], n.cpu), share(n.u[1], n.mem), share(n.u[2], n.pods));
-
-function matches(n, q) {
-  if (!q) return true;
-  if (n.name.includes(q)) return true;
-  if (n.taints.some((t) => t.includes(q))) return true;
-  if (q === "unschedulable" && n.unsched) return true;
-  return Object.entries(n.labels).some(([k, v]) => `${k}=${v}`.includes(q));
-}
 
 const SORTS = {
   name: (a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
@@ -33,7 +27,7 @@ const SORTS = {
 };
 
 function recompute() {
-  const q = $("node-filter").value.trim().toLowerCase();
+  const q = $("node-filter").value;
   view = nodes.filter((n) => matches(n, q)).sort(SORTS[$("node-sort").value] || SORTS.name);
   $("node-count").textContent = `${fmt.num(view.length)} of ${fmt.num(nodes.length)} nodes`;
   $("vbody").style.height = `${view.length * ROW_H}px`;
@@ -59,6 +53,9 @@ function drawHeatmap() {
     if (n.unsched) { // cordoned: a cross, not only a colour
       ctx.strokeStyle = "#000";
       ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(x + cell - 1, y + cell - 1); ctx.stroke();
+    }
+    if (i === cursor && document.activeElement === canvas) { // the keyboard cursor: a dashed outline
+      ctx.strokeStyle = "#000"; ctx.setLineDash([2, 2]); ctx.strokeRect(x + 0.5, y + 0.5, cell - 2, cell - 2); ctx.setLineDash([]);
     }
     if (n.name === selected) { ctx.strokeStyle = "#D55E00"; ctx.lineWidth = 2; ctx.strokeRect(x + 1, y + 1, cell - 3, cell - 3); ctx.lineWidth = 1; }
   });
@@ -100,16 +97,27 @@ function redraw() {
 }
 const schedule = () => { if (!dirty) { dirty = true; requestAnimationFrame(redraw); } };
 
+// A frame with `start: N` begins a new node set whose N rows come in `nodes` over this and the next
+// frames; once all arrived, nodes not in it are dropped. `changed` rows update usage only.
+let incoming = null;
 connectLive("nodes", (frame) => {
-  if (frame.full) {
-    nodes = frame.nodes.map(([name, cpu, mem, pods, unsched, taints, labels], i) =>
-      ({name, cpu, mem, pods, unsched, taints, labels, u: frame.usage[i]}));
+  if (frame.start !== undefined) incoming = {total: frame.start, names: new Set()};
+  for (const [name, cpu, mem, pods, unsched, taints, labels, u] of frame.nodes || []) {
+    const n = {name, cpu, mem, pods, unsched, taints, labels, u, text: undefined}; // text: the filter's, made on use
+    const old = byName.get(name);
+    if (old) Object.assign(old, n);
+    else { nodes.push(n); byName.set(name, n); }
+    if (incoming) incoming.names.add(name);
+  }
+  if (incoming && incoming.names.size >= incoming.total) {
+    const keep = incoming.names;
+    nodes = nodes.filter((n) => keep.has(n.name));
     byName = new Map(nodes.map((n) => [n.name, n]));
-  } else {
-    for (const [name, ...u] of frame.changed || []) {
-      const n = byName.get(name);
-      if (n) n.u = u;
-    }
+    incoming = null;
+  }
+  for (const [name, ...u] of frame.changed || []) {
+    const n = byName.get(name);
+    if (n) n.u = u;
   }
   schedule();
 });
@@ -118,14 +126,31 @@ $("node-filter").addEventListener("input", schedule);
 $("node-sort").addEventListener("change", schedule);
 $("vtable").addEventListener("scroll", () => requestAnimationFrame(drawRows));
 new ResizeObserver(schedule).observe($("heatmap").parentElement);
+function select(i) {
+  if (!view[i]) return;
+  cursor = i;
+  selected = view[i].name;
+  $("vtable").scrollTop = i * ROW_H;
+  $("selected").textContent = `Selected ${selected}`;
+  schedule();
+}
 $("heatmap").addEventListener("click", (e) => {
   const c = e.currentTarget;
   const cell = Number(c.dataset.cell);
-  const i = Math.floor(e.offsetY / cell) * Number(c.dataset.cols) + Math.floor(e.offsetX / cell);
-  if (view[i]) {
-    selected = view[i].name;
-    $("vtable").scrollTop = i * ROW_H;
-    $("selected").textContent = `Selected ${selected}`;
-    schedule();
-  }
+  select(Math.floor(e.offsetY / cell) * Number(c.dataset.cols) + Math.floor(e.offsetX / cell));
 });
+// Keyboard: arrows (Home/End, PageUp/PageDown) move a cursor over the cells, naming the node and how
+// full it is; Enter or Space selects it as a click does.
+$("heatmap").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" || e.key === " ") { e.preventDefault(); select(cursor); return; }
+  const to = step(cursor, e.key, Number(e.currentTarget.dataset.cols) || 1, view.length);
+  if (to === null) return;
+  e.preventDefault();
+  cursor = to;
+  const n = view[cursor];
+  $("selected").textContent = `${n.name}: ${(100 * fullest(n)).toFixed(0)} % full${n.unsched ? ", unschedulable" : ""}`
+    + " (Enter shows its row)";
+  schedule();
+});
+$("heatmap").addEventListener("focus", schedule);
+$("heatmap").addEventListener("blur", schedule);

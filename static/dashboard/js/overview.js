@@ -65,12 +65,13 @@ connectLive("overview", (frame) => {
   $("c-scheduled").textContent = fmt.num(frame.rates.scheduled, 1);
   $("c-attempts").textContent = fmt.num(frame.rates.attempts, 1);
   $("c-failures").textContent = fmt.num(frame.rates.failures, 1);
-  if (frame.full) {
+  if (frame.full) { // the server merged this interval's events into `recent` already
     bindings = frame.recent.bindings;
     failed = frame.recent.failed;
+  } else {
+    bindings = bindings.concat(frame.bindings).slice(-KEEP);
+    failed = failed.concat(frame.failed).slice(-KEEP);
   }
-  bindings = bindings.concat(frame.bindings).slice(-KEEP);
-  failed = failed.concat(frame.failed).slice(-KEEP);
   renderTables();
   push(frame);
 });
