@@ -83,8 +83,12 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": env_str("SCHEDBOARD_SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
-            # The embedded loop and the web server share one file from several threads.
-            "OPTIONS": {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"},
+            # The loop thread, the trickle thread and the web server's threads all write to this one
+            # file. A deferred transaction (SQLite's default) that reads, then writes after another
+            # connection committed, fails at once with "database is locked" (its snapshot is stale, so
+            # the busy timeout does not apply); services and the loop do exactly that (read "for
+            # update", then write). BEGIN IMMEDIATE takes the write lock first: writers queue instead.
+            "OPTIONS": {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE"},
         }
     }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone as dt_timezone
 
 from django import forms
 from django.db import connection
@@ -23,6 +23,23 @@ from scheduler.models import RESULT_CHOICES, Attempt
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 EXPORT_CHUNK = 2000
+# The largest id a BigAutoField holds (a signed 64-bit integer on Postgres and SQLite alike); a larger one
+# overflows the database driver (OverflowError on SQLite) rather than simply matching nothing.
+MAX_ID = 2**63 - 1
+# profile_version is an IntegerField: 32 bits on Postgres.
+MAX_VERSION = 2**31 - 1
+OUT_OF_RANGE = "This time is out of range: in UTC it must fall between years 1 and 9999."
+
+
+def in_range(when: datetime) -> bool:
+    """Whether an aware time is storable: SQLite keeps times as naive UTC text, so a time whose UTC falls
+    outside datetime's years 1..9999 (0001-01-01T00:00+05:00 is year 0 in UTC) overflows on conversion;
+    Postgres would take it, but a filter must mean the same on both."""
+    try:
+        when.astimezone(dt_timezone.utc)
+    except OverflowError:
+        return False
+    return True
 
 
 class Cursor:
@@ -40,8 +57,15 @@ class Cursor:
             started_at = datetime.fromisoformat(when)
             if started_at.tzinfo is None:
                 raise ValueError("naive time")
-            return started_at, int(pk)
-        except (ValueError, binascii.Error, UnicodeDecodeError):
+            if not in_range(started_at):
+                raise ValueError("time out of range")
+            if not pk.isascii() or not pk.isdigit():
+                raise ValueError("not an id")
+            pk = int(pk)  # ValueError past 4,300 digits
+            if pk > MAX_ID:
+                raise ValueError("id out of range")
+            return started_at, pk
+        except (ValueError, OverflowError, binascii.Error, UnicodeDecodeError):
             raise forms.ValidationError("This page link is damaged; start again from the first page.") from None
 
 
@@ -53,7 +77,7 @@ class AuditFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=253, label="Pod name contains")
     node = forms.CharField(required=False, max_length=253)
     result = forms.ChoiceField(required=False, choices=[("", "any")] + RESULT_CHOICES)
-    version = forms.IntegerField(required=False, min_value=0, label="Profile version")
+    version = forms.IntegerField(required=False, min_value=0, max_value=MAX_VERSION, label="Profile version")
     since = forms.DateTimeField(required=False, label="From (UTC)",
                                 widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"}))
     until = forms.DateTimeField(required=False, label="Until (UTC)",
@@ -63,6 +87,18 @@ class AuditFilterForm(forms.Form):
     before = forms.CharField(required=False, widget=forms.HiddenInput)
 
     FILTERS = ("namespace", "pod", "q", "node", "result", "version", "since", "until", "limit")
+
+    def _clean_time(self, name):
+        value = self.cleaned_data[name]
+        if value is not None and not in_range(value):
+            raise forms.ValidationError(OUT_OF_RANGE)
+        return value
+
+    def clean_since(self):
+        return self._clean_time("since")
+
+    def clean_until(self):
+        return self._clean_time("until")
 
     def clean_after(self):
         value = self.cleaned_data["after"]

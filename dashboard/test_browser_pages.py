@@ -143,3 +143,34 @@ def test_the_audit_filters_to_unschedulable_attempts_and_downloads_them_as_csv(
     page.goto(asgi_server.url + "/bindings/?version=-1")
     assert "Ensure this value is greater than or equal to 0." in page.locator("form.filters").inner_text()
     screenshot(page, "audit-bad-filter")
+
+
+def test_the_profile_pages_and_the_admin_profile_editor_show_their_headings(asgi_server, dashboard_user, page):
+    # A staff user who may edit the configuration; a saved version and a history of scored attempts.
+    from django.contrib.auth.models import Permission
+
+    from dashboard.test_profiles_pages import store
+    from scheduler.engine.config import default_config
+    from scheduler.profile_services import config_version_create
+
+    dashboard_user.user_permissions.add(*Permission.objects.filter(
+        codename__in=["view_schedulerconfigversion", "add_schedulerconfigversion"]))
+    config_version_create(config=default_config(), reason="browser test", user=dashboard_user)
+    attempt = store()[0]
+    login(page, asgi_server, dashboard_user)
+    for path, heading, name in [
+        ("/profiles/", "Profiles", "profiles"),
+        ("/whatif/", "What-if", "whatif"),
+        (f"/attempts/{attempt.pk}/rescore/", f"Re-score attempt #{attempt.pk}", "rescore"),
+        ("/admin/scheduler/schedulerconfigversion/profiles/default-scheduler/", "Profile default-scheduler",
+         "admin-profile-editor"),
+    ]:
+        response = page.goto(asgi_server.url + path)
+        assert response.status == 200, path
+        assert page.locator("h1").first.inner_text().strip() == heading, path
+        screenshot(page, name)
+    # The editor's form is there to use, with its reason field.
+    assert page.locator("#profile-form textarea[name=reason], #profile-form input[name=reason]").count() == 1
+    page.set_viewport_size(NARROW_VIEWPORT)
+    page.goto(asgi_server.url + "/whatif/")
+    screenshot(page, "whatif-narrow")

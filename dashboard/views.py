@@ -94,14 +94,23 @@ def _health(request, path: str) -> HttpResponse:
 
 
 def _single(request, path: str, name: str) -> HttpResponse:
-    """As adaptCheckToHandler: /<path>/<check> runs one check and does show its error."""
+    """As adaptCheckToHandler: /<path>/<check> runs one check; a failure is "internal server error: …".
+
+    Upstream prints the error there because only a caller with explicit permission reaches the per-check
+    paths (system:public-info-viewer grants anonymous callers the root paths alone). Here they need no
+    login, so, as handleRootHealth does for its public answer, an anonymous or non-staff caller gets
+    "reason withheld" and the reason (a database or Redis error names hosts and users) goes to the log;
+    a logged-in staff user, the one with that permission here, sees it."""
     checks = dict(_checks(path))
     if name not in checks:
         return _plain("404 page not found\n", status=404)
     try:
         checks[name]()
     except Exception as exc:  # noqa: BLE001
-        return _plain(f"internal server error: {exc}\n", status=500)
+        log.info("%s check failed: %s\n[-]%s failed: %s", name, path, name, exc)
+        user = getattr(request, "user", None)
+        reason = exc if user is not None and user.is_active and user.is_staff else "reason withheld"
+        return _plain(f"internal server error: {reason}\n", status=500)
     return _plain("ok")
 
 

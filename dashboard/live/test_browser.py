@@ -1,6 +1,6 @@
 """In Chromium, against daphne and real Celery workers: a logged-in user watches a pod go from
 FailedScheduling (Pending) to bound on the live overview, without reloading; the queue and nodes
-pages fill from their sockets. Screenshots go to test-artifacts/ (not committed)."""
+pages fill from their sockets. Screenshots go to var/screenshots/ (not committed), as every browser test's."""
 
 import os
 import socket
@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection, connections
 
+from dashboard.browser_testing import screenshot
 from scheduler.manifests import parse_documents
 from scheduler.services import cluster_apply
 from scheduler.workers import WorkerProcesses, purge_broker, worker_env
@@ -24,7 +25,6 @@ from scheduler.workers import WorkerProcesses, purge_broker, worker_env
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-ARTIFACTS = BASE_DIR / "test-artifacts"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 WAIT_MS = 60_000
@@ -93,7 +93,6 @@ def test_a_logged_in_user_watches_a_pod_go_from_pending_to_bound_without_reloadi
     # Hashed as the server (production settings) checks it; the test settings only know a fast hasher.
     get_user_model().objects.create(username="watcher", password=PBKDF2PasswordHasher().encode("pw-watcher", "browser-salt"))
     apply(node("small-1", "2"))
-    ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
@@ -110,29 +109,29 @@ def test_a_logged_in_user_watches_a_pod_go_from_pending_to_bound_without_reloadi
         failed = page.locator("#failed tr", has_text="default/big")
         expect(failed.first).to_contain_text("Insufficient cpu", timeout=WAIT_MS)
         expect(page.locator("#bindings")).not_to_contain_text("default/big")
-        page.screenshot(path=str(ARTIFACTS / "live-overview-pending.png"), full_page=True)
+        screenshot(page, "live-overview-pending")
 
         apply(node("large-1", "16"))  # NodeAdd: the reconciler moves it back, and it binds there
         bound = page.locator("#bindings tr", has_text="default/big")
         expect(bound).to_contain_text("large-1", timeout=WAIT_MS)
         assert page.evaluate("window.__notReloaded") is True
-        page.screenshot(path=str(ARTIFACTS / "live-overview-bound.png"), full_page=True)
+        screenshot(page, "live-overview-bound")
 
         page.goto(f"{stack}/nodes/")
         expect(page.locator("#vbody")).to_contain_text("large-1", timeout=WAIT_MS)
         expect(page.locator("#node-count")).to_have_text("2 of 2 nodes")
         page.fill("#node-filter", "large")
         expect(page.locator("#node-count")).to_have_text("1 of 2 nodes")
-        page.screenshot(path=str(ARTIFACTS / "live-nodes.png"), full_page=True)
+        screenshot(page, "live-nodes")
 
         apply(pod("waits", "64"))
         page.goto(f"{stack}/queue/")
         # Backoff first, then unschedulable: either way it is listed with kube-scheduler's message.
         waiting = page.locator(".queues tr", has_text="default/waits")
         expect(waiting).to_contain_text("Insufficient cpu", timeout=WAIT_MS)
-        page.screenshot(path=str(ARTIFACTS / "live-queue.png"), full_page=True)
+        screenshot(page, "live-queue")
         page.set_viewport_size({"width": 420, "height": 800})
         page.goto(f"{stack}/")
         expect(status).to_have_attribute("data-state", "live", timeout=WAIT_MS)
-        page.screenshot(path=str(ARTIFACTS / "live-overview-narrow.png"), full_page=True)
+        screenshot(page, "live-overview-narrow")
         browser.close()
