@@ -17,7 +17,8 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from django.db import connections
+from django.db import OperationalError, connections
+from psycopg.errors import DeadlockDetected
 
 from ..backends import set_backend
 from ..backends.kubernetes import KubernetesBackend, jobs_key
@@ -76,9 +77,7 @@ class Committer:
         jobs = [json.loads(raw) for raw in raws]
         items = [item for job in jobs if job.get("op") == "bind" for item in job["items"]]
         if items:
-            from ..loop import bind_batch
-
-            bind_batch(items)
+            self._bind(items)
         for job in jobs:
             if job.get("op") == "report":
                 self._reports.put(job)
@@ -86,6 +85,25 @@ class Committer:
             self.redis.lrem(self.processing, 1, raw)
         self.jobs_done += len(raws)
         return True
+
+    def _bind(self, items: list[dict], tries: int = 3) -> None:
+        """bind_batch, again when Postgres breaks a deadlock by aborting it.
+
+        The mirror's watch batches and this binder update the same pod rows in orders neither controls;
+        Postgres then aborts one transaction. The whole batch rolled back, and binding again is
+        idempotent (the API answers 409 for the same node, which counts as bound).
+        """
+        from ..loop import bind_batch
+
+        for attempt in range(1, tries + 1):
+            try:
+                bind_batch(items)
+                return
+            except OperationalError as exc:
+                if not isinstance(exc.__cause__, DeadlockDetected) or attempt == tries:
+                    raise
+                log.warning("binding batch of %d hit a deadlock, binding again (%d/%d)", len(items), attempt, tries)
+                time.sleep(0.05 * attempt)
 
     def start_reporting(self) -> threading.Thread:
         """Events and conditions go out from their own thread, as the events broadcaster's: bindings never wait on them."""
