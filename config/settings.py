@@ -8,7 +8,7 @@ import os
 import warnings
 from pathlib import Path
 
-from .env import env_bool, env_choice, env_duration, env_int, env_str
+from .env import env_bool, env_choice, env_duration, env_hosts, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -20,7 +20,7 @@ EMBEDDED = not DATABASE_URL
 # costs a worker more than the statements themselves.
 DEBUG = env_bool("DJANGO_DEBUG", EMBEDDED)
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "dev-insecure-key-change-me" if DEBUG else None)
-ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
+ALLOWED_HOSTS = env_hosts("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]", debug=DEBUG)
 
 INSTALLED_APPS = [
     # First, so `runserver` (and the embedded `run`) serve ASGI: websockets as well as pages.
@@ -37,6 +37,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Before anything reads the Host: kubelet and Prometheus reach /metrics and the health checks by pod IP.
+    "dashboard.machine_hosts.MachineEndpointsAnyHostMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files under daphne too (runserver serves them itself in the embedded demo).
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -87,6 +87,18 @@ def test_the_scheduler_configuration_names_our_profile():
     assert [p.scheduler_name for p in loaded.profiles] == ["schedboard"]
 
 
+def test_the_web_is_reached_by_listed_names_only_among_them_the_service_s_dns_names():
+    (env,) = [c for c in by_kind("ConfigMap") if c["metadata"]["name"] == "schedboard-env"]
+    hosts = env["data"]["DJANGO_ALLOWED_HOSTS"].split(",")
+    assert "*" not in hosts
+    (service,) = by_kind("Service")
+    namespace = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["namespace"]
+    name = service["metadata"]["name"]
+    # Every form a pod in the cluster resolves the Service by; then the example external name to edit.
+    assert hosts == [name, f"{name}.{namespace}", f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local",
+                     "schedboard.example.com"]
+
+
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 def test_kustomize_renders_every_object_into_our_namespace():
     rendered = subprocess.run(["kubectl", "kustomize", str(DEPLOY)], capture_output=True, text=True, check=True).stdout

@@ -14,7 +14,8 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
-from config.asgi import application
+from config.asgi import application, websocket_application
+from dashboard.deploy_testing import deploy_settings
 from scheduler.models import Binding, Node, Pod
 from scheduler.queues import get_queue
 
@@ -91,6 +92,31 @@ async def test_a_socket_from_another_origin_is_refused(cookie):
     connected, _ = await ws.connect()
     await ws.disconnect()  # ends the application instance (it would otherwise outlive the test's loop)
     assert not connected
+
+
+# (Origin, Host) of a websocket against the kubernetes deploy's own settings (deploy/config.yaml): a page of
+# one of its listed hosts is let in; another site's page, a DNS-rebound name and a client sending no Origin
+# are refused before the session is even read.
+DEPLOY_ORIGINS = [
+    ("https://schedboard.example.com", "schedboard.example.com", True),
+    ("http://schedboard-web.schedboard.svc", "schedboard-web.schedboard.svc", True),
+    ("http://evil.example", "schedboard.example.com", False),
+    ("http://rebound.evil.example", "rebound.evil.example", False),
+    (None, "schedboard.example.com", False),
+]
+
+
+@pytest.mark.parametrize("origin,host,accepted", DEPLOY_ORIGINS)
+async def test_with_the_deploy_s_settings_only_a_listed_origin_opens_a_socket(cookie, settings, origin, host, accepted):
+    deployed = await sync_to_async(deploy_settings)()
+    settings.ALLOWED_HOSTS, settings.DEBUG = deployed["ALLOWED_HOSTS"], deployed["DEBUG"]
+    headers = [(b"host", host.encode()), (b"cookie", f"sessionid={cookie}".encode())]
+    if origin:
+        headers.append((b"origin", origin.encode()))
+    ws = WebsocketCommunicator(websocket_application(), "/ws/live/overview/", headers=headers)
+    connected, _ = await ws.connect()
+    await ws.disconnect()
+    assert connected is accepted
 
 
 async def test_a_logged_in_socket_gets_a_snapshot_first(cookie):
