@@ -182,6 +182,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if not REDIS_URL el
 # any number of workers and daphne replicas share it), in memory only in the embedded mode.
 SCHEDBOARD_LIVE_PREFIX = env_str("SCHEDBOARD_LIVE_PREFIX", "schedboard:live")
 SCHEDBOARD_LIVE_FPS = env_int("SCHEDBOARD_LIVE_FPS", 4, minimum=1)
+# How often a live socket asks whether its session still logs its user in (closed with 4401 once not).
+SCHEDBOARD_LIVE_SESSION_CHECK = env_duration("SCHEDBOARD_LIVE_SESSION_CHECK", 15.0)
 if REDIS_URL:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
         # redis-py 8 reads with a 5 s socket timeout by default, the same as channels-redis's blocking
