@@ -47,7 +47,7 @@ def env_hosts(name: str, default: str, *, debug: bool) -> list[str]:
     return hosts
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
     value = os.environ.get(name)
     if value is None:
         return default
@@ -57,6 +57,8 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
         raise ImproperlyConfigured(f"{name}: expected an integer, got {value!r}") from None
     if minimum is not None and parsed < minimum:
         raise ImproperlyConfigured(f"{name}: must be at least {minimum}, got {parsed}")
+    if maximum is not None and parsed > maximum:
+        raise ImproperlyConfigured(f"{name}: must be at most {maximum}, got {parsed}")
     return parsed
 
 

@@ -146,6 +146,10 @@ SCHEDBOARD_TRACE = env_choice("SCHEDBOARD_TRACE", "failures", ("failures", "all"
 PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", str(BASE_DIR / "var" / "prometheus"))
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
 Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+# A scrape endpoint of their own for the processes that serve no pages (a Celery worker, beat, `kube run`),
+# where their directory is not the web's (a pod each in Kubernetes): /metrics on this port (unset: off).
+SCHEDBOARD_METRICS_PORT = env_int("SCHEDBOARD_METRICS_PORT", 0, minimum=0, maximum=65535) or None
+SCHEDBOARD_METRICS_BIND_ADDRESS = env_str("SCHEDBOARD_METRICS_BIND_ADDRESS", "0.0.0.0")
 
 # ---- celery ----------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL or "memory://"

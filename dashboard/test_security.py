@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from dashboard.deploy_testing import deploy_settings
+from scheduler.deploy_testing import deploy_settings
 
 pytestmark = pytest.mark.django_db
 
