@@ -17,7 +17,13 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
 
+
+def websocket_application():
+    """The websocket side; the origin check reads ALLOWED_HOSTS when this is built."""
+    return AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+
+
 application = ProtocolTypeRouter({
     "http": django_asgi_app,
-    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    "websocket": websocket_application(),
 })

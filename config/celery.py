@@ -22,3 +22,21 @@ def _metrics_process_exited(**_kwargs) -> None:
     from scheduler.metrics import process_exited
 
     process_exited()
+
+
+# SCHEDBOARD_METRICS_PORT: the worker's main process (before its pool starts) and beat serve /metrics.
+from celery.signals import beat_init, celeryd_after_setup  # noqa: E402
+
+
+@celeryd_after_setup.connect
+def _serve_worker_metrics(**_kwargs) -> None:
+    from scheduler.metrics_server import serve_metrics
+
+    serve_metrics("celery worker")
+
+
+@beat_init.connect
+def _serve_beat_metrics(**_kwargs) -> None:
+    from scheduler.metrics_server import serve_metrics
+
+    serve_metrics("celery beat")

@@ -29,7 +29,25 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}: expected true or false, got {value!r}")
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+def env_hosts(name: str, default: str, *, debug: bool) -> list[str]:
+    """Host names, comma-separated, for ALLOWED_HOSTS. "*" (any host) only in debug mode: it lets any
+    Host header through to the links Django builds from it, and any site's page open a websocket (the
+    Origin check accepts what ALLOWED_HOSTS accepts)."""
+    hosts = [h.strip() for h in env_str(name, default).split(",") if h.strip()]
+    for host in hosts:
+        if host == "*" and not debug:
+            raise ImproperlyConfigured(
+                f"{name}: '*' accepts any Host header and any site's websocket; list the names the dashboard "
+                f"is reached by (e.g. schedboard.example.com, .example.com for its subdomains)")
+        if host != "*" and "*" in host:
+            # Django matches only "*" and a leading dot; anything else with a star is taken literally.
+            hint = f"write {host[1:]!r} for the domain and its subdomains" if host.startswith("*.") else \
+                "'*' stands alone or not at all"
+            raise ImproperlyConfigured(f"{name}: {host!r} matches nothing; {hint}")
+    return hosts
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
     value = os.environ.get(name)
     if value is None:
         return default
@@ -39,6 +57,8 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
         raise ImproperlyConfigured(f"{name}: expected an integer, got {value!r}") from None
     if minimum is not None and parsed < minimum:
         raise ImproperlyConfigured(f"{name}: must be at least {minimum}, got {parsed}")
+    if maximum is not None and parsed > maximum:
+        raise ImproperlyConfigured(f"{name}: must be at most {maximum}, got {parsed}")
     return parsed
 
 

@@ -8,7 +8,7 @@ import os
 import warnings
 from pathlib import Path
 
-from .env import env_bool, env_choice, env_duration, env_int, env_str
+from .env import env_bool, env_choice, env_duration, env_hosts, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -20,7 +20,7 @@ EMBEDDED = not DATABASE_URL
 # costs a worker more than the statements themselves.
 DEBUG = env_bool("DJANGO_DEBUG", EMBEDDED)
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "dev-insecure-key-change-me" if DEBUG else None)
-ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
+ALLOWED_HOSTS = env_hosts("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]", debug=DEBUG)
 
 INSTALLED_APPS = [
     # First, so `runserver` (and the embedded `run`) serve ASGI: websockets as well as pages.
@@ -37,6 +37,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Before anything reads the Host: kubelet and Prometheus reach /metrics and the health checks by pod IP.
+    "dashboard.machine_hosts.MachineEndpointsAnyHostMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files under daphne too (runserver serves them itself in the embedded demo).
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -144,6 +146,10 @@ SCHEDBOARD_TRACE = env_choice("SCHEDBOARD_TRACE", "failures", ("failures", "all"
 PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", str(BASE_DIR / "var" / "prometheus"))
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
 Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+# A scrape endpoint of their own for the processes that serve no pages (a Celery worker, beat, `kube run`),
+# where their directory is not the web's (a pod each in Kubernetes): /metrics on this port (unset: off).
+SCHEDBOARD_METRICS_PORT = env_int("SCHEDBOARD_METRICS_PORT", 0, minimum=0, maximum=65535) or None
+SCHEDBOARD_METRICS_BIND_ADDRESS = env_str("SCHEDBOARD_METRICS_BIND_ADDRESS", "0.0.0.0")
 
 # ---- celery ----------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL or "memory://"
@@ -180,6 +186,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if not REDIS_URL el
 # any number of workers and daphne replicas share it), in memory only in the embedded mode.
 SCHEDBOARD_LIVE_PREFIX = env_str("SCHEDBOARD_LIVE_PREFIX", "schedboard:live")
 SCHEDBOARD_LIVE_FPS = env_int("SCHEDBOARD_LIVE_FPS", 4, minimum=1)
+# How often a live socket asks whether its session still logs its user in (closed with 4401 once not).
+SCHEDBOARD_LIVE_SESSION_CHECK = env_duration("SCHEDBOARD_LIVE_SESSION_CHECK", 15.0)
 if REDIS_URL:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
         # redis-py 8 reads with a 5 s socket timeout by default, the same as channels-redis's blocking

@@ -12,6 +12,8 @@ import pytest
 from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from scheduler.deploy_testing import deploy_settings
+
 pytestmark = pytest.mark.django_db
 
 OPEN_PATHS = {"/metrics", "/healthz", "/livez", "/readyz"}
@@ -125,3 +127,77 @@ def test_production_settings_refuse_to_start_without_a_secret_key():
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY: required" in result.stderr
+
+
+# ---- hosts and the account pages ---------------------------------------------------------------------------
+
+def _check_with(extra: dict) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "SCHEDBOARD_"))}
+    env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+                "DATABASE_URL": os.environ["DATABASE_URL"], **extra})
+    return subprocess.run([sys.executable, "manage.py", "check"], cwd=Path(settings.BASE_DIR), env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_production_settings_refuse_to_accept_any_host():
+    # "*" would let any Host header through (absolute links built from it) and any page's websocket in.
+    result = _check_with({"DJANGO_ALLOWED_HOSTS": "schedboard.example.com,*"})
+    assert result.returncode != 0
+    assert "DJANGO_ALLOWED_HOSTS: '*' accepts any Host header" in result.stderr
+
+
+def test_debug_settings_still_accept_any_host():
+    assert _check_with({"DJANGO_ALLOWED_HOSTS": "*", "DJANGO_DEBUG": "true"}).returncode == 0
+
+
+def test_a_host_pattern_django_would_never_match_is_refused_with_the_form_it_takes():
+    result = _check_with({"DJANGO_ALLOWED_HOSTS": "*.example.com"})
+    assert result.returncode != 0
+    assert "DJANGO_ALLOWED_HOSTS: '*.example.com' matches nothing; write '.example.com'" in result.stderr
+
+
+def test_the_deploy_lists_its_hosts_and_refuses_any_other(client, settings):
+    settings.ALLOWED_HOSTS = deploy_settings()["ALLOWED_HOSTS"]
+    assert "*" not in settings.ALLOWED_HOSTS
+    assert client.get("/accounts/login/", HTTP_HOST="schedboard.example.com").status_code == 200
+    assert client.get("/accounts/login/", HTTP_HOST="schedboard-web.schedboard.svc").status_code == 200
+    # Another Host is refused before any page could build a link from it.
+    assert client.get("/accounts/login/", HTTP_HOST="evil.example").status_code == 400
+
+
+@pytest.mark.parametrize("path", sorted(OPEN_PATHS))
+def test_probes_and_scrapes_by_pod_ip_are_answered_whatever_the_host(client, settings, path):
+    # kubelet and Prometheus reach a pod by its IP (Host: 10.244.1.7:8000), which no host list names;
+    # these answers never use the Host.
+    settings.ALLOWED_HOSTS = deploy_settings()["ALLOWED_HOSTS"]
+    assert client.get(path, HTTP_HOST="10.244.1.7:8000").status_code == 200
+
+
+# The account pages: log in, log out, change one's password. No password reset: it would mail a link built
+# from the request's Host to whoever knows a user's address, and needs mail set up nobody configured.
+ACCOUNT_PAGES = {"/accounts/login/", "/accounts/logout/", "/accounts/password_change/",
+                 "/accounts/password_change/done/"}
+
+
+def test_the_account_pages_are_login_logout_and_password_change_only():
+    routed = {p for p in _concrete_paths() if p.startswith("/accounts/")}
+    assert routed == ACCOUNT_PAGES
+
+
+@pytest.mark.parametrize("path", ["/accounts/password_reset/", "/accounts/password_reset/done/",
+                                  "/accounts/reset/MQ/set-password/", "/accounts/reset/done/"])
+def test_there_is_no_password_reset_page(client, path):
+    assert client.get(path).status_code == 404
+    assert client.post(path, {"email": "admin@example.com"}).status_code == 404
+
+
+def test_a_logged_in_user_can_change_their_password(client, django_user_model):
+    user = django_user_model.objects.create_user("alice", password="pw-alice-1")
+    client.force_login(user)
+    assert client.get("/accounts/password_change/").status_code == 200
+    response = client.post("/accounts/password_change/", {"old_password": "pw-alice-1",
+                                                          "new_password1": "a-much-longer-pw-2",
+                                                          "new_password2": "a-much-longer-pw-2"})
+    assert response.status_code == 302 and response["Location"] == "/accounts/password_change/done/"
+    user.refresh_from_db()
+    assert user.check_password("a-much-longer-pw-2")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from scheduler.deploy_testing import deploy_settings
 from scheduler.kube.permissions import REQUIRED, rules
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -85,6 +86,46 @@ def test_the_scheduler_configuration_names_our_profile():
     (config,) = [c for c in by_kind("ConfigMap") if c["metadata"]["name"] == "schedboard-scheduler-config"]
     loaded = load_config(config["data"]["scheduler.yaml"], "scheduler.yaml")
     assert [p.scheduler_name for p in loaded.profiles] == ["schedboard"]
+
+
+def test_the_web_is_reached_by_listed_names_only_among_them_the_service_s_dns_names():
+    (env,) = [c for c in by_kind("ConfigMap") if c["metadata"]["name"] == "schedboard-env"]
+    hosts = env["data"]["DJANGO_ALLOWED_HOSTS"].split(",")
+    assert "*" not in hosts
+    (service,) = by_kind("Service")
+    namespace = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["namespace"]
+    name = service["metadata"]["name"]
+    # Every form a pod in the cluster resolves the Service by; then the example external name to edit.
+    assert hosts == [name, f"{name}.{namespace}", f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local",
+                     "schedboard.example.com"]
+
+
+# The processes that start the metrics endpoint on SCHEDBOARD_METRICS_PORT (config/celery.py, `kube run`).
+SERVES_METRICS_PORT = (["celery", "-A", "config", "worker"], ["celery", "-A", "config", "beat"],
+                       ["python", "manage.py", "kube", "run"])
+
+
+def test_every_pod_is_scraped_where_it_serves_its_own_metrics():
+    (env,) = [c for c in by_kind("ConfigMap") if c["metadata"]["name"] == "schedboard-env"]
+    port = int(env["data"]["SCHEDBOARD_METRICS_PORT"])
+    assert deploy_settings()["SCHEDBOARD_METRICS_PORT"] == port  # parsed as the processes will
+    scraped = {}
+    for deployment in by_kind("Deployment"):
+        template = deployment["spec"]["template"]
+        (container,) = template["spec"]["containers"]
+        # Each pod has its own metrics directory: nobody else serves what it counts.
+        (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == env["data"]["PROMETHEUS_MULTIPROC_DIR"]]
+        assert {"name": mount["name"], "emptyDir": {}} in template["spec"]["volumes"]
+        annotations = template["metadata"]["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true" and annotations["prometheus.io/path"] == "/metrics"
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        if container["name"] == "web":
+            assert int(annotations["prometheus.io/port"]) == ports["http"]  # the web's own /metrics
+        else:
+            assert any(container["command"][:len(c)] == c for c in SERVES_METRICS_PORT), container["command"]
+            assert int(annotations["prometheus.io/port"]) == ports["metrics"] == port
+        scraped[container["name"]] = int(annotations["prometheus.io/port"])
+    assert scraped == {"web": 8000, "worker": port, "beat": port, "controller": port}
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")

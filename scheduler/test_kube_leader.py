@@ -20,6 +20,7 @@ from scheduler.kube.client import call
 from scheduler.kube.events import micro_time
 from scheduler.kube_testing import KubeApiServerNotBuilt, local_kube_cluster
 from scheduler.test_kube_backend import NS, node, pod, read_pod, wait_for
+from scheduler.test_metrics_server import free_port, sample, scrape
 
 pytestmark = [pytest.mark.kube, pytest.mark.django_db(transaction=True)]
 
@@ -91,8 +92,8 @@ def replicas(kube_cluster):
     log_dir = Path(tempfile.mkdtemp(prefix="schedboard-replicas-"))
     started: list[Replica] = []
 
-    def start(n: int) -> list[Replica]:
-        started.extend(Replica(env, log_dir, i) for i in range(len(started), len(started) + n))
+    def start(n: int, **extra_env: str) -> list[Replica]:
+        started.extend(Replica({**env, **extra_env}, log_dir, i) for i in range(len(started), len(started) + n))
         return started
 
     start.lease = lease
@@ -187,3 +188,26 @@ def test_a_leader_that_loses_its_lease_stops_binding_at_once(kube_cluster, apis)
         controller.stop()
         controller.stop_leading()
         reset_backend()
+
+
+def test_a_replica_serves_its_pod_s_scheduling_and_binding_metrics_on_the_metrics_port(replicas, apis):
+    core, _ = apis
+    call(core.delete_collection_namespaced_pod, NS, grace_period_seconds=0)
+    call(core.delete_collection_node)
+    call(core.create_node, node("node-a"))
+    port = free_port()
+    # Its own directory, as the controller's pod has its own emptyDir: only this port shows what it counts.
+    (replica,) = replicas(1, SCHEDBOARD_METRICS_PORT=str(port), SCHEDBOARD_METRICS_BIND_ADDRESS="127.0.0.1",
+                          PROMETHEUS_MULTIPROC_DIR=tempfile.mkdtemp(prefix="schedboard-controller-pod-"))
+    for i in range(3):
+        call(core.create_namespaced_pod, NS, pod(f"counted-{i}"))
+    try:
+        wait_for(lambda: all(read_pod(core, f"counted-{i}")["spec"].get("nodeName") == "node-a" for i in range(3)),
+                 "three pods bound", 60)
+        wait_for(lambda: sample(scrape(port), "scheduler_schedule_attempts_total", result="scheduled",
+                                profile="default-scheduler") == 3, "three scheduled attempts on the metrics port", 30)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{replicas.logs()}") from None
+    served = scrape(port)
+    assert sample(served, "scheduler_framework_extension_point_duration_seconds_count", extension_point="Bind",
+                  status="Success", profile="default-scheduler") == 3

@@ -38,23 +38,29 @@ def purge_broker(redis_url: str) -> None:
 
 
 class WorkerProcesses:
-    """N single-process Celery workers (+ beat), started and stopped as real OS processes."""
+    """N single-process Celery workers (+ beat), started and stopped as real OS processes.
 
-    def __init__(self, n: int, env: dict, *, beat: bool = True, log_dir: str | None = None):
+    `prefork=k` runs each worker as the deploy does instead: a main process and a pool of k children."""
+
+    def __init__(self, n: int, env: dict, *, beat: bool = True, log_dir: str | None = None, beat_env: dict | None = None,
+                 prefork: int = 0):
         self.n = n
         self.env = env
+        self.prefork = prefork
         self.beat = beat
+        self.beat_env = beat_env or env
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="schedboard-workers-"))
         self.procs: list[subprocess.Popen] = []
         self.beat_proc: subprocess.Popen | None = None
 
-    def _spawn(self, args: list[str], log_name: str) -> subprocess.Popen:
+    def _spawn(self, args: list[str], log_name: str, env: dict | None = None) -> subprocess.Popen:
         log = open(self.log_dir / log_name, "ab")
-        return subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", *args], cwd=BASE_DIR, env=self.env,
+        return subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", *args], cwd=BASE_DIR, env=env or self.env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def start_worker(self, i: int) -> subprocess.Popen:
-        proc = self._spawn(["worker", "-P", "solo", "-n", f"w{i}-{os.getpid()}@%h", "--loglevel", "WARNING",
+        pool = ["-P", "prefork", "--concurrency", str(self.prefork)] if self.prefork else ["-P", "solo"]
+        proc = self._spawn(["worker", *pool, "-n", f"w{i}-{os.getpid()}@%h", "--loglevel", "WARNING",
                             "--without-gossip", "--without-mingle", "--without-heartbeat"], f"worker-{i}.log")
         return proc
 
@@ -62,7 +68,7 @@ class WorkerProcesses:
         self.procs = [self.start_worker(i) for i in range(self.n)]
         if self.beat:
             self.beat_proc = self._spawn(["beat", "--loglevel", "WARNING", "-s", str(self.log_dir / "beat-schedule")],
-                                         "beat.log")
+                                         "beat.log", self.beat_env)
         return self
 
     def kill(self, i: int, sig: int = signal.SIGKILL) -> None:

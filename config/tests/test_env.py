@@ -3,7 +3,7 @@
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_str
+from config.env import env_bool, env_hosts, env_int, env_str
 
 CASES = [
     (env_bool, "X_FLAG", "yes", {"default": False}, True),
@@ -13,6 +13,9 @@ CASES = [
     (env_int, "X_NUM", None, {"default": 7}, 7),
     (env_str, "X_STR", "abc", {"default": "d"}, "abc"),
     (env_str, "X_STR", None, {"default": "d"}, "d"),
+    (env_int, "X_PORT", "9464", {"default": 0, "minimum": 0, "maximum": 65535}, 9464),
+    (env_hosts, "X_HOSTS", " a.example, .b.example ,", {"default": "", "debug": False}, ["a.example", ".b.example"]),
+    (env_hosts, "X_HOSTS", "*", {"default": "", "debug": True}, ["*"]),
 ]
 
 
@@ -30,6 +33,14 @@ BAD = [
     (env_int, "X_NUM", "ten", {"default": 1}, "X_NUM: expected an integer, got 'ten'"),
     (env_int, "X_NUM", "0", {"default": 1, "minimum": 1}, "X_NUM: must be at least 1, got 0"),
     (env_str, "X_SECRET", None, {"default": None}, "X_SECRET: required, but not set in the environment"),
+    (env_int, "X_PORT", "65536", {"default": 0, "maximum": 65535}, "X_PORT: must be at most 65535, got 65536"),
+    (env_hosts, "X_HOSTS", "a.example,*", {"default": "", "debug": False},
+     "X_HOSTS: '*' accepts any Host header and any site's websocket; list the names the dashboard is reached by "
+     "(e.g. schedboard.example.com, .example.com for its subdomains)"),
+    (env_hosts, "X_HOSTS", "*.example.com", {"default": "", "debug": True},
+     "X_HOSTS: '*.example.com' matches nothing; write '.example.com' for the domain and its subdomains"),
+    (env_hosts, "X_HOSTS", "exa*mple.com", {"default": "", "debug": False},
+     "X_HOSTS: 'exa*mple.com' matches nothing; '*' stands alone or not at all"),
 ]
 
 

@@ -2,6 +2,8 @@
 
 It joins the live group, folds every message into its Coalescer, and a ticker sends at most
 SCHEDBOARD_LIVE_FPS frames a second, each made by the page's feed; a gap makes the next one a snapshot.
+Every SCHEDBOARD_LIVE_SESSION_CHECK seconds it asks the session store whom its session logs in now, and
+closes with 4401 once that is no longer its user (logged out, expired, deactivated, password changed).
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from .coalesce import Coalescer
 from .feeds import FEEDS
 from .publish import GROUP, register_server_loop
+from .sessions import session_user_pk
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +48,28 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_add(GROUP, self.channel_name)
         await self.accept()
         self.ticker = asyncio.create_task(self._tick())
+        self.session_watch = asyncio.create_task(self._watch_session(self.scope["session"].session_key, user.pk))
 
     async def disconnect(self, code):
         ticker = getattr(self, "ticker", None)
         if ticker is not None:
             ticker.cancel()
+            self.session_watch.cancel()
             await self.channel_layer.group_discard(GROUP, self.channel_name)
+
+    async def _watch_session(self, session_key, user_pk):
+        period = settings.SCHEDBOARD_LIVE_SESSION_CHECK
+        while True:
+            await asyncio.sleep(period)
+            try:
+                now = await database_sync_to_async(session_user_pk)(session_key)
+            except Exception:  # noqa: BLE001 - the store unreachable is no logout: ask again next period
+                log.warning("live socket: could not re-check its session; trying again in %s s", period, exc_info=True)
+                continue
+            if now != user_pk:
+                self.ticker.cancel()  # not one more frame
+                await self.close(code=CLOSE_UNAUTHENTICATED)
+                return
 
     async def live_events(self, message):
         self.coalescer.add(message)

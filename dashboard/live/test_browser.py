@@ -135,3 +135,28 @@ def test_a_logged_in_user_watches_a_pod_go_from_pending_to_bound_without_reloadi
         expect(status).to_have_attribute("data-state", "live", timeout=WAIT_MS)
         screenshot(page, "live-overview-narrow")
         browser.close()
+
+
+def test_a_live_page_goes_to_the_login_page_when_its_session_is_logged_out_in_another_tab(dashboard_user,
+                                                                                          browser_context):
+    from playwright.sync_api import expect
+
+    from dashboard.browser_testing import login, server_env, start_asgi_server
+
+    # A daphne of its own, re-checking sessions every half second (15 s by default).
+    server = start_asgi_server(server_env(SCHEDBOARD_LIVE_SESSION_CHECK="0.5"))
+    try:
+        watching = browser_context.new_page()
+        login(watching, server, dashboard_user)
+        expect(watching.locator("#live-status")).to_have_attribute("data-state", "live", timeout=WAIT_MS)
+        other_tab = browser_context.new_page()  # the same browser, so the same session cookie
+        other_tab.goto(f"{server.url}/queue/")
+        with other_tab.expect_navigation():
+            other_tab.click("form.logout button")
+        # The watching page's socket is closed with 4401: live.js sends it to log in, to come back after.
+        watching.wait_for_url(f"{server.url}/accounts/login/?next=%2F", timeout=WAIT_MS)
+        screenshot(watching, "logged-out-elsewhere")
+    except Exception as exc:
+        raise AssertionError(f"{exc}\n{server.logs()}") from None
+    finally:
+        server.stop()

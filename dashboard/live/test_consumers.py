@@ -14,7 +14,8 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
-from config.asgi import application
+from config.asgi import application, websocket_application
+from scheduler.deploy_testing import deploy_settings
 from scheduler.models import Binding, Node, Pod
 from scheduler.queues import get_queue
 
@@ -91,6 +92,31 @@ async def test_a_socket_from_another_origin_is_refused(cookie):
     connected, _ = await ws.connect()
     await ws.disconnect()  # ends the application instance (it would otherwise outlive the test's loop)
     assert not connected
+
+
+# (Origin, Host) of a websocket against the kubernetes deploy's own settings (deploy/config.yaml): a page of
+# one of its listed hosts is let in; another site's page, a DNS-rebound name and a client sending no Origin
+# are refused before the session is even read.
+DEPLOY_ORIGINS = [
+    ("https://schedboard.example.com", "schedboard.example.com", True),
+    ("http://schedboard-web.schedboard.svc", "schedboard-web.schedboard.svc", True),
+    ("http://evil.example", "schedboard.example.com", False),
+    ("http://rebound.evil.example", "rebound.evil.example", False),
+    (None, "schedboard.example.com", False),
+]
+
+
+@pytest.mark.parametrize("origin,host,accepted", DEPLOY_ORIGINS)
+async def test_with_the_deploy_s_settings_only_a_listed_origin_opens_a_socket(cookie, settings, origin, host, accepted):
+    deployed = await sync_to_async(deploy_settings)()
+    settings.ALLOWED_HOSTS, settings.DEBUG = deployed["ALLOWED_HOSTS"], deployed["DEBUG"]
+    headers = [(b"host", host.encode()), (b"cookie", f"sessionid={cookie}".encode())]
+    if origin:
+        headers.append((b"origin", origin.encode()))
+    ws = WebsocketCommunicator(websocket_application(), "/ws/live/overview/", headers=headers)
+    connected, _ = await ws.connect()
+    await ws.disconnect()
+    assert connected is accepted
 
 
 async def test_a_logged_in_socket_gets_a_snapshot_first(cookie):
@@ -319,3 +345,74 @@ async def test_a_quiet_socket_outlives_the_layer_s_blocking_read_and_still_gets_
         f = await frame(ws)
     await ws.disconnect()
     assert f["counts"]["bound"] == 1
+
+
+# ---- a socket ends with its session ----------------------------------------------------------------------------
+
+def _log_out(key):
+    browser = Client()
+    browser.cookies["sessionid"] = key
+    assert browser.post("/accounts/logout/").status_code == 302  # the logout view flushes the session
+
+
+def _deactivate(key):
+    get_user_model().objects.filter(username="viewer").update(is_active=False)
+
+
+def _change_password_elsewhere(key):
+    user = get_user_model().objects.get(username="viewer")
+    user.set_password("changed-elsewhere")
+    user.save()  # the session's auth hash no longer matches: Django logs it out on its next page
+
+
+def _expire(key):
+    from django.contrib.sessions.models import Session
+
+    Session.objects.filter(session_key=key).update(expire_date=timezone.now() - timezone.timedelta(seconds=1))
+
+
+def _delete_user(key):
+    get_user_model().objects.filter(username="viewer").delete()
+
+
+SESSION_ENDINGS = [_log_out, _deactivate, _change_password_elsewhere, _expire, _delete_user]
+CHECK_PERIOD = 0.2  # seconds: the injected period of the re-check (the default is 15 s)
+
+
+async def _closed_with(ws, timeout):
+    """The close code the socket gets within `timeout` seconds (frames before it skipped), or None."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        # (receive_output's own timeout would cancel the application: poll instead.)
+        if await ws.receive_nothing(timeout=0.05, interval=0.01):
+            continue
+        out = await ws.receive_output()
+        if out["type"] == "websocket.close":
+            return out["code"]
+    return None
+
+
+@pytest.mark.parametrize("end", SESSION_ENDINGS, ids=lambda f: f.__name__.strip("_"))
+async def test_a_socket_whose_session_ended_is_closed_with_4401_within_the_check_period(cookie, settings, end):
+    settings.SCHEDBOARD_LIVE_SESSION_CHECK = CHECK_PERIOD
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    assert (await frame(ws))["full"] is True
+    await sync_to_async(end)(cookie)
+    # Within one period and the check's own round trip; 4401 sends the page to the login page.
+    code = await _closed_with(ws, timeout=CHECK_PERIOD + 5)
+    await ws.disconnect()
+    assert code == 4401
+
+
+async def test_a_socket_whose_session_lives_on_stays_open_across_checks(cookie, settings):
+    settings.SCHEDBOARD_LIVE_SESSION_CHECK = CHECK_PERIOD
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    assert (await frame(ws))["full"] is True
+    browser = Client()
+    browser.cookies["sessionid"] = cookie
+    assert (await sync_to_async(browser.get)("/")).status_code == 200  # the user still browses
+    code = await _closed_with(ws, timeout=CHECK_PERIOD * 8)  # eight checks
+    await ws.disconnect()
+    assert code is None

@@ -62,6 +62,7 @@ class Command(BaseCommand):
         from django.conf import settings
 
         from scheduler.kube.controller import Controller
+        from scheduler.metrics_server import serve_metrics
 
         if settings.SCHEDBOARD_BACKEND != "kubernetes":
             raise CommandError("kube run needs SCHEDBOARD_BACKEND=kubernetes")
@@ -75,6 +76,7 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        serve_metrics("kube run")  # SCHEDBOARD_METRICS_PORT: the committer's binding metrics, scraped from its pod
         self.stdout.write(f"replica {controller.identity}: waiting for lease "
                           f"{controller.elector.namespace}/{controller.elector.name}")
         self.stdout.flush()
