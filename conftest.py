@@ -16,6 +16,18 @@ if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In CI a skipped test is a failed one: a test that skips there does not run, so .ci/run installs
+    every tool a test needs, and a missing one must show up red, not as a quiet "s"."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("CI") and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, where every test must run: {reason}"
+
+
 @pytest.fixture(autouse=True)
 def _fresh_queue():
     """Every test starts with an empty shared queue and a fresh in-process worker."""

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build (once) and locate the kube-apiserver the Kubernetes-backend tests run on loopback.
 #
-#   scripts/kube-apiserver.sh build   # install toolchain + etcd with apt, build v1.20.2, cache it
-#   scripts/kube-apiserver.sh path    # print the cached binary's path (exit 1 if not built)
+#   scripts/kube-apiserver.sh build          # install toolchain + etcd with apt, build v1.20.2, cache it
+#   scripts/kube-apiserver.sh path           # print the cached binary's path (exit 1 if not built)
+#   scripts/kube-apiserver.sh build kubectl  # the same for kubectl v1.20.2 (for a machine without kubectl)
+#   scripts/kube-apiserver.sh path kubectl
 #
 # Everything comes from the Debian archive apt already uses (see /work/shared/kube-apiserver.md):
 # bookworm's `kubernetes` source package is the last one that still ships upstream's vendor/ tree.
@@ -16,7 +18,13 @@ ORIG_TARBALL=kubernetes_1.20.5+really1.20.2.orig.tar.gz
 KUBE_GIT_COMMIT=faecb196815e248d3ecfb03c680a4507229c2a56
 
 CACHE_DIR=${SCHEDBOARD_KUBE_CACHE:-/var/cache/schedboard}
-BINARY="$CACHE_DIR/kube-apiserver-$KUBE_VERSION"
+# Which command of the tree: kube-apiserver (default) or kubectl.
+COMMAND=${2:-kube-apiserver}
+case "$COMMAND" in
+    kube-apiserver|kubectl) ;;
+    *) echo "unknown command $COMMAND: kube-apiserver or kubectl" >&2; exit 2 ;;
+esac
+BINARY="$CACHE_DIR/$COMMAND-$KUBE_VERSION"
 GO_ROOT=/usr/lib/go-1.19
 APT_SOURCES=/etc/apt/sources.list.d/debian.sources
 SRC_ENTRY=/etc/apt/sources.list.d/schedboard-kube-src.sources
@@ -25,7 +33,11 @@ log() { printf '[kube-apiserver.sh] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 binary_works() {
-    [ -x "$BINARY" ] && "$BINARY" --version >/dev/null 2>&1
+    if [ "$COMMAND" = kubectl ]; then
+        [ -x "$BINARY" ] && "$BINARY" version --client >/dev/null 2>&1
+    else
+        [ -x "$BINARY" ] && "$BINARY" --version >/dev/null 2>&1
+    fi
 }
 
 as_root() {
@@ -97,7 +109,7 @@ EOF
 
 build() {
     if binary_works; then
-        log "cached: $BINARY ($("$BINARY" --version))"
+        log "cached: $BINARY"
         echo "$BINARY"
         return
     fi
@@ -156,7 +168,7 @@ build() {
         [ -f "$openapi_out" ] || die "openapi-gen did not write $openapi_out"
     fi
 
-    log "building kube-apiserver $KUBE_VERSION (a few minutes cold)"
+    log "building $COMMAND $KUBE_VERSION (a few minutes cold)"
     local ver_pkgs=(k8s.io/kubernetes/vendor/k8s.io/component-base/version
                     k8s.io/kubernetes/vendor/k8s.io/client-go/pkg/version)
     local ldflags="-s -w" pkg build_date
@@ -166,20 +178,20 @@ build() {
         ldflags+=" -X $pkg.gitCommit=$KUBE_GIT_COMMIT -X $pkg.gitTreeState=clean"
         ldflags+=" -X $pkg.buildDate=$build_date"
     done
-    go build -ldflags "$ldflags" -o "$BINARY.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+    go build -ldflags "$ldflags" -o "$BINARY.tmp" "k8s.io/kubernetes/cmd/$COMMAND"
     mv "$BINARY.tmp" "$BINARY"
     binary_works || die "built $BINARY but it does not run --version"
     # The tree, GOPATH and Go cache take 1.5 GB; keep only the 34 MB tarball for a rebuild.
     cd "$CACHE_DIR"
     rm -rf "$tree" "$GOPATH" "$GOCACHE"
-    log "built: $BINARY ($("$BINARY" --version))"
+    log "built: $BINARY"
     echo "$BINARY"
 }
 
 case "${1:-}" in
     build) build ;;
     path)
-        binary_works || die "$BINARY is not built: run scripts/kube-apiserver.sh build"
+        binary_works || die "$BINARY is not built: run scripts/kube-apiserver.sh build $COMMAND"
         echo "$BINARY" ;;
-    *) echo "usage: $0 build|path" >&2; exit 2 ;;
+    *) echo "usage: $0 build|path [kube-apiserver|kubectl]" >&2; exit 2 ;;
 esac

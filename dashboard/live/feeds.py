@@ -13,6 +13,7 @@ import time
 from collections import deque
 
 from . import hist, state
+from .rates import RATE_WINDOW_SECONDS, SlidingRates
 from .tally import LATENCIES, Tally
 
 MAX_NODE_ROWS = 1000  # usage rows a frame at most
@@ -22,11 +23,18 @@ NODE_FRAME_BYTES = 48 * 1024  # a nodes frame stops adding rows past this many b
 class OverviewFeed:
     view = "overview"
 
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.rates = SlidingRates(("bound", "attempts", "failures"))
+
     async def frame(self, full: bool, tally: Tally, dt: float) -> dict | None:
         c = tally.counts
+        rates = self.rates.add(self.clock(), dt, c)
         frame = {
             "type": "frame", "view": self.view, "full": full, "t": time.time(), "dt": round(dt, 3),
-            "rates": {"scheduled": c["bound"] / dt, "attempts": c["attempts"] / dt, "failures": c["failures"] / dt},
+            # Over the last RATE_WINDOW_SECONDS (the page says so), not this frame alone.
+            "rates": {"scheduled": rates["bound"], "attempts": rates["attempts"], "failures": rates["failures"]},
+            "rate_window_s": RATE_WINDOW_SECONDS,
             "counts": c,
             "lat": {k: [hist.quantile(tally.hists[k], 0.5), hist.quantile(tally.hists[k], 0.99)] for k in LATENCIES},
             "gauges": await state.shared("gauges", 0.2, state.gauges),

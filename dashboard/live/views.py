@@ -3,10 +3,12 @@
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from .rates import RATE_WINDOW_SECONDS
+
 
 @require_GET
 def overview(request):
-    return render(request, "dashboard/live/overview.html")
+    return render(request, "dashboard/live/overview.html", {"rate_window_s": int(RATE_WINDOW_SECONDS)})
 
 
 @require_GET

@@ -11,6 +11,7 @@ import json
 import logging
 import random
 import time
+import warnings
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
@@ -37,10 +38,34 @@ def api_client(kubeconfig: str | None = None):
 
     path = kubeconfig if kubeconfig is not None else settings.KUBECONFIG
     if path:
-        return config.new_client_from_config(config_file=path, persist_config=False)
-    configuration = client.Configuration()
-    config.load_incluster_config(client_configuration=configuration)
-    return client.ApiClient(configuration)
+        api = config.new_client_from_config(config_file=path, persist_config=False)
+    else:
+        configuration = client.Configuration()
+        config.load_incluster_config(client_configuration=configuration)
+        api = client.ApiClient(configuration)
+    _warn_once_if_unverified(api.configuration)
+    return api
+
+
+_unverified_warned = False
+
+
+def _warn_once_if_unverified(configuration) -> None:
+    """With `insecure-skip-tls-verify`, say so once at start instead of letting urllib3 warn on every request.
+
+    urllib3 repeats an InsecureRequestWarning for each request it sends unverified: at a thousand pods
+    a second that is thousands of identical lines, which bury everything else in the log.
+    """
+    global _unverified_warned
+    if configuration.verify_ssl:
+        return
+    from urllib3.exceptions import InsecureRequestWarning
+
+    warnings.filterwarnings("ignore", category=InsecureRequestWarning)
+    if not _unverified_warned:
+        _unverified_warned = True
+        log.warning("TLS verification of the API server %s is off (insecure-skip-tls-verify in the kubeconfig): "
+                    "the connection is encrypted, but the server is not authenticated", configuration.host)
 
 
 def own_namespace() -> str:

@@ -25,7 +25,7 @@ function chart(target, title, lines, yLabel, log) {
   return plot;
 }
 
-const throughput = chart($("chart-throughput"), "Throughput (pods/s)", [
+const throughput = chart($("chart-throughput"), `Throughput (pods/s, mean over ${$("chart-throughput").dataset.rateWindow} s)`, [
   ["scheduled/s", "#0072B2"], ["attempts/s", "#E69F00"], ["failures/s", "#D55E00", true]], "per second", false);
 const latency = chart($("chart-latency"), "Latency (ms, log scale)", [
   ["algorithm p50", "#56B4E9"], ["algorithm p99", "#56B4E9", true],
