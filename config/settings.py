@@ -186,8 +186,6 @@ SCHEDBOARD_RETAIN_BINDINGS = env_retention("SCHEDBOARD_RETAIN_BINDINGS", None)
 SCHEDBOARD_RETENTION_PERIOD = env_duration("SCHEDBOARD_RETENTION_PERIOD", 60.0)
 SCHEDBOARD_RETENTION_BATCH = env_int("SCHEDBOARD_RETENTION_BATCH", 5000, minimum=1)
 SCHEDBOARD_RETENTION_BUDGET = env_duration("SCHEDBOARD_RETENTION_BUDGET", 10.0)
-# At most this many node names in a failed attempt's filter verdicts (Attempt.trace); the rest are counted.
-SCHEDBOARD_TRACE_MAX_NODES = env_int("SCHEDBOARD_TRACE_MAX_NODES", 1000, minimum=0)
 
 CELERY_BEAT_SCHEDULE = {
     "reconcile": {"task": "scheduler.reconcile", "schedule": SCHEDBOARD_RECONCILE_SECONDS},
