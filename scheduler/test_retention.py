@@ -250,3 +250,37 @@ def test_settings_refuse_a_cluster_event_horizon_shorter_than_a_reconciler_may_n
     env["SCHEDBOARD_RETAIN_CLUSTER_EVENTS"] = "forever"
     assert subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=base, env=env,
                           capture_output=True, text=True, timeout=60).returncode == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_kube_run_inline_purges_as_beat_would(defaults):
+    """`kube run --inline` has no beat: its scheduling loop runs retention itself."""
+    import types
+
+    from scheduler.kube.controller import Controller
+
+    now = datetime.now(dt_timezone.utc)
+    old, young = (Event.objects.create(dedup_key=key, type="Normal", reason="Scheduled", message="m", involved_kind="Pod",
+                                       involved_name="web", first_timestamp=when, last_timestamp=when)
+                  for key, when in (("old", now - timedelta(days=3)), ("young", now)))
+    replica = types.SimpleNamespace(stopping=threading.Event())
+
+    def run():  # as Controller._thread runs it: the thread's connection closed at the end
+        from django.db import connections
+
+        try:
+            Controller._schedule_loop(replica)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(200):
+            if not Event.objects.filter(dedup_key="old").exists():
+                break
+            replica.stopping.wait(0.05)
+    finally:
+        replica.stopping.set()
+        thread.join(10)
+    assert list(Event.objects.values_list("pk", flat=True)) == [young.pk]
