@@ -4,9 +4,11 @@ bounded batch at a time, so the tables stop growing without a long lock.
 Each kind of row has its own horizon (SCHEDBOARD_RETAIN_*; None keeps it forever). A run deletes at
 most SCHEDBOARD_RETENTION_BATCH rows per statement, each batch in its own short transaction, the
 tables in turn, until nothing old is left or SCHEDBOARD_RETENTION_BUDGET is spent; the next run
-(celery beat, or the embedded runner) goes on. On Postgres a batch locks its rows with SKIP LOCKED:
-a row a worker holds (an event being bumped) is left for the next run, two runs never wait on each
-other, and inserts never wait at all (they touch no old row).
+(celery beat, or the embedded runner) goes on. On Postgres a batch locks its rows with SKIP LOCKED
+and never waits for a lock: a row another transaction holds (an event being bumped, the binding of a
+pod being deleted) is left for the next run, so retention can be in no deadlock, two runs never wait on
+each other, and inserts never wait (they touch no old row); an upsert of an old event waits for one
+batch at most, then inserts it anew (its time to live had passed).
 
 Why deleting cluster events never makes a reconciler miss one: each reconciler reads the rows past
 the last id it read (loop.reconcile), once a reconcile period, and the horizon is at least that period
@@ -14,8 +16,8 @@ plus the five minutes a pod waits at most in the unschedulable queue (podMaxInUn
 after which the queue moves it without any event) plus a minute of slack (config/settings.py refuses
 less). So a running reconciler has read an event long before it can go, and one that stalled for longer
 than the horizon has nothing left to gain from it: every pod the event could have moved has been moved
-by the leftover flush. The newest row is never deleted, so a reconciler that starts later still starts
-after it (it begins at the newest id), as it would have without retention.
+by the leftover flush. The newest row is never deleted: ids are then never handed out again, whatever a
+database does with a deleted maximum, so "past the last id I read" keeps meaning "new".
 
 Foreign keys: an Attempt points at its Pod (kept); a Binding points at its Attempt (SET_NULL). A batch of
 attempts first unlinks the bindings that point at them, in the same transaction: a binding outlives its
@@ -88,41 +90,61 @@ def purge(*, now: datetime | None = None, batch: int | None = None, budget: floa
             if clock() - started >= budget:
                 spent = True
                 break
-            n = _delete_batch(kind, cutoff, batch)
+            picked, n = _delete_batch(kind, cutoff, batch)
             deleted[kind.name] += n
             statements[kind.name] += 1
-            if n < batch:  # nothing old left in this table
+            if picked < batch or n == 0:  # nothing old left in this table, or only rows others hold
                 pending.remove((kind, cutoff))
     report = Report(deleted, statements, done=not pending, seconds=round(clock() - started, 3))
     _record(report)
     return report
 
 
-def _delete_batch(kind: Kind, cutoff: datetime, batch: int) -> int:
-    """One statement's worth: at most `batch` rows older than `cutoff`, in one short transaction."""
+def _delete_batch(kind: Kind, cutoff: datetime, batch: int) -> tuple[int, int]:
+    """One statement's worth: at most `batch` rows older than `cutoff`, in one short transaction.
+    Returns (rows picked, rows deleted)."""
     table = kind.model._meta.db_table
     column = kind.model._meta.get_field(kind.time_field).column
     order = kind.model._meta.get_field(kind.order_field).column
     where = f"{column} < %s"
     params: list = [connection.ops.adapt_datetimefield_value(cutoff)]
     if kind.model is ClusterEvent:
-        # The newest row stays: a reconciler starting later begins at the newest id (loop.reconcile).
+        # The newest row stays, so its id is never handed out again (see the module's docstring).
         where += f" AND id < (SELECT MAX(id) FROM {table})"
     lock = " FOR UPDATE SKIP LOCKED" if connection.vendor == "postgresql" else ""
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT id FROM {table} WHERE {where} ORDER BY {order} LIMIT %s{lock}", [*params, batch])
-            ids = [row[0] for row in cursor.fetchall()]
+            picked = [row[0] for row in cursor.fetchall()]
+            ids = _unlink_bindings(cursor, picked, lock) if kind.model is Attempt else picked
             if not ids:
-                return 0
-            marks = ", ".join(["%s"] * len(ids))
-            if kind.model is Attempt:
-                # Binding.attempt is SET_NULL, which Django applies itself (the database constraint has no
-                # ON DELETE action): unlink the bindings first, or the delete would violate it.
-                binding = Binding._meta.db_table
-                cursor.execute(f"UPDATE {binding} SET attempt_id = NULL WHERE attempt_id IN ({marks})", ids)
-            cursor.execute(f"DELETE FROM {table} WHERE id IN ({marks})", ids)
-            return cursor.rowcount
+                return len(picked), 0
+            cursor.execute(f"DELETE FROM {table} WHERE id IN ({', '.join(['%s'] * len(ids))})", ids)
+            return len(picked), cursor.rowcount
+
+
+def _unlink_bindings(cursor, attempt_ids: list[int], lock: str) -> list[int]:
+    """Clear the bindings' links to these attempts and return the attempts now free to delete.
+
+    Binding.attempt is SET_NULL, which Django applies itself (the database constraint has no ON DELETE
+    action): the links go first, or the delete would violate it. A binding another transaction holds
+    (its pod being deleted, which also unlinks that pod's attempts) keeps its attempt for the next run
+    rather than making this batch wait for it, and that transaction wait for this one: a deadlock."""
+    if not attempt_ids:
+        return []
+    table = Binding._meta.db_table
+    marks = ", ".join(["%s"] * len(attempt_ids))
+    cursor.execute(f"SELECT attempt_id FROM {table} WHERE attempt_id IN ({marks})", attempt_ids)
+    linked = {row[0] for row in cursor.fetchall()}
+    if not linked:
+        return attempt_ids
+    cursor.execute(f"SELECT id, attempt_id FROM {table} WHERE attempt_id IN ({marks}){lock}", attempt_ids)
+    held = cursor.fetchall()
+    busy = linked - {attempt for _, attempt in held}
+    if held:
+        cursor.execute(f"UPDATE {table} SET attempt_id = NULL WHERE id IN ({', '.join(['%s'] * len(held))})",
+                       [pk for pk, _ in held])
+    return [pk for pk in attempt_ids if pk not in busy]
 
 
 def _record(report: Report) -> None:

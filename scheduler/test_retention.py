@@ -96,7 +96,7 @@ def test_a_tiny_batch_deletes_in_several_bounded_statements_and_leaves_no_old_ro
         report = retention.purge(now=NOW, batch=5)
     deletes = [q for q in queries.captured_queries if q["sql"].startswith("DELETE FROM scheduler_attempt")]
     # 5 + 5 + 5 + 5 + 3: five statements of at most five rows each, and nothing old left over.
-    assert [n for kind, n in batches if kind == "attempts"] == [5, 5, 5, 5, 3]
+    assert [n for kind, (_, n) in batches if kind == "attempts"] == [5, 5, 5, 5, 3]
     assert report.statements["attempts"] == 5 == len(deletes)
     assert report.deleted["attempts"] == 23
     assert list(Attempt.objects.values_list("pk", flat=True)) == [keep.pk]
@@ -195,6 +195,38 @@ def test_a_batch_skips_a_row_another_transaction_holds_instead_of_waiting_for_it
     assert Event.objects.count() == 0
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_attempt_whose_binding_another_transaction_holds_waits_for_the_next_run_instead_of_a_deadlock(defaults):
+    # Deleting a pod unlinks its binding and its attempts in one transaction; a batch that waited for that
+    # binding while holding the attempts would wait for a transaction that waits for it.
+    held = attempt(9 * DAY, name="deleting", bound=True)
+    others = [attempt(8 * DAY, name=f"web-{i}", bound=i % 2 == 0) for i in range(5)]
+    binding_id = Binding.objects.get(attempt=held).pk
+    db = connection.settings_dict
+    locked, release = threading.Event(), threading.Event()
+
+    def hold():
+        with psycopg.connect(dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"] or 5432) as other:
+            other.execute("UPDATE scheduler_binding SET pod_id = NULL WHERE id = %s", [binding_id])
+            locked.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        report = retention.purge(now=NOW, batch=4)
+    finally:
+        release.set()
+        holder.join()
+    assert report.deleted["attempts"] == 5
+    assert list(Attempt.objects.values_list("pk", flat=True)) == [held.pk]
+    assert not Binding.objects.filter(attempt_id__in=[a.pk for a in others]).exists()
+    assert Binding.objects.count() == 4  # the three others' bindings, and the held one, all kept
+    retention.purge(now=NOW)
+    assert Attempt.objects.count() == 0 and Binding.objects.get(pk=binding_id).attempt_id is None
+
+
 # ---- cluster events and the reconcilers ---------------------------------------------------------
 
 class FakeClock:
@@ -240,14 +272,22 @@ def test_a_reconciler_reads_every_cluster_event_retention_may_delete_before_it_i
     assert queue.lengths()["unschedulable"] == 0
 
 
-def test_settings_refuse_a_cluster_event_horizon_shorter_than_a_reconciler_may_need():
+@pytest.mark.parametrize("name,value,message", [
+    # Shorter than a reconciler may need to read it (5m in the unschedulable queue, 1m slack, the 1s period).
+    ("SCHEDBOARD_RETAIN_CLUSTER_EVENTS", "5m", "must be at least 6m1s (or forever), got '5m'"),
+    # Shorter than a binding may take to come for its attempt.
+    ("SCHEDBOARD_RETAIN_ATTEMPTS", "10m", "must be at least 1h (or forever), got '10m'"),
+    ("SCHEDBOARD_RETAIN_BINDINGS", "30s", "must be at least 1h (or forever), got '30s'"),
+    ("SCHEDBOARD_RETAIN_EVENTS", "a while", "expected a duration such as 7d, 1h or forever, got 'a while'"),
+])
+def test_settings_refuse_a_horizon_too_short_for_what_reads_the_rows(name, value, message):
     base = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "SCHEDBOARD_RETAIN_CLUSTER_EVENTS": "5m"}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", name: value}
     out = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=base, env=env,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
-    assert "SCHEDBOARD_RETAIN_CLUSTER_EVENTS: must be at least 6m1s (or forever), got '5m'" in out.stderr
-    env["SCHEDBOARD_RETAIN_CLUSTER_EVENTS"] = "forever"
+    assert f"{name}: {message}" in out.stderr
+    env[name] = "forever"
     assert subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=base, env=env,
                           capture_output=True, text=True, timeout=60).returncode == 0
 
