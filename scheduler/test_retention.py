@@ -324,3 +324,21 @@ def test_kube_run_inline_purges_as_beat_would(defaults):
         replica.stopping.set()
         thread.join(10)
     assert list(Event.objects.values_list("pk", flat=True)) == [young.pk]
+
+
+@pytest.mark.django_db
+def test_beat_runs_the_retention_task_every_period(defaults):
+    from django.conf import settings as live
+
+    from config.celery import app
+    from scheduler import tasks
+
+    assert live.CELERY_BEAT_SCHEDULE["retention"] == {"task": "scheduler.retention",
+                                                      "schedule": live.SCHEDBOARD_RETENTION_PERIOD}
+    assert app.tasks["scheduler.retention"].name == tasks.purge_old_rows.name
+    real_now = datetime.now(dt_timezone.utc)
+    Attempt.objects.create(namespace="default", pod_name="old", number=1, result="unschedulable",
+                           started_at=real_now - 8 * DAY)
+    assert tasks.purge_old_rows.apply().get() == {
+        "deleted": {"attempts": 1, "events": 0, "cluster events": 0, "bindings": 0}, "done": True}
+    assert not Attempt.objects.exists()
