@@ -72,23 +72,63 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
 
 
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DAY = 86400.0
 
 
-def env_duration(name: str, default: float) -> float:
-    """Seconds, from a Go-style duration as kube-scheduler's flags take it ("15s", "500ms", "1m30s") or plain seconds."""
+def _parse_duration(name: str, value: str, units: dict[str, float], example: str) -> float:
     import re
 
-    value = os.environ.get(name)
-    if value is None or value.strip() == "":
-        return default
     text = value.strip()
     try:
         seconds = float(text)
     except ValueError:
-        parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", text)
+        parts = re.findall(r"(\d+(?:\.\d+)?)(" + "|".join(sorted(units, key=len, reverse=True)) + ")", text)
         if not parts or "".join(n + u for n, u in parts) != text:
-            raise ImproperlyConfigured(f"{name}: expected a duration such as 15s or 500ms, got {value!r}") from None
-        seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+            raise ImproperlyConfigured(f"{name}: expected a duration such as {example}, got {value!r}") from None
+        seconds = sum(float(n) * units[u] for n, u in parts)
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # "nan", "inf" parse as floats
+        raise ImproperlyConfigured(f"{name}: expected a duration such as {example}, got {value!r}")
+    return seconds
+
+
+def env_duration(name: str, default: float) -> float:
+    """Seconds, from a Go-style duration as kube-scheduler's flags take it ("15s", "500ms", "1m30s") or plain seconds."""
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    seconds = _parse_duration(name, value, _DURATION_UNITS, "15s or 500ms")
     if seconds <= 0:
         raise ImproperlyConfigured(f"{name}: must be greater than zero, got {value!r}")
     return seconds
+
+
+FOREVER = None  # env_retention's "keep forever"
+
+
+def env_retention(name: str, default: float | None, *, minimum: float = 0.0) -> float | None:
+    """How long rows are kept, in seconds: a duration ("7d", "1h", "90m", "1h30m", plain seconds), or
+    "0" / "forever" to keep them forever (None). Days are accepted beside Go's units: retention is
+    counted in days more often than in hours."""
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    if value.strip().lower() == "forever":
+        return FOREVER
+    seconds = _parse_duration(name, value, {**_DURATION_UNITS, "d": _DAY}, "7d, 1h or forever")
+    if seconds == 0:
+        return FOREVER
+    if seconds < 0:
+        raise ImproperlyConfigured(f"{name}: must not be negative, got {value!r}")
+    if seconds < minimum:
+        raise ImproperlyConfigured(f"{name}: must be at least {_show_seconds(minimum)} (or forever), got {value!r}")
+    return seconds
+
+
+def _show_seconds(seconds: float) -> str:
+    """As Go prints a duration, without zero parts: 6m, 6m1s, 1h30m, 0.5s."""
+    whole = int(seconds)
+    if whole != seconds or whole < 60:
+        return f"{seconds:g}s"
+    h, rest = divmod(whole, 3600)
+    m, s = divmod(rest, 60)
+    return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v)

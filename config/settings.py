@@ -8,7 +8,7 @@ import os
 import warnings
 from pathlib import Path
 
-from .env import env_bool, env_choice, env_duration, env_hosts, env_int, env_str
+from .env import env_bool, env_choice, env_duration, env_hosts, env_int, env_retention, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -175,8 +175,28 @@ SCHEDBOARD_PARALLELISM = env_int("SCHEDBOARD_PARALLELISM", 2, minimum=1)
 SCHEDBOARD_CONFIG = env_str("SCHEDBOARD_CONFIG", "")
 SCHEDBOARD_INFLIGHT_LEASE_SECONDS = env_int("SCHEDBOARD_INFLIGHT_LEASE_SECONDS", 60, minimum=1)
 SCHEDBOARD_RECONCILE_SECONDS = float(env_int("SCHEDBOARD_RECONCILE_MS", 1000, minimum=50)) / 1000.0
+# ---- retention (scheduler/retention.py) --------------------------------------------------
+# How long each kind of row is kept ("7d", "1h", "90m"; "0" or "forever": never deleted), and how the
+# beat task deletes: this many rows per statement (each its own short transaction), for at most this
+# long per run, every period.
+# At least an hour: an attempt (and a binding) must outlive any binding still on its way for it.
+SCHEDBOARD_RETAIN_ATTEMPTS = env_retention("SCHEDBOARD_RETAIN_ATTEMPTS", 7 * 86400.0, minimum=3600.0)
+# As the API server's --event-ttl (1h); an event seen again is kept from its last occurrence.
+SCHEDBOARD_RETAIN_EVENTS = env_retention("SCHEDBOARD_RETAIN_EVENTS", 3600.0)
+# Every reconciler reads cluster events by id (loop.reconcile), once a reconcile period: they must outlive
+# that period and the longest a pod waits in the unschedulable queue without them
+# (podMaxInUnschedulablePodsDuration, 5m), with a minute of slack (scheduler/retention.py says why).
+SCHEDBOARD_RETAIN_CLUSTER_EVENTS = env_retention("SCHEDBOARD_RETAIN_CLUSTER_EVENTS", 600.0,
+                                                 minimum=300.0 + 60.0 + SCHEDBOARD_RECONCILE_SECONDS)
+# The audit: kept forever unless an operator says otherwise.
+SCHEDBOARD_RETAIN_BINDINGS = env_retention("SCHEDBOARD_RETAIN_BINDINGS", None, minimum=3600.0)
+SCHEDBOARD_RETENTION_PERIOD = env_duration("SCHEDBOARD_RETENTION_PERIOD", 60.0)
+SCHEDBOARD_RETENTION_BATCH = env_int("SCHEDBOARD_RETENTION_BATCH", 5000, minimum=1)
+SCHEDBOARD_RETENTION_BUDGET = env_duration("SCHEDBOARD_RETENTION_BUDGET", 10.0)
+
 CELERY_BEAT_SCHEDULE = {
     "reconcile": {"task": "scheduler.reconcile", "schedule": SCHEDBOARD_RECONCILE_SECONDS},
+    "retention": {"task": "scheduler.retention", "schedule": SCHEDBOARD_RETENTION_PERIOD},
 }
 CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if not REDIS_URL else {}
 

@@ -75,3 +75,24 @@ def test_a_filtered_page_deep_in_the_table_is_one_index_range_without_a_sort(man
                 assert "Sort" not in text, (data, text)
     # The page condition is an Index Cond (where the range starts), not a Filter applied row by row.
     assert "Index Cond: (ROW(started_at, id) < ROW(" in plan({}, after=middle_cursor())
+
+
+def test_a_page_of_bindings_whose_attempt_was_deleted_is_one_range_of_their_own_index(many_attempts):
+    # Retention deleted the older three quarters of the attempts; their bindings stay.
+    with connection.cursor() as c:
+        c.execute("UPDATE scheduler_binding SET attempt_id = NULL WHERE bound_at < %s",
+                  [datetime(2026, 11, 1, 8, 20, tzinfo=timezone.utc)])
+        c.execute("ANALYZE scheduler_binding")
+    after = (datetime(2026, 11, 1, 6, 0, tzinfo=timezone.utc), 21_600, audit.BINDING)
+    for data, index in (({}, "binding_without_attempt"), ({"node": "node-7"}, ("binding_by_node", "binding_without_attempt")),
+                        ({"q": hashlib.md5(b"5999").hexdigest()[:6]}, "binding_without_attempt_pod_name_trgm")):
+        for position in (None, after):
+            qs = audit.bindings_without_attempt(data).order_by("-bound_at", "-id")
+            if position is not None:
+                qs = audit._BINDINGS.older(qs, position)
+            text = qs[: LIMIT + 1].explain()
+            assert any(name in text for name in ((index,) if isinstance(index, str) else index)), (data, text)
+            assert "Seq Scan" not in text, (data, text)
+            if "trgm" not in str(index):
+                # binding_by_node is (node_name, bound_at): ties in bound_at are put in id order, nothing more.
+                assert "Sort" not in text.replace("Incremental Sort", "").replace("Sort Key", ""), (data, text)

@@ -75,11 +75,11 @@ def run_reference(*, nodes: int, placed: int, sample: int, seed: int = 0) -> dic
 
 # ---- end to end ---------------------------------------------------------------------------
 
-def _bench_database_url() -> tuple[str, str]:
+def _bench_database_url(suffix: str = "_bench") -> tuple[str, str]:
     if not settings.DATABASE_URL.startswith(("postgres://", "postgresql://")):
         raise RuntimeError("the end-to-end benchmark needs Postgres: set DATABASE_URL=postgres://...")
     parts = urlsplit(settings.DATABASE_URL)
-    name = parts.path.lstrip("/") + "_bench"
+    name = parts.path.lstrip("/") + suffix
     return urlunsplit(parts._replace(path="/" + name)), name
 
 

@@ -79,6 +79,9 @@ queue_incoming_pods = Counter(
 goroutines = Gauge(
     "goroutines", "Number of running goroutines split by the work they do such as binding.", ["operation"],
     subsystem=SUBSYSTEM, multiprocess_mode="livesum")
+# Ours (no upstream counterpart): rows the retention task deleted (scheduler/retention.py).
+retention_deleted_rows = Counter(
+    "schedboard_retention_deleted_rows", "Rows deleted by retention, by kind of row.", ["kind"])
 
 PENDING_PODS_HELP = (
     "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number "

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from . import loop
+from . import loop, retention
 
 
 @shared_task(name="scheduler.schedule", ignore_result=True)
@@ -19,3 +19,9 @@ def bind(items: list[dict]) -> dict:
 @shared_task(name="scheduler.reconcile", ignore_result=True)
 def reconcile() -> dict:
     return loop.reconcile()
+
+
+@shared_task(name="scheduler.retention", ignore_result=True)
+def purge_old_rows() -> dict:
+    report = retention.purge()
+    return {"deleted": report.deleted, "done": report.done}

@@ -63,3 +63,46 @@ def test_the_embedded_service_seeds_a_cluster_and_schedules_the_trickle_without_
     assert "Scheduled" in events and "Successfully assigned" in events
     # Some demo pods are unschedulable on purpose, with kube-scheduler's message.
     assert "FailedScheduling" in events and "nodes are available:" in events
+
+
+OLD_ROWS = """
+from datetime import timedelta
+from django.utils import timezone
+from scheduler.models import Attempt, ClusterEvent, Event
+long_ago = timezone.now() - timedelta(days=30)
+Attempt.objects.create(namespace="default", pod_name="old", number=1, result="unschedulable", started_at=long_ago)
+Event.objects.create(dedup_key="old", type="Warning", reason="FailedScheduling", message="m", involved_kind="Pod",
+                     involved_name="old", first_timestamp=long_ago, last_timestamp=long_ago)
+for _ in range(2):
+    ClusterEvent.objects.filter(pk=ClusterEvent.objects.create(kind="NodeAdd").pk).update(created_at=long_ago)
+"""
+LEFT = ("from scheduler.models import Attempt, ClusterEvent, Event; "
+        "print(Attempt.objects.filter(pod_name='old').count(), Event.objects.filter(dedup_key='old').count(), "
+        "ClusterEvent.objects.count())")
+
+
+def test_the_embedded_service_deletes_rows_past_their_retention_on_sqlite(tmp_path):
+    env = embedded_env(tmp_path)
+    assert manage(env, "migrate", "--verbosity", "0").returncode == 0
+    assert manage(env, "shell", "-c", OLD_ROWS).returncode == 0
+    assert manage(env, "shell", "-c", LEFT).stdout.splitlines()[-1].split() == ["1", "1", "2"]
+    proc = subprocess.Popen([sys.executable, "manage.py", "run", "--no-web", "--no-seed", "--rate", "0"], cwd=BASE_DIR,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        left = None
+        while time.monotonic() < deadline:
+            time.sleep(1)
+            left = manage(env, "shell", "-c", LEFT).stdout.splitlines()[-1].split()
+            if left == ["0", "0", "1"]:  # the old attempt and event gone; of the cluster events, the newest stays
+                break
+        else:
+            pytest.fail(f"the embedded loop did not apply retention: {left}")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+    assert "retention: deleted 1 attempts, 1 events, 1 cluster events" in out, out[-4000:]

@@ -65,3 +65,48 @@ def test_a_choice_outside_the_list_names_the_variable_and_the_choices(monkeypatc
     assert env_choice("SCHEDBOARD_TRACE", "failures", ("failures", "all", "off")) == "all"
     monkeypatch.delenv("SCHEDBOARD_TRACE")
     assert env_choice("SCHEDBOARD_TRACE", "failures", ("failures", "all", "off")) == "failures"
+
+
+RETENTION = [
+    ("7d", 7 * 86400.0), ("1h", 3600.0), ("1h30m", 5400.0), ("90m", 5400.0), ("36h", 129600.0), ("2.5d", 216000.0),
+    ("600", 600.0), (" 10m ", 600.0), ("forever", None), ("Forever", None), ("0", None), ("0s", None), (None, 1.0),
+]
+
+
+@pytest.mark.parametrize("value,seconds", RETENTION)
+def test_a_retention_is_a_duration_with_days_or_forever(monkeypatch, value, seconds):
+    from config.env import env_retention
+
+    if value is None:
+        monkeypatch.delenv("X_KEEP", raising=False)
+    else:
+        monkeypatch.setenv("X_KEEP", value)
+    assert env_retention("X_KEEP", 1.0) == seconds
+
+
+@pytest.mark.parametrize("value,kwargs,message", [
+    ("a week", {}, "X_KEEP: expected a duration such as 7d, 1h or forever, got 'a week'"),
+    ("7 d", {}, "X_KEEP: expected a duration such as 7d, 1h or forever, got '7 d'"),
+    ("1w", {}, "X_KEEP: expected a duration such as 7d, 1h or forever, got '1w'"),
+    ("nan", {}, "X_KEEP: expected a duration such as 7d, 1h or forever, got 'nan'"),
+    ("inf", {}, "X_KEEP: expected a duration such as 7d, 1h or forever, got 'inf'"),
+    ("-1h", {}, "X_KEEP: expected a duration such as 7d, 1h or forever, got '-1h'"),
+    ("-5", {}, "X_KEEP: must not be negative, got '-5'"),
+    ("5m", {"minimum": 361.0}, "X_KEEP: must be at least 6m1s (or forever), got '5m'"),
+    ("1m", {"minimum": 3600.0}, "X_KEEP: must be at least 1h (or forever), got '1m'"),
+])
+def test_a_bad_retention_names_the_variable(monkeypatch, value, kwargs, message):
+    from config.env import env_retention
+
+    monkeypatch.setenv("X_KEEP", value)
+    with pytest.raises(ImproperlyConfigured) as exc:
+        env_retention("X_KEEP", 1.0, **kwargs)
+    assert str(exc.value) == message
+
+
+def test_a_duration_that_is_not_a_number_is_refused_not_read_as_nan(monkeypatch):
+    from config.env import env_duration
+
+    monkeypatch.setenv("X_WAIT", "nan")
+    with pytest.raises(ImproperlyConfigured, match=r"^X_WAIT: expected a duration such as 15s or 500ms, got 'nan'$"):
+        env_duration("X_WAIT", 1.0)

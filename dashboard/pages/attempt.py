@@ -6,7 +6,7 @@ from django.conf import settings
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from scheduler.engine.explain import trace_filtered, trace_scores
+from scheduler.engine.explain import TRACE_MAX_NODES, trace_filtered, trace_omitted, trace_scores
 from scheduler.models import RESULT_SCHEDULED, Attempt
 
 # Verdict rows rendered at once; a search narrows the rest (a 5,000-node cluster is 5,000 rows).
@@ -64,6 +64,9 @@ def attempt_detail(request, attempt_id: int):
     query = request.GET.get("q", "")[:253]
     filtered = trace_filtered(attempt.trace)
     verdicts = verdict_rows(filtered, query)
+    # A capped trace names some nodes of its largest groups and counts the rest (engine/explain.py).
+    omitted = trace_omitted(attempt.trace)
+    omitted_total = sum(g["omitted"] for g in omitted)
     # Every candidate when the attempt traced them all, else the top candidates every scheduled attempt keeps.
     traced_scores = trace_scores(attempt.trace)
     scores = traced_scores or {row["node"]: {"plugins": row["plugins"], "total": row["total"]}
@@ -77,7 +80,11 @@ def attempt_detail(request, attempt_id: int):
         "histogram": [{"reason": r, "count": n, "percent": round(100 * n / widest) if widest else 0} for r, n in histogram],
         "traced": bool(attempt.trace),
         "trace_mode": settings.SCHEDBOARD_TRACE,
-        "rejected_count": len(filtered),
+        "rejected_count": len(filtered) + omitted_total,
+        "named_count": len(filtered),
+        "omitted": omitted,
+        "omitted_total": omitted_total,
+        "trace_max_nodes": TRACE_MAX_NODES,
         "verdicts": verdicts[:MAX_VERDICT_ROWS],
         "verdicts_total": len(verdicts),
         "verdicts_cut": len(verdicts) > MAX_VERDICT_ROWS,

@@ -11,6 +11,8 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
+from scheduler import retention
+
 from .. import audit
 
 EXPORTS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
@@ -45,6 +47,24 @@ def _query(form, **change) -> str:
     return urlencode(params)
 
 
+def kept_for(seconds: float | None) -> str:
+    """A retention horizon as an operator says it: "7 days", "1 hour 30 minutes", "forever"."""
+    if seconds is None:
+        return "forever"
+    left, parts = int(round(seconds)), []
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
+        n, left = divmod(left, size)
+        if n:
+            parts.append(f"{n} {unit}{'s' if n != 1 else ''}")
+    return " ".join(parts[:2]) or f"{seconds:g} seconds"
+
+
+def retention_rows() -> list[dict]:
+    """How long each kind of row is kept and the oldest one still present, for the audit page."""
+    return [{"name": r.name, "kept": kept_for(r.seconds), "setting": r.setting, "oldest": r.oldest}
+            for r in retention.retained()]
+
+
 @require_GET
 def audit_list(request):
     form = audit.AuditFilterForm(request.GET)
@@ -59,16 +79,21 @@ def audit_list(request):
         return render(request, "dashboard/audit.html", {"form": form, "rows": [], "invalid": True}, status=400)
     data = form.cleaned_data
     qs = audit.filtered(data)
+    bindings = audit.bindings_without_attempt(data)
     if export:
-        # Every row's permalink, built from one reversed URL rather than reversing per row.
+        # Every row's permalink, built from one reversed URL rather than reversing per row (a binding whose
+        # attempt was deleted has none).
         prefix = request.build_absolute_uri(reverse("attempt", args=[0]))[: -len("0/")]
-        lines = (_csv_lines if export == "csv" else _json_lines)(audit.all_rows(qs), lambda pk: f"{prefix}{pk}/")
+        lines = (_csv_lines if export == "csv" else _json_lines)(audit.all_rows(qs, bindings=bindings),
+                                                                  lambda pk: f"{prefix}{pk}/" if pk is not None else "")
         response = StreamingHttpResponse(lines, content_type=EXPORTS[export])
         response["Content-Disposition"] = f'attachment; filename="schedboard-audit-{audit.now_stamp()}.{export}"'
         return response
-    result = audit.page(qs, after=data["after"], before=data["before"], limit=data["limit"] or audit.DEFAULT_LIMIT)
+    result = audit.page(qs, after=data["after"], before=data["before"], limit=data["limit"] or audit.DEFAULT_LIMIT,
+                        bindings=bindings)
     return render(request, "dashboard/audit.html", {
         "form": form,
+        "retention": retention_rows(),
         "rows": result.rows,
         "first_url": "?" + _query(form),
         "older_url": "?" + _query(form, after=result.older) if result.older else None,

@@ -103,3 +103,29 @@ def test_traced_all_a_scheduled_attempt_shows_every_candidate_and_the_rejected_n
 def test_a_missing_attempt_is_a_404(admin_client):
     assert admin_client.get("/attempts/999999/").status_code == 404
     assert admin_client.get("/attempts/abc/").status_code == 404
+
+
+def test_a_capped_trace_shows_the_verdicts_it_names_and_says_how_many_nodes_were_left_out(admin_client, monkeypatch):
+    import functools
+
+    from scheduler import loop
+    from scheduler.engine.explain import trace
+
+    # The loop's trace with a cap of 3 names, as 1,000 caps it on a large cluster.
+    monkeypatch.setattr(loop, "trace", functools.partial(trace, max_nodes=3))
+    cluster()
+    apply(pod("huge", cpu="16"))
+    drain()
+    attempt = Attempt.objects.get(pod_name="huge")
+    html = admin_client.get(f"/attempts/{attempt.pk}/").content.decode()
+
+    # The lone tainted node keeps its name; two of the four short on cpu are named, two counted.
+    rows = table(html, "verdicts")
+    assert ["tainted", "TaintToleration", "node(s) had untolerated taint(s)"] in rows and len(rows) == 3
+    assert table(html, "verdicts-omitted") == [["NodeResourcesFit", "Insufficient cpu", "2", "2"]]
+    text = re.sub(r"\s+", " ", htmllib.unescape(re.sub(r"<[^>]+>", "", html)))
+    assert "3 of 5 rejected nodes." in text
+    assert "This trace names 3 of the 5 rejected nodes: an attempt keeps at most 1000 node names, so 2 nodes were left out" in text
+    # The histogram still counts every node.
+    assert table(html, "reasons") == [["Insufficient cpu", "4", ""], ["node(s) had untolerated taint(s)", "1", ""]]
+

@@ -94,17 +94,25 @@ def explain(decision: Decision, nodes: NodeTable) -> dict:
 # What an Attempt row stores (Attempt.trace) so the dashboard can show the decision later
 # without re-running it. Compact on purpose: it is written inside the scheduling loop.
 #
-#   {"v": 1,
-#    "filtered": [{"plugin": P, "reasons": [R, ...], "nodes": [N, ...]}, ...],
-#        every rejected node once, grouped by its first rejecting plugin and that plugin's reasons
+#   {"v": 2,
+#    "filtered": [{"plugin": P, "reasons": [R, ...], "nodes": [N, ...], "omitted": K}, ...],
+#        every rejected node counted once, grouped by its first rejecting plugin and that plugin's
+#        reasons; at most TRACE_MAX_NODES names in all, the rest of a group counted in "omitted"
+#        (absent when the group is whole; version 1 traces never omit)
 #    "scores": {"plugins": [P, ...], "weights": [W, ...], "nodes": [N, ...],
 #               "raw": [[per plugin] per node], "normalized": [[...]], "totals": [...]}}
-#        every scored candidate (only when scores are traced; absent when nothing was scored)
+#        every scored candidate (only when scores are traced; absent when nothing was scored;
+#        bounded by numFeasibleNodesToFind)
 #
 # trace_filtered() and trace_scores() read it back into exactly the shapes of filtered_nodes()
-# and score_matrix() above, i.e. the `explain` command's "filtered" and "scores".
+# and score_matrix() above, i.e. the `explain` command's "filtered" and "scores", for the nodes
+# named; trace_omitted() says what was left out.
 
-TRACE_VERSION = 1
+TRACE_VERSION = 2
+# Node names a trace keeps at most. A failed attempt rejects every node, so without a cap its trace
+# grows with the cluster (about 600 KB of names at 50,000 nodes, per attempt, every retry); grouped
+# by (plugin, reasons) with counts, the names beyond this add nothing the page can show at once.
+TRACE_MAX_NODES = 1000
 _MAX_REASON_BITS = 62  # reasons per plugin that fit one int64 code; past that, group row by row
 
 
@@ -123,10 +131,25 @@ def _reason_groups(rows: np.ndarray, reasons: list[tuple[str, np.ndarray]]) -> l
             for k, u in enumerate(uniq)]
 
 
-def filter_verdict_groups(decision: Decision, nodes: NodeTable) -> list[dict]:
-    """Every rejected node under its first rejecting plugin and reasons, grouped (the trace's "filtered")."""
+def _shares(sizes: list[int], budget: int | None) -> list[int]:
+    """How many names each group keeps: all when they fit the budget, else small groups whole (a lone
+    tainted node says more than the 1,000th of 50,000 short on cpu) and the rest split evenly."""
+    if budget is None or sum(sizes) <= budget:
+        return list(sizes)
+    shares = [0] * len(sizes)
+    left = budget
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    for done, i in enumerate(order):
+        shares[i] = min(sizes[i], left // (len(order) - done))
+        left -= shares[i]
+    return shares
+
+
+def filter_verdict_groups(decision: Decision, nodes: NodeTable, max_nodes: int | None = TRACE_MAX_NODES) -> list[dict]:
+    """Every rejected node under its first rejecting plugin and reasons, grouped (the trace's "filtered"),
+    naming at most `max_nodes` nodes in all (None: every one) and counting the rest of each group."""
     names = nodes.names
-    groups: list[dict] = []
+    members_of: list[tuple[str, list[str], np.ndarray]] = []
     rejected_by = decision.rejected_by
     for i, result in enumerate(decision.filter_results):
         if result is None:
@@ -135,12 +158,18 @@ def filter_verdict_groups(decision: Decision, nodes: NodeTable) -> list[dict]:
         if len(rows) == 0:
             continue
         for reasons, members in _reason_groups(rows, result.reasons):
-            groups.append({"plugin": decision.filter_names[i], "reasons": reasons, "nodes": [names[r] for r in members]})
+            members_of.append((decision.filter_names[i], reasons, members))
     if decision.absent_status is not None:
         rows = np.flatnonzero(rejected_by == ABSENT)
         if len(rows):
             plugin, reason = decision.absent_status
-            groups.append({"plugin": plugin, "reasons": [reason], "nodes": [names[r] for r in rows]})
+            members_of.append((plugin, [reason], rows))
+    groups: list[dict] = []
+    for (plugin, reasons, members), keep in zip(members_of, _shares([len(m) for _, _, m in members_of], max_nodes)):
+        group = {"plugin": plugin, "reasons": reasons, "nodes": [names[r] for r in members[:keep]]}
+        if keep < len(members):
+            group["omitted"] = int(len(members) - keep)
+        groups.append(group)
     return groups
 
 
@@ -161,9 +190,10 @@ def score_columns(decision: Decision, nodes: NodeTable) -> dict | None:
     }
 
 
-def trace(decision: Decision, nodes: NodeTable, *, scores: bool) -> dict:
-    """What an Attempt keeps of a decision: the filter verdicts, and with `scores` every candidate's scores."""
-    out: dict = {"v": TRACE_VERSION, "filtered": filter_verdict_groups(decision, nodes)}
+def trace(decision: Decision, nodes: NodeTable, *, scores: bool, max_nodes: int | None = TRACE_MAX_NODES) -> dict:
+    """What an Attempt keeps of a decision: the filter verdicts (at most `max_nodes` names), and with
+    `scores` every candidate's scores."""
+    out: dict = {"v": TRACE_VERSION, "filtered": filter_verdict_groups(decision, nodes, max_nodes)}
     if scores:
         columns = score_columns(decision, nodes)
         if columns is not None:
@@ -178,6 +208,13 @@ def trace_filtered(stored: dict) -> dict[str, list[dict]]:
         for name in group["nodes"]:
             out[name] = [{"plugin": group["plugin"], "reasons": list(group["reasons"])}]
     return out
+
+
+def trace_omitted(stored: dict) -> list[dict]:
+    """The groups a capped trace names only in part: [{"plugin", "reasons", "named", "omitted"}], largest first."""
+    out = [{"plugin": g["plugin"], "reasons": list(g["reasons"]), "named": len(g["nodes"]), "omitted": g["omitted"]}
+           for g in stored.get("filtered") or [] if g.get("omitted")]
+    return sorted(out, key=lambda g: -g["omitted"])
 
 
 def trace_scores(stored: dict) -> dict[str, dict]:

@@ -274,14 +274,23 @@ class Controller:
         self.elector.renew()
 
     def _schedule_loop(self) -> None:
-        """A single process that also schedules (embedded style): reconcile + batches, polling."""
-        from .. import loop
+        """A single process that also schedules (embedded style): reconcile + batches, polling; and
+        retention, as beat would run it."""
+        from django.conf import settings
 
-        last_reconcile = 0.0
+        from .. import loop, retention
+
+        last_reconcile = last_retention = 0.0
         while not self.stopping.is_set():
             if time.monotonic() - last_reconcile > 0.5:
                 loop.reconcile()
                 last_reconcile = time.monotonic()
+            if not last_retention or time.monotonic() - last_retention >= settings.SCHEDBOARD_RETENTION_PERIOD:
+                last_retention = time.monotonic()
+                try:
+                    retention.purge()
+                except Exception:  # noqa: BLE001 - housekeeping: never the reason this replica stops leading
+                    log.exception("retention failed; the next run tries again")
             if not loop.run_schedule_task().popped:
                 self.stopping.wait(0.02)
 

@@ -28,6 +28,10 @@ class Command(BaseCommand):
                             help="run e2e twice, without and with headless overview viewers: bind -> frame latency, "
                                  "frames and bytes per viewer, throughput with and without")
         parser.add_argument("--viewers", type=int, default=20, help="websocket clients for --dashboard")
+        parser.add_argument("--growth", action="store_true",
+                            help="instead: how the audit tables grow per pod (rows and bytes per table, end to end, "
+                                 "pods bound then deleted) and a failed attempt's trace size (scheduler/bench_growth.py)")
+        parser.add_argument("--failing", type=int, default=100, help="--growth: pods no node fits (failed attempts)")
         parser.add_argument("--backend", choices=("simulated", "kubernetes"), default="simulated",
                             help="kubernetes: pods through a loopback kube-apiserver (default 1000 pods on 100 nodes), "
                                  "and the simulated backend on the same shape for comparison")
@@ -41,6 +45,13 @@ class Command(BaseCommand):
         def say(msg):
             print(f"bench: {msg}", file=sys.stderr, flush=True)
 
+        if options["growth"]:
+            from scheduler import bench_growth
+
+            result = bench_growth.run_growth(nodes=nodes or 5000, placed=placed, pods=pods or 10000,
+                                             failing=options["failing"], workers=workers, seed=seed, progress=say)
+            self.stdout.write(json.dumps(result, indent=None if as_json else 2))
+            return
         if options["backend"] == "kubernetes":
             return self.kubernetes(nodes=nodes or 100, pods=pods or 1000, workers=workers, seed=seed, say=say,
                                    as_json=as_json)

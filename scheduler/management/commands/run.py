@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from scheduler import loop
+from scheduler import loop, retention
 from scheduler.manifests import ManifestError, parse_documents
 from scheduler.models import Node, Pod
 from scheduler.services import cluster_apply, pod_delete
@@ -71,14 +71,17 @@ def parse_documents_list(objects: list[dict]):
 
 
 def scheduling_loop(stop: threading.Event) -> None:
-    """The in-process worker: what `celery worker` and `celery beat` do in the full stack."""
-    next_reconcile = 0.0
+    """The in-process worker: what `celery worker` and `celery beat` (reconcile, retention) do in the full stack."""
+    next_reconcile = next_retention = 0.0
     while not stop.is_set():
         try:
             now = time.monotonic()
             if now >= next_reconcile:
                 loop.reconcile()
                 next_reconcile = now + settings.SCHEDBOARD_RECONCILE_SECONDS
+            if now >= next_retention:  # what beat's "retention" entry does in the full stack
+                next_retention = now + settings.SCHEDBOARD_RETENTION_PERIOD
+                retention.purge()
             stats = loop.run_schedule_task()
             if not stats.popped:
                 stop.wait(0.05)
