@@ -130,6 +130,10 @@ X_FRAME_OPTIONS = "DENY"
 # ---- scheduler -------------------------------------------------------------------------
 SCHEDBOARD_BATCH_SIZE = env_int("SCHEDBOARD_BATCH_SIZE", 256, minimum=1)
 SCHEDBOARD_ASSUME_TTL_SECONDS = env_int("SCHEDBOARD_ASSUME_TTL_SECONDS", 30, minimum=1)
+# A reservation whose binding is in flight is left alone by the TTL above; if its binder died and the
+# job was lost, it is freed after this. A binder never starts an API call later than half of it after
+# marking, so no binding can still be on its way when the room is given to another pod.
+SCHEDBOARD_BINDING_TIMEOUT_SECONDS = env_int("SCHEDBOARD_BINDING_TIMEOUT_SECONDS", 300, minimum=2)
 SCHEDBOARD_SEED = env_int("SCHEDBOARD_SEED", 0) or None
 # What an Attempt keeps of its decision for the attempt page (Attempt.trace): "failures" the filter
 # verdicts of attempts that found no node; "all" also every attempt's verdicts and every scored
@@ -169,8 +173,11 @@ SCHEDBOARD_PARALLELISM = env_int("SCHEDBOARD_PARALLELISM", 2, minimum=1)
 SCHEDBOARD_CONFIG = env_str("SCHEDBOARD_CONFIG", "")
 SCHEDBOARD_INFLIGHT_LEASE_SECONDS = env_int("SCHEDBOARD_INFLIGHT_LEASE_SECONDS", 60, minimum=1)
 SCHEDBOARD_RECONCILE_SECONDS = float(env_int("SCHEDBOARD_RECONCILE_MS", 1000, minimum=50)) / 1000.0
+# The recount recomputes every node's usage from its pods and repairs drift (scheduler/reservations.py).
+SCHEDBOARD_RECOUNT_SECONDS = env_int("SCHEDBOARD_RECOUNT_SECONDS", 60, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "reconcile": {"task": "scheduler.reconcile", "schedule": SCHEDBOARD_RECONCILE_SECONDS},
+    "recount": {"task": "scheduler.recount", "schedule": float(SCHEDBOARD_RECOUNT_SECONDS)},
 }
 CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if not REDIS_URL else {}
 

@@ -19,3 +19,8 @@ def bind(items: list[dict]) -> dict:
 @shared_task(name="scheduler.reconcile", ignore_result=True)
 def reconcile() -> dict:
     return loop.reconcile()
+
+
+@shared_task(name="scheduler.recount", ignore_result=True)
+def recount() -> dict:
+    return loop.recount()

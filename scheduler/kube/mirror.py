@@ -251,6 +251,7 @@ def _mark_bound(row: Pod, node_name: str, now) -> None:
     row.node_name = node_name
     row.assumed_node = ""
     row.assumed_at = None
+    row.binding_at = None  # a binding in flight is settled: the cluster says where the pod is
     row.bound_at = row.bound_at or now
 
 

@@ -73,12 +73,16 @@ def parse_documents_list(objects: list[dict]):
 def scheduling_loop(stop: threading.Event) -> None:
     """The in-process worker: what `celery worker` and `celery beat` do in the full stack."""
     next_reconcile = 0.0
+    next_recount = time.monotonic() + settings.SCHEDBOARD_RECOUNT_SECONDS
     while not stop.is_set():
         try:
             now = time.monotonic()
             if now >= next_reconcile:
                 loop.reconcile()
                 next_reconcile = now + settings.SCHEDBOARD_RECONCILE_SECONDS
+            if now >= next_recount:
+                loop.recount()
+                next_recount = now + settings.SCHEDBOARD_RECOUNT_SECONDS
             stats = loop.run_schedule_task()
             if not stats.popped:
                 stop.wait(0.05)
