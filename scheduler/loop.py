@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -40,7 +40,8 @@ from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_
                      ClusterEvent, Node, Pod)
 from .profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version, scheduler_names
 from .queues import get_queue, get_redis, set_queue_backoff
-from .reservations import USAGE_FIELDS, add_node_usage, release_assumed, reserve_many, row_usage, usage_recount
+from .reservations import (SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, release_assumed, reserve_many, row_usage,
+                           usage_recount)
 from .services import EventSpec, events_record
 from .snapshot import Snapshot
 from .sql import insert_many, update_from_values
@@ -50,8 +51,15 @@ log = logging.getLogger(__name__)
 POD_SPEC_CACHE_SIZE = 50_000
 _USAGE_FIELDS = USAGE_FIELDS
 _usage = row_usage
-# Errors that say the database (not one pod) is in trouble: a batch fails as a whole on these.
-_SYSTEMIC = (OperationalError, InterfaceError)
+# Errors that say the database (not one pod) is in trouble: a batch fails as a whole on these (a
+# deadlock too: the whole batch is tried again).
+_SYSTEMIC = SYSTEMIC_ERRORS
+
+
+def _why(exc: BaseException) -> str:
+    """An exception as one line for an event: its type and the first line of its text."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def _ms(seconds: float) -> float:
@@ -105,11 +113,6 @@ def _write_scheduled(outcomes: list[_Scheduled]) -> None:
     update_from_values(Pod, _CONDITION, [(o.pod.pk, *(getattr(o.pod, f) for f in _CONDITION)) for o in outcomes if o.failed],
                        where="scheduler_pod.node_name = ''")
     update_from_values(Pod, ["attempts"], [(o.pod.pk, o.pod.attempts) for o in outcomes if o.placed])
-
-
-def _printable(message: str) -> str:
-    """Postgres text cannot hold NUL; a message quoting a hostile value must still be writable."""
-    return message.replace("\x00", "\\x00")
 
 
 class _DbCluster:
@@ -310,8 +313,7 @@ class Worker:
             message = f"the pod's spec cannot be read: {what}"
         else:
             log.exception("reading the spec of %s failed", pod.key)
-            message = f"internal error reading the pod's spec: {type(exc).__name__}: {exc}"
-        message = _printable(message)
+            message = f"internal error reading the pod's spec: {_why(exc)}"
         pod.attempts += 1
         return self._failure(pod, info, self._error_attempt(pod, info, message, now, popped_at), False, message, now)
 
@@ -319,7 +321,7 @@ class Worker:
                            popped_at: float) -> _Scheduled:
         if result.status == cycle.SCHEDULED:  # its reservation stands: give it back before failing the pod
             release_assumed(pod_id=pod.pk, node_name=result.node_name, usage=_usage(pod))
-        message = _printable(f"internal error recording the scheduling result: {type(exc).__name__}: {exc}")
+        message = f"internal error recording the scheduling result: {_why(exc)}"
         pod.attempts = max(pod.attempts, 1)
         return self._failure(pod, info, self._error_attempt(pod, info, message, now, popped_at), False, message, now)
 
@@ -348,7 +350,7 @@ class Worker:
 
     def _write_failed(self, o: _Scheduled, exc: Exception) -> None:
         """The pod's own rows were refused: give back its reservation, back it off; record what can be recorded."""
-        message = _printable(f"internal error recording the scheduling result: {type(exc).__name__}: {exc}")
+        message = f"internal error recording the scheduling result: {_why(exc)}"
         if o.placed:
             release_assumed(pod_id=o.pod.pk, node_name=o.node, usage=_usage(o.pod))
         o.placed, o.attempt, o.reported, o.again = False, None, (o.pod, "SchedulerError", message), False
@@ -577,7 +579,7 @@ def _call_backend(backend, binds: list[_Bind], deadline: float) -> None:
             if isinstance(b.error, BindError):
                 b.message = f"Binding rejected: {b.error}"
             else:
-                b.message = _printable(f"Binding rejected: internal error: {type(b.error).__name__}: {b.error}")
+                b.message = f"Binding rejected: internal error: {_why(b.error)}"
 
 
 def _record_binds(binds: list[_Bind], backend, now) -> None:
@@ -695,7 +697,7 @@ def _write_bind_failed(b: _Bind, backend, exc: Exception, now) -> None:
         b.final = "unrecorded"  # the cluster bound it; its reservation (marked binding) stays until the mirror sees it
         return
     b.final = "refused"
-    b.message = _printable(f"Binding rejected: internal error recording the binding: {type(exc).__name__}: {exc}")
+    b.message = f"Binding rejected: internal error recording the binding: {_why(exc)}"
     try:
         with transaction.atomic():
             release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=_usage(b.pod))
@@ -738,7 +740,8 @@ def _observe_bind_batch(bound: list, refused: list, now) -> None:
 def _wants_failures(pod: Pod) -> bool:
     from .backends.simulated import FAIL_BINDS_ANNOTATION
 
-    return FAIL_BINDS_ANNOTATION in ((pod.manifest.get("metadata") or {}).get("annotations") or {})
+    annotations = (pod.manifest.get("metadata") or {}).get("annotations") or {}
+    return isinstance(annotations, dict) and FAIL_BINDS_ANNOTATION in annotations  # the backend says what is wrong
 
 
 # ---- reconciliation ---------------------------------------------------------------------

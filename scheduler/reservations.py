@@ -24,6 +24,14 @@ from .models import Node, Pod
 
 log = logging.getLogger(__name__)
 
+try:  # Errors that blame the database, not a pod (COPY on a raw cursor raises psycopg's own, unwrapped).
+    import psycopg
+
+    SYSTEMIC_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, psycopg.OperationalError,
+                                                        psycopg.InterfaceError)
+except ImportError:  # pragma: no cover - the embedded mode needs no psycopg
+    SYSTEMIC_ERRORS = (OperationalError, InterfaceError)
+
 USAGE_FIELDS = ("req_cpu", "req_memory", "req_ephemeral", "req_scalar", "nonzero_cpu", "nonzero_memory", "host_ports")
 
 
@@ -210,7 +218,7 @@ def reserve_many(placements: list[Placement]) -> ReserveResult:
         return ReserveResult()
     try:
         return _reserve_batch(placements)
-    except (OperationalError, InterfaceError):
+    except SYSTEMIC_ERRORS:
         raise  # the database itself is in trouble: no pod is to blame
     except Exception:  # noqa: BLE001 - isolated below, pod by pod
         if len(placements) == 1:
@@ -222,7 +230,7 @@ def reserve_many(placements: list[Placement]) -> ReserveResult:
     for placement in placements:
         try:
             one = _reserve_batch([placement])
-        except (OperationalError, InterfaceError):
+        except SYSTEMIC_ERRORS:
             raise
         except Exception:  # noqa: BLE001
             log.exception("reserving pod %s on node %s failed", placement[0], placement[2])
@@ -238,7 +246,8 @@ def _internal_error(what: str, placement: Placement) -> str:
     import sys
 
     exc = sys.exc_info()[1]
-    return f"internal error {what} the pod on node {placement[2]}: {type(exc).__name__}: {exc}"
+    text = str(exc).strip().splitlines()
+    return f"internal error {what} the pod on node {placement[2]}: {type(exc).__name__}" + (f": {text[0]}" if text else "")
 
 
 def _reserve_batch(placements: list[Placement]) -> ReserveResult:
