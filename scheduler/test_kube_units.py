@@ -374,6 +374,38 @@ def test_server_errors_are_retried_then_refused_so_the_loop_requeues_the_pod():
     assert "503" in str(error)
 
 
+def test_a_binding_past_its_deadline_is_never_sent():
+    import time
+
+    bind = Script()  # any call fails the test
+    with pytest.raises(BindError, match="not sent: the binding waited past its deadline"):
+        backend_with(FakeCore(bind)).bind(pod_manifest=MANIFEST, node_name="node-a", deadline=time.monotonic() - 1)
+    assert bind.calls == []
+
+
+def test_call_starts_nothing_after_its_deadline_and_no_retry_that_would_end_past_it():
+    now = [100.0]
+    late = Script()
+    with pytest.raises(ApiError, match="DeadlineExceeded"):
+        call(late, deadline=99.0, clock=lambda: now[0], sleep=lambda s: None)
+    assert late.calls == []
+
+    flaky = Script(api_error(503), {"ok": 1})
+    with pytest.raises(ApiError) as gave_up:
+        call(flaky, backoff=Backoff(initial=1.0, cap=5.0, attempts=5), deadline=100.5, clock=lambda: now[0],
+             sleep=lambda s: None)
+    assert gave_up.value.status == 503 and len(flaky.calls) == 1  # a retry after 1 s would start past it
+    (_, kwargs), = flaky.calls
+    assert kwargs["_request_timeout"] == (0.5, 0.5)  # and the one sent cannot read past it
+
+
+def test_bind_many_returns_a_bug_in_one_binding_as_that_pods_outcome():
+    bind = Script({"status": "Success"})
+    outcomes = backend_with(FakeCore(bind)).bind_many([{"pod_manifest": {"metadata": 5}, "node_name": "node-a"},
+                                                      {"pod_manifest": MANIFEST, "node_name": "node-a"}])
+    assert isinstance(outcomes[0][0], AttributeError) and outcomes[1][0] is None
+
+
 # ---- settings ---------------------------------------------------------------------------------
 
 def test_durations_and_the_backend_choice_are_parsed_strictly(monkeypatch):
