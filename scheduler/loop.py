@@ -535,7 +535,8 @@ def _settle(binds: list[_Bind], backend, *, marked: set[int] | None = None) -> N
                 # binder stopped before writing (a leader that died), and the mirror saw it. Success.
                 b.outcome = "bound"
         elif b.pod.node_name:
-            b.outcome, b.message = "elsewhere", f"Binding skipped: pod is already bound to node {b.pod.node_name!r}"
+            # Worded as the API's 409 says it (BoundElsewhere): the same outcome, whoever noticed first.
+            b.outcome, b.message = "elsewhere", f"Binding rejected: {BoundElsewhere(b.pod.node_name)}"
         else:
             b.outcome = "lost"
             b.message = (f"Binding skipped: the reservation on {b.node} was released before the binding "
