@@ -627,19 +627,22 @@ def _write_binds(binds: list[_Bind], backend, now) -> None:
         # The reservation went away between the mark and now (the pod or its node deleted, another
         # replica's binder): read what the rows say now and settle on that.
         rows = Pod.objects.only(*_BIND_ROW_FIELDS).in_bulk([b.pod.pk for b in missed])
+        present = []
         for b in missed:
-            b.pod = rows.get(b.pod.pk)
-        _settle(missed, backend)
-        for b in missed:
-            b.final = b.outcome
+            if b.pod.pk in rows:
+                b.pod = rows[b.pod.pk]
+                present.append(b)
+            else:
+                b.final = "gone"  # deleted meanwhile: its reservation went with it
+        _settle(present, backend)
+        for b in present:
+            b.final, b.outcome = b.outcome, "bound"  # the call's outcome stays (a retried write settles again)
             if b.final in ("lost", "elsewhere") and backend.mirrors_bindings:
                 # The cluster accepted this binding: the pod is bound there whatever our rows say, and the
                 # mirror will record it (and count it on its node). Never a failure on a bound pod.
                 log.warning("%s was bound to %s but its reservation was gone: the mirror will record it",
-                            b.pod.key if b.pod else b.item["pod"], b.node)
+                            b.pod.key, b.node)
                 b.final = "unrecorded"
-            if b.final == "gone":
-                b.pod = None
     # Binding rows, events and attempts for the bindings that happened.
     successes = [b for b in binds if b.final == "bound"]
     recorded = set(Binding.objects.filter(pod_uid__in={b.pod.uid for b in successes}, pod_id__in=[b.pod.pk for b in successes])

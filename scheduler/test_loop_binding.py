@@ -48,13 +48,17 @@ class Cluster:
 
 
 class Sent(SimulatedBackend):
-    """The simulated backend, counting what it is asked to bind."""
+    """The simulated backend, counting what it is asked to bind (and running something during the first call)."""
 
-    def __init__(self):
+    def __init__(self, during_call=None):
         self.sent = []
+        self.during_call = during_call
 
     def bind(self, *, pod_manifest, node_name, **kwargs):
         self.sent.append((pod_manifest["metadata"]["name"], node_name))
+        if self.during_call is not None:
+            hook, self.during_call = self.during_call, None
+            hook()
         super().bind(pod_manifest=pod_manifest, node_name=node_name, **kwargs)
 
     def hand_off(self, items):
@@ -240,3 +244,34 @@ def test_a_bind_job_for_a_pod_bound_meanwhile_by_another_attempt_never_fails_the
     results = dict(Attempt.objects.values_list("pk", "result"))
     assert results == {old_job[0]["attempt"]: "bind_failed", new_job[0]["attempt"]: "scheduled"}
     assert Node.objects.get(name="only").req_pods == 1
+
+
+def test_the_same_bind_job_delivered_twice_at_once_binds_once_and_fails_nothing(backend):
+    """acks_late: a slow worker's job is delivered again to another worker while the first is still binding."""
+    jobs = []
+    b = backend(Sent(during_call=lambda: loop.bind_batch(jobs[0])))
+    apply(node("only"), pod("web"))
+    jobs.append(placed("web"))
+
+    loop.bind_batch(jobs[0])  # the second delivery runs (and records) inside the first's call
+
+    web = Pod.objects.get(name="web")
+    assert (web.node_name, web.scheduled_status, web.scheduled_reason) == ("only", "True", "")
+    assert list(Attempt.objects.values_list("result", flat=True)) == ["scheduled"]
+    assert Binding.objects.count() == 1 and failed_scheduling("web") == []
+    assert queues.get_queue().get("default/web") is None
+    assert Node.objects.get(name="only").req_pods == 1 and len(b.sent) == 2
+
+
+def test_a_pod_deleted_while_its_binding_is_in_flight_is_forgotten_without_a_failure(backend):
+    from scheduler.services import pod_delete
+
+    backend(Sent(during_call=lambda: pod_delete(namespace="default", name="web")))
+    apply(node("only"), pod("web"))
+    job = placed("web")
+
+    assert loop.bind_batch(job) == {"bound": 0, "failed": 0, "lost": 0, "dropped": 0}
+
+    assert not Pod.objects.exists() and not Binding.objects.exists()
+    assert Node.objects.get(name="only").req_pods == 0
+    assert queues.get_queue().get("default/web") is None

@@ -54,7 +54,13 @@ class Committer:
         self._reporter: threading.Thread | None = None
 
     def recover(self) -> int:
-        """A previous leader's unfinished jobs go back to the head of the list (bindings are idempotent)."""
+        """A previous leader's unfinished jobs go back to the head of the list (bindings are idempotent).
+
+        Their reservations may still be marked binding (that leader died mid-call): the reconciler leaves
+        those alone, and binding them again renews the mark; a pod the API already bound is settled as
+        bound (409 for the same node, or the watch got there first). A mark whose job was lost for good
+        is freed after SCHEDBOARD_BINDING_TIMEOUT_SECONDS (loop.reconcile).
+        """
         moved = 0
         while self.redis.lmove(self.processing, self.key, "RIGHT", "LEFT") is not None:
             moved += 1
