@@ -527,6 +527,33 @@ def test_kube_run_refuses_to_start_without_the_kubernetes_backend(settings):
         call_command("kube", "run")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_one_pod_that_cannot_be_reported_does_not_hold_back_the_rest_of_its_report_job():
+    from scheduler.kube.controller import Committer
+    from scheduler.models import Pod
+    from scheduler.test_loop import apply, pod
+
+    apply(pod("bad"), pod("good"))
+    Pod.objects.filter(name="bad").update(manifest={"metadata": {"name": "bad"}, "status": 5})  # written past every check
+    uids = dict(Pod.objects.values_list("name", "uid"))
+    patched = []
+
+    class Core:
+        def patch_namespaced_pod_status(self, name, namespace, body, **kwargs):
+            patched.append(name)
+            return Reply({})
+
+    events = FakeEvents()
+    committer = Committer(backend_with(Core()), EventRecorder(events, hostname="h"), redis=None)
+    failed = [{"namespace": "default", "name": n, "uid": uids[n], "resourceVersion": "1", "scheduler": "default-scheduler",
+               "reason": "Unschedulable", "message": "0/1 nodes are available: 1 Insufficient cpu."} for n in ("bad", "good")]
+
+    committer.report({"op": "report", "failed": failed, "scheduled": []})
+
+    assert [body["regarding"]["name"] for _, body in events.created] == ["bad", "good"]
+    assert patched == ["good"]
+
+
 # ---- the mirror: one bad object never stops its watch batch; a bound pod is never uncounted ----------------
 
 def kube_pod(name, cpu="500m", memory="256Mi", node_name=None, uid=None, **spec):
