@@ -132,6 +132,10 @@ X_FRAME_OPTIONS = "DENY"
 # ---- scheduler -------------------------------------------------------------------------
 SCHEDBOARD_BATCH_SIZE = env_int("SCHEDBOARD_BATCH_SIZE", 256, minimum=1)
 SCHEDBOARD_ASSUME_TTL_SECONDS = env_int("SCHEDBOARD_ASSUME_TTL_SECONDS", 30, minimum=1)
+# A reservation whose binding is in flight is left alone by the TTL above; if its binder died and the
+# job was lost, it is freed after this. A binder never starts an API call later than half of it after
+# marking, so no binding can still be on its way when the room is given to another pod.
+SCHEDBOARD_BINDING_TIMEOUT_SECONDS = env_int("SCHEDBOARD_BINDING_TIMEOUT_SECONDS", 300, minimum=2)
 SCHEDBOARD_SEED = env_int("SCHEDBOARD_SEED", 0) or None
 # What an Attempt keeps of its decision for the attempt page (Attempt.trace): "failures" the filter
 # verdicts of attempts that found no node; "all" also every attempt's verdicts and every scored
@@ -194,9 +198,13 @@ SCHEDBOARD_RETENTION_PERIOD = env_duration("SCHEDBOARD_RETENTION_PERIOD", 60.0)
 SCHEDBOARD_RETENTION_BATCH = env_int("SCHEDBOARD_RETENTION_BATCH", 5000, minimum=1)
 SCHEDBOARD_RETENTION_BUDGET = env_duration("SCHEDBOARD_RETENTION_BUDGET", 10.0)
 
+# The recount recomputes every node's usage from its pods and repairs drift (scheduler/reservations.py).
+SCHEDBOARD_RECOUNT_SECONDS = env_int("SCHEDBOARD_RECOUNT_SECONDS", 60, minimum=1)
+
 CELERY_BEAT_SCHEDULE = {
     "reconcile": {"task": "scheduler.reconcile", "schedule": SCHEDBOARD_RECONCILE_SECONDS},
     "retention": {"task": "scheduler.retention", "schedule": SCHEDBOARD_RETENTION_PERIOD},
+    "recount": {"task": "scheduler.recount", "schedule": float(SCHEDBOARD_RECOUNT_SECONDS)},
 }
 CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if not REDIS_URL else {}
 

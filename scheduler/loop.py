@@ -21,6 +21,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from dashboard.live import publish as live
@@ -34,12 +35,13 @@ from .engine.explain import top_candidates, trace
 from .engine.framework import Algorithm
 from .engine.pods import PodSpec
 from .engine.queue import QueuedPodInfo
-from .manifests import pod_from_manifest
+from .manifests import ManifestError, pod_from_manifest
 from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Binding,
                      ClusterEvent, Node, Pod)
 from .profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version, scheduler_names
 from .queues import get_queue, get_redis, set_queue_backoff
-from .reservations import add_node_usage, release_assumed, reserve_many
+from .reservations import (SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, release_assumed, reserve_many, row_usage,
+                           usage_recount)
 from .services import EventSpec, events_record
 from .snapshot import Snapshot
 from .sql import insert_many, update_from_values
@@ -47,11 +49,17 @@ from .sql import insert_many, update_from_values
 log = logging.getLogger(__name__)
 
 POD_SPEC_CACHE_SIZE = 50_000
-_USAGE_FIELDS = ("req_cpu", "req_memory", "req_ephemeral", "req_scalar", "nonzero_cpu", "nonzero_memory", "host_ports")
+_USAGE_FIELDS = USAGE_FIELDS
+_usage = row_usage
+# Errors that say the database (not one pod) is in trouble: a batch fails as a whole on these (a
+# deadlock too: the whole batch is tried again).
+_SYSTEMIC = SYSTEMIC_ERRORS
 
 
-def _usage(pod: Pod) -> dict:
-    return {f: getattr(pod, f) for f in _USAGE_FIELDS}
+def _why(exc: BaseException) -> str:
+    """An exception as one line for an event: its type and the first line of its text."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def _ms(seconds: float) -> float:
@@ -69,19 +77,61 @@ class BatchStats:
     bind_items: list = field(default_factory=list)
 
 
+@dataclass(eq=False)
+class _Scheduled:
+    """One popped pod's outcome in a scheduling batch: what to write, report and requeue."""
+
+    pod: Pod
+    info: QueuedPodInfo
+    attempt: Attempt | None = None
+    events: list = field(default_factory=list)
+    failed: bool = False  # its PodScheduled condition is written (False)
+    placed: bool = False  # reserved: handed to the binder
+    node: str = ""
+    reported: tuple | None = None  # (pod, condition reason or None, message) for the backend
+    requeue: tuple[bool, str] | None = None  # (unschedulable, message)
+    again: bool = False  # changed since it was read: back to the active queue at once
+    done: bool = False
+    skipped: int = 0
+    algorithm_seconds: float = 0.0
+    cycle_seconds: float = 0.0
+    written: bool = False
+
+
+_CONDITION = ["scheduled_status", "scheduled_reason", "scheduled_message", "scheduled_transition_at", "attempts"]
+
+
+def _write_scheduled(outcomes: list[_Scheduled]) -> None:
+    """Set-based: one insert for the attempts, one for the events, one update per kind of pod change."""
+    now = timezone.now()
+    attempts = [o.attempt for o in outcomes if o.attempt is not None]
+    for a in attempts:
+        a.pk = None  # a retried write inserts afresh
+    insert_many(Attempt, attempts)
+    events_record([e for o in outcomes for e in o.events], now=now)
+    # Never failure fields on a bound pod (it may have been bound meanwhile, by the mirror of a cluster).
+    update_from_values(Pod, _CONDITION, [(o.pod.pk, *(getattr(o.pod, f) for f in _CONDITION)) for o in outcomes if o.failed],
+                       where="scheduler_pod.node_name = ''")
+    update_from_values(Pod, ["attempts"], [(o.pod.pk, o.pod.attempts) for o in outcomes if o.placed])
+
+
 class _DbCluster:
     """schedule_batch's Cluster port over Postgres for one batch of pod rows."""
 
     def __init__(self, worker: Worker, rows: dict[str, Pod]):
         self.worker = worker
         self.rows = rows
+        self.changed: set[str] = set()  # pods that changed since they were read: scheduled again at once
 
     def reserve_many(self, placements: list[tuple[PodSpec, str]]) -> cycle.ReserveOutcome:
         versions = self.worker.snapshot.spec_versions
         by_id = {self.rows[pod.key].pk: pod.key for pod, _ in placements}
-        conflicts, gone = reserve_many([(self.rows[pod.key].pk, _usage(self.rows[pod.key]), node, versions.get(node))
-                                        for pod, node in placements])
-        return cycle.ReserveOutcome(conflicts={by_id[i] for i in conflicts}, gone={by_id[i] for i in gone})
+        # The pod row's updated_at as read: the claim takes the pod only in the version that was scheduled.
+        result = reserve_many([(row.pk, _usage(row), node, versions.get(node), row.updated_at)
+                               for row, node in ((self.rows[pod.key], node) for pod, node in placements)])
+        self.changed |= {by_id[i] for i in result.changed}
+        return cycle.ReserveOutcome(conflicts={by_id[i] for i in result.conflicts}, gone={by_id[i] for i in result.gone},
+                                    errors={by_id[i]: message for i, message in result.errors.items()})
 
     def refresh_nodes(self, cache, node_names: set[str]) -> None:
         self.worker.snapshot.refresh_nodes(cache, node_names)
@@ -149,12 +199,7 @@ class Worker:
         now = timezone.now()
         rows = _pods_by_key([i.key for i in infos])
         cache = self.snapshot.refresh()
-        attempts: list[Attempt] = []
-        events: list[EventSpec] = []
-        failed_pods: list[Pod] = []
-        reported: list[tuple[Pod, str | None, str]] = []  # for the backend: (pod, condition reason, message)
-        requeue: list[tuple[QueuedPodInfo, bool, str]] = []
-        placed: list[tuple[Attempt, Pod, QueuedPodInfo]] = []
+        outcomes: list[_Scheduled] = []
 
         batch: list[tuple[PodSpec, object]] = []
         batch_rows: dict[str, Pod] = {}
@@ -165,71 +210,162 @@ class Worker:
             if pod is None or pod.node_name or pod.assumed_node or pod.scheduler_name not in self.profiles:
                 self.queue.done(info.key)  # deleted, already placed, or not ours any more
                 continue
-            batch.append((self.pod_spec(pod), timings.profile(self.profiles[pod.scheduler_name], info.key)))
+            try:
+                spec = self.pod_spec(pod)
+            except Exception as exc:  # noqa: BLE001 - this pod fails, the batch goes on
+                outcomes.append(self._unreadable(pod, info, exc, now, popped_at))
+                continue
+            batch.append((spec, timings.profile(self.profiles[pod.scheduler_name], info.key)))
             batch_rows[info.key] = pod
             batch_infos[info.key] = info
-        results = cycle.schedule_batch(batch, algorithm=self.algorithm, cache=cache, cluster=_DbCluster(self, batch_rows))
+        db_cluster = _DbCluster(self, batch_rows)
+        results = cycle.schedule_batch(batch, algorithm=self.algorithm, cache=cache, cluster=db_cluster)
 
-        failed_seconds: dict[tuple[str, str], list[float]] = {}  # metrics: (result, profile) -> attempt seconds
-        algorithm_seconds: list[float] = []
         for (spec, profile), result in zip(batch, results):
             pod, info = batch_rows[spec.key], batch_infos[spec.key]
             stats.conflicts += result.conflicts
             if result.status == cycle.GONE:
-                self.queue.done(info.key)
+                if spec.key in db_cluster.changed:
+                    outcomes.append(_Scheduled(pod, info, again=True))  # changed meanwhile: its new version, at once
+                else:
+                    self.queue.done(info.key)
                 continue
-            if result.status == cycle.SKIPPED:
-                stats.skipped += 1
-                events.append(EventSpec("Warning", "FailedScheduling", result.message, "Pod", pod.namespace, pod.name,
-                                        pod.uid, action="Scheduling", reporting_controller=pod.scheduler_name))
-                reported.append((pod, None, result.message))
-                self.queue.done(info.key)
-                continue
-            pod.attempts += 1
-            attempt = self._attempt(pod, info, result, profile, now, popped_at)
-            attempts.append(attempt)
-            if result.status == cycle.SCHEDULED:
-                stats.scheduled += 1
-                placed.append((attempt, pod, info))
-                # As schedulingCycle: the algorithm latency is observed when schedulePod succeeded.
-                algorithm_seconds.append(result.algorithm_seconds)
-                continue
-            unschedulable = result.status == cycle.UNSCHEDULABLE
-            failed_seconds.setdefault((attempt.result, profile.scheduler_name), []).append(result.cycle_seconds)
-            stats.unschedulable += unschedulable
-            stats.errors += not unschedulable
-            events.append(EventSpec("Warning", "FailedScheduling", result.message, "Pod", pod.namespace, pod.name,
-                                    pod.uid, action="Scheduling", reporting_controller=pod.scheduler_name))
-            _set_condition(pod, False, "Unschedulable" if unschedulable else "SchedulerError", result.message, now)
-            reported.append((pod, pod.scheduled_reason, result.message))
-            failed_pods.append(pod)
-            requeue.append((info, unschedulable, result.message))
+            try:
+                outcomes.append(self._outcome(pod, info, result, profile, now, popped_at))
+            except Exception as exc:  # noqa: BLE001 - recording this pod's decision failed: it fails alone
+                log.exception("recording the scheduling result of %s failed", pod.key)
+                outcomes.append(self._failed_internally(pod, info, result, exc, now, popped_at))
 
-        with transaction.atomic():
-            insert_many(Attempt, attempts)
-            events_record(events, now=now)
-            condition = ["scheduled_status", "scheduled_reason", "scheduled_message", "scheduled_transition_at", "attempts"]
-            update_from_values(Pod, condition, [(p.pk, *(getattr(p, f) for f in condition)) for p in failed_pods])
-            update_from_values(Pod, ["attempts"], [(pod.pk, pod.attempts) for _, pod, _ in placed])
+        self._write(outcomes)
+        reported = [o.reported for o in outcomes if o.reported]
         if reported:  # committed: the backend may tell the cluster (the kubernetes backend's leader does)
             get_backend().report(failed=reported, scheduled=[])
-        for info, unschedulable, message in requeue:
-            self.queue.add_unschedulable_if_not_present(info, unschedulable=unschedulable, message=message)
+        for o in outcomes:
+            if o.done:
+                self.queue.done(o.info.key)
+            elif o.again:
+                self.queue.done(o.info.key)
+                self.queue.add(o.info.key, o.pod.priority)
+            elif o.requeue is not None:
+                self.queue.add_unschedulable_if_not_present(o.info, unschedulable=o.requeue[0], message=o.requeue[1])
+        placed = [o for o in outcomes if o.placed and o.written]
+        attempts = [o.attempt for o in outcomes if o.attempt is not None and o.written]
+        stats.skipped = sum(o.skipped for o in outcomes)
+        stats.scheduled = len(placed)
+        stats.unschedulable = sum(a.result == RESULT_UNSCHEDULABLE for a in attempts)
+        stats.errors = sum(a.result == RESULT_ERROR for a in attempts) + sum(not o.written for o in outcomes)
         stats.bind_items = [
             # "cycle_s" carries the scheduling cycle's time to the binder for scheduling_attempt_duration_seconds.
-            {"attempt": attempt.pk, "pod": pod.pk, "node": attempt.node_name, "info": asdict(info),
-             "cycle_s": (attempt.attempt_ms or 0.0) / 1000.0}
-            for attempt, pod, info in placed
+            {"attempt": o.attempt.pk, "pod": o.pod.pk, "node": o.attempt.node_name, "info": asdict(o.info),
+             "cycle_s": (o.attempt.attempt_ms or 0.0) / 1000.0}
+            for o in placed
         ]
         # Metrics, once per batch: failed attempts (scheduled ones count when bound), algorithm and
         # extension point latencies (the queue counts the pods it takes back itself).
+        failed_seconds: dict[tuple[str, str], list[float]] = {}  # (result, profile) -> attempt seconds
+        for o in outcomes:
+            if o.attempt is not None and o.written and not o.placed:
+                failed_seconds.setdefault((o.attempt.result, o.attempt.profile_name), []).append(o.cycle_seconds)
         for (result, profile_name), seconds in failed_seconds.items():
             metrics.record_attempts(result, profile_name, seconds)
-        metrics.observe_many(metrics.scheduling_algorithm_duration, algorithm_seconds)
+        # As schedulingCycle: the algorithm latency is observed when schedulePod succeeded.
+        metrics.observe_many(metrics.scheduling_algorithm_duration, [o.algorithm_seconds for o in placed])
         timings.record({key: pod.scheduler_name for key, pod in batch_rows.items()}, [r.decision for r in results])
         # The live dashboard: one message per batch, buffered and sent by another thread (never waits).
         transaction.on_commit(lambda: live.schedule_batch_done(attempts, stats.popped))
         return stats
+
+    def _outcome(self, pod: Pod, info: QueuedPodInfo, result, profile, now, popped_at: float) -> _Scheduled:
+        """What one pod's cycle result writes: attempt, event, condition, requeue."""
+        if result.status == cycle.SKIPPED:
+            event = EventSpec("Warning", "FailedScheduling", result.message, "Pod", pod.namespace, pod.name,
+                              pod.uid, action="Scheduling", reporting_controller=pod.scheduler_name)
+            return _Scheduled(pod, info, events=[event], reported=(pod, None, result.message), done=True, skipped=1)
+        pod.attempts += 1
+        attempt = self._attempt(pod, info, result, profile, now, popped_at)
+        if result.status == cycle.SCHEDULED:
+            return _Scheduled(pod, info, attempt=attempt, placed=True, node=result.node_name,
+                              algorithm_seconds=result.algorithm_seconds, cycle_seconds=result.cycle_seconds)
+        unschedulable = result.status == cycle.UNSCHEDULABLE
+        return self._failure(pod, info, attempt, unschedulable, result.message, now, result.cycle_seconds)
+
+    def _failure(self, pod: Pod, info: QueuedPodInfo, attempt: Attempt, unschedulable: bool, message: str, now,
+                 cycle_seconds: float = 0.0) -> _Scheduled:
+        """As handleSchedulingFailure: the event, PodScheduled=False, back to the queue (unschedulable or backoff)."""
+        event = EventSpec("Warning", "FailedScheduling", message, "Pod", pod.namespace, pod.name,
+                          pod.uid, action="Scheduling", reporting_controller=pod.scheduler_name)
+        _set_condition(pod, False, "Unschedulable" if unschedulable else "SchedulerError", message, now)
+        return _Scheduled(pod, info, attempt=attempt, events=[event], failed=True, requeue=(unschedulable, message),
+                          reported=(pod, pod.scheduled_reason, message), cycle_seconds=cycle_seconds)
+
+    def _error_attempt(self, pod: Pod, info: QueuedPodInfo, message: str, now, popped_at: float) -> Attempt:
+        profile = self.profiles.get(pod.scheduler_name)
+        return Attempt(
+            pod=pod, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, number=pod.attempts,
+            started_at=now, finished_at=timezone.now(), result=RESULT_ERROR, message=message,
+            profile_name=pod.scheduler_name, profile_version=profile.version if profile else self.version,
+            worker=self.identity, queue_wait_ms=_ms(max(0.0, popped_at - info.timestamp)))
+
+    def _unreadable(self, pod: Pod, info: QueuedPodInfo, exc: Exception, now, popped_at: float) -> _Scheduled:
+        """A pod whose stored spec cannot be read: it fails (SchedulerError, backoff), the rest of the batch goes on."""
+        if isinstance(exc, ManifestError):
+            what = "; ".join(f"{p.path}: {p.message}" if p.path else p.message for p in exc.problems)
+            message = f"the pod's spec cannot be read: {what}"
+        else:
+            log.exception("reading the spec of %s failed", pod.key)
+            message = f"internal error reading the pod's spec: {_why(exc)}"
+        pod.attempts += 1
+        return self._failure(pod, info, self._error_attempt(pod, info, message, now, popped_at), False, message, now)
+
+    def _failed_internally(self, pod: Pod, info: QueuedPodInfo, result, exc: Exception, now,
+                           popped_at: float) -> _Scheduled:
+        if result.status == cycle.SCHEDULED:  # its reservation stands: give it back before failing the pod
+            release_assumed(pod_id=pod.pk, node_name=result.node_name, usage=_usage(pod))
+        message = f"internal error recording the scheduling result: {_why(exc)}"
+        pod.attempts = max(pod.attempts, 1)
+        return self._failure(pod, info, self._error_attempt(pod, info, message, now, popped_at), False, message, now)
+
+    def _write(self, outcomes: list[_Scheduled]) -> None:
+        """The batch's attempts, events and conditions in one transaction; pod by pod only if that raises."""
+        try:
+            with transaction.atomic():
+                _write_scheduled(outcomes)
+            for o in outcomes:
+                o.written = True
+            return
+        except _SYSTEMIC:
+            raise
+        except Exception:  # noqa: BLE001 - find the pod whose rows the database refuses
+            log.exception("writing a scheduling batch of %d pods failed: writing them one by one", len(outcomes))
+        for o in outcomes:
+            try:
+                with transaction.atomic():
+                    _write_scheduled([o])
+                o.written = True
+            except _SYSTEMIC:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                log.exception("writing the scheduling result of %s failed", o.pod.key)
+                self._write_failed(o, exc)
+
+    def _write_failed(self, o: _Scheduled, exc: Exception) -> None:
+        """The pod's own rows were refused: give back its reservation, back it off; record what can be recorded."""
+        message = f"internal error recording the scheduling result: {_why(exc)}"
+        if o.placed:
+            release_assumed(pod_id=o.pod.pk, node_name=o.node, usage=_usage(o.pod))
+        o.placed, o.attempt, o.reported, o.again = False, None, (o.pod, "SchedulerError", message), False
+        o.requeue = (False, message)
+        try:
+            with transaction.atomic():
+                events_record([EventSpec("Warning", "FailedScheduling", message, "Pod", o.pod.namespace, o.pod.name,
+                                         o.pod.uid, action="Scheduling", reporting_controller=o.pod.scheduler_name)])
+                Pod.objects.filter(pk=o.pod.pk, node_name="").update(
+                    scheduled_status="False", scheduled_reason="SchedulerError", scheduled_message=message,
+                    scheduled_transition_at=timezone.now())
+        except _SYSTEMIC:
+            raise
+        except Exception:  # noqa: BLE001 - the log line above is all that is left to say
+            log.exception("could not record the failure of %s either", o.pod.key)
 
     def _attempt(self, pod: Pod, info: QueuedPodInfo, result, profile, now, popped_at: float) -> Attempt:
         decision = result.decision
@@ -288,120 +424,297 @@ def bind_batch(items: list[dict], *, queue=None) -> dict:
         binding.dec(len(items))
 
 
-def _bind_batch(items: list[dict], queue, backend) -> dict:
-    # The usage columns too: releasing a reservation must not re-read a row the watch may have deleted.
-    pods = Pod.objects.only("id", "namespace", "name", "uid", "scheduler_name", "manifest", "attempts",
-                            "queued_at", "created_at", *_USAGE_FIELDS).in_bulk([i["pod"] for i in items])
-    now = timezone.now()
-    done_keys: list[str] = []
-    accepted: list[tuple[dict, Pod, float]] = []
-    refused: list[tuple[dict, Pod, str, float]] = []
-    dropped: list[tuple[tuple[dict, Pod, str, float], BindError]] = []  # bound elsewhere or deleted: no retry
-    present = []  # the items whose pod still exists
-    for item in items:
-        pod = pods.get(item["pod"])
-        if pod is None:  # deleted while in flight: its reservation went with it
-            done_keys.append(item["info"]["key"])
-            continue
-        present.append((item, pod))
-    requests = [{"pod_manifest": pod.manifest, "node_name": item["node"], "attempt_number": pod.attempts,
-                 "previous_bind_failures": Attempt.objects.filter(pod=pod, result=RESULT_BIND_FAILED).count()
-                 if _wants_failures(pod) else 0} for item, pod in present]
-    if hasattr(backend, "bind_many"):  # bindings in parallel, as upstream's binding goroutines
-        answered = backend.bind_many(requests)
-        outcomes, seconds = [a[0] for a in answered], [a[1] for a in answered]
-    else:
-        outcomes, seconds = [], []
-        for request in requests:
-            t0 = time.perf_counter()
-            try:
-                backend.bind(**request)
-                outcomes.append(None)
-            except BindError as exc:
-                outcomes.append(exc)
-            seconds.append(time.perf_counter() - t0)
-    for (item, pod), outcome, took in zip(present, outcomes, seconds):
-        if outcome is None:
-            accepted.append((item, pod, took))
-        elif isinstance(outcome, (BoundElsewhere, PodGone)):
-            dropped.append(((item, pod, f"Binding rejected: {outcome}", took), outcome))
-        else:
-            refused.append((item, pod, f"Binding rejected: {outcome}", took))
+@dataclass(eq=False)
+class _Bind:
+    """One bind item and what became of it."""
 
-    events: list[EventSpec] = []
-    retry: list[tuple[QueuedPodInfo, str]] = []
-    with transaction.atomic():
-        # The binding itself, for every accepted pod at once: only where our reservation still stands
-        # (or, with a cluster that reports bindings, where its watch already recorded this very binding).
-        fields = ["node_name", "assumed_node", "assumed_at", "phase", "bound_at", "scheduled_status",
-                  "scheduled_reason", "scheduled_message", "scheduled_transition_at"]
-        where = "scheduler_pod.assumed_node = v.node_name AND scheduler_pod.node_name = ''"
-        if backend.mirrors_bindings:
-            where = f"(({where}) OR scheduler_pod.node_name = v.node_name)"
-        phase = getattr(backend, "bound_phase", Pod.RUNNING)
-        bound_ids = set(update_from_values(
-            Pod, fields, [(pod.pk, item["node"], "", None, phase, now, "True", "", "", now) for item, pod, _ in accepted],
-            where=where, returning=True))
-        already = set(Binding.objects.filter(pod_uid__in=[pod.uid for _, pod, _ in accepted if pod.pk in bound_ids])
-                      .values_list("pod_uid", flat=True))
-        bindings, attempt_rows = [], []
-        for item, pod, seconds in accepted:
-            if pod.pk not in bound_ids:
-                refused.append((item, pod, "Binding rejected: the reservation expired before the binding", seconds))
-                continue
-            node = item["node"]
-            done_keys.append(item["info"]["key"])
-            if pod.uid in already:
-                continue  # this binding was handed to us twice (a redelivered job): recorded once
-            bindings.append(Binding(pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid,
-                                    node_name=node, attempt_id=item["attempt"], bound_at=now))
-            events.append(EventSpec("Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
-                                    "Pod", pod.namespace, pod.name, pod.uid, action="Binding",
-                                    reporting_controller=pod.scheduler_name))
-            first = pod.queued_at or pod.created_at
-            attempt_rows.append((item["attempt"], RESULT_SCHEDULED, "", _ms(seconds),
-                                 _ms(max(0.0, (now - first).total_seconds())) if first else None))
-        for item, pod, error, seconds in refused:
-            release_assumed(pod_id=pod.pk, node_name=item["node"], usage=_usage(pod))
-            events.append(EventSpec("Warning", "FailedScheduling", error, "Pod", pod.namespace, pod.name, pod.uid,
-                                    action="Scheduling", reporting_controller=pod.scheduler_name))
-            Pod.objects.filter(pk=pod.pk).update(scheduled_status="False", scheduled_reason="SchedulerError",
-                                                 scheduled_message=error, scheduled_transition_at=now)
-            attempt_rows.append((item["attempt"], RESULT_BIND_FAILED, error, _ms(seconds), None))
-            retry.append((QueuedPodInfo(**item["info"]), error))
-        for (item, pod, error, seconds), outcome in dropped:
-            # Not ours to place any more: give the room back. A pod the API says is bound elsewhere
-            # counts there from now on (unless the watch recorded it first), so it is not requeued.
-            release_assumed(pod_id=pod.pk, node_name=item["node"], usage=_usage(pod))
-            if isinstance(outcome, BoundElsewhere):
-                moved = Pod.objects.filter(pk=pod.pk, node_name="", assumed_node="").update(
-                    node_name=outcome.node_name, bound_at=now)
-                if moved and Node.objects.filter(name=outcome.node_name).exists():
-                    add_node_usage(node_name=outcome.node_name, usage=_usage(pod))
-            attempt_rows.append((item["attempt"], RESULT_BIND_FAILED, error, _ms(seconds), None))
-            done_keys.append(item["info"]["key"])
-        insert_many(Binding, bindings)
-        update_from_values(Attempt, ["result", "message", "binding_ms", "e2e_ms"], attempt_rows)
-        events_record(events, now=now)
+    item: dict
+    pod: Pod | None
+    outcome: str = ""  # see _bind_batch
+    error: BaseException | None = None
+    message: str = ""
+    seconds: float = 0.0
+    final: str = ""  # the outcome as written (a binding whose reservation vanished meanwhile is "lost")
+    recorded: bool = False  # a Binding row, an event and the attempt's success were written for it
+
+    @property
+    def node(self) -> str:
+        return self.item["node"]
+
+    @property
+    def key(self) -> str:
+        return self.item["info"]["key"]
+
+
+_BIND_ROW_FIELDS = ("id", "namespace", "name", "uid", "scheduler_name", "manifest", "attempts", "queued_at", "created_at",
+                    "node_name", "assumed_node", *_USAGE_FIELDS)
+
+
+def _bind_batch(items: list[dict], queue, backend) -> dict:
+    """Bind a batch: mark, call the backend for what is still ours, record; one pod's failure is its own.
+
+    Outcomes: "bound" (the backend accepted), "refused" (it said no, or raised: release, back off),
+    "dropped" (bound elsewhere or deleted in the cluster: release, no retry), "lost" (the reservation
+    was gone before the call: nothing sent, nothing released, the pod is already someone else's
+    business), "already" (bound to this node before: a redelivered job is a success, never a failure),
+    "elsewhere" (bound to another node meanwhile), "gone" (deleted).
+    """
+    now = timezone.now()
+    items = list({(i["pod"], i["node"], i["attempt"]): i for i in items}.values())  # one job twice in a batch
+    marked = _mark_binding(items, now)
+    deadline = time.monotonic() + settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS / 2.0
+    pods = Pod.objects.only(*_BIND_ROW_FIELDS).in_bulk([i["pod"] for i in items])
+    binds = [_Bind(item, pods.get(item["pod"])) for item in items]
+    _settle(binds, backend, marked=marked)
+    _call_backend(backend, [b for b in binds if b.outcome == "call"], deadline)
+    _record_binds(binds, backend, now)
 
     def publish():
-        queue.done_many(done_keys)
-        for info, message in retry:
-            queue.add_unschedulable_if_not_present(info, unschedulable=False, message=message)
-        backend.report(failed=[(pod, "SchedulerError", error) for _, pod, error, _ in refused],
-                       scheduled=[(pod, item["node"]) for item, pod, _ in accepted
-                                  if pod.pk in bound_ids and pod.uid not in already])
-        if retry:
+        queue.done_many([b.key for b in binds if b.final in ("bound", "unrecorded", "already", "elsewhere", "dropped",
+                                                                "gone")])
+        for b in binds:
+            if b.final == "refused":
+                queue.add_unschedulable_if_not_present(QueuedPodInfo(**b.item["info"]), unschedulable=False,
+                                                       message=b.message)
+            elif b.final == "lost":  # if its cycle still holds it in flight, back off and try again
+                queue.add_unschedulable_if_not_present(QueuedPodInfo(**b.item["info"]), unschedulable=False,
+                                                       message=b.message)
+        backend.report(failed=[(b.pod, "SchedulerError", b.message) for b in binds if b.final == "refused"],
+                       scheduled=[(b.pod, b.node) for b in binds if b.recorded])
+        if any(b.final in ("refused", "lost") for b in binds):
             kick()
 
     # Metrics, after commit and once per batch: as the binding cycle, a bound pod counts as "scheduled"
     # (attempt = scheduling cycle + binding), with its attempts and its SLI; a refused binding is an "error".
-    bound_pods = [(item, pod, seconds) for item, pod, seconds in accepted if pod.pk in bound_ids]
+    bound_pods = [(b.item, b.pod, b.seconds) for b in binds if b.recorded]
+    refused = [(b.item, b.pod, b.message, b.seconds) for b in binds if b.final == "refused"]
+    lost = sum(b.final == "lost" for b in binds)
     transaction.on_commit(lambda: _observe_bind_batch(bound_pods, refused, now))
     transaction.on_commit(lambda: live.bind_batch_done(bound_pods, refused, now))  # live dashboard, never waits
-
+    if lost:
+        transaction.on_commit(lambda: metrics.bind_reservations_lost.inc(lost))
     transaction.on_commit(publish)
-    return {"bound": len(bindings), "failed": len(refused), "dropped": len(dropped)}
+    return {"bound": len(bound_pods), "failed": len(refused), "lost": lost,
+            "dropped": sum(b.final in ("dropped", "elsewhere") for b in binds)}
+
+
+def _mark_binding(items: list[dict], now) -> set[int]:
+    """Mark every reservation that still stands as binding, in one statement: the reconciler leaves those alone.
+
+    Conditional on the reservation (assumed on this node, not bound), so a reservation the reconciler
+    freed first is not marked, and the binding is not sent. A mark already there (a previous binder
+    died mid-call, the job is retried) is renewed.
+    """
+    return set(update_from_values(Pod, ["binding_at", "assumed_node"], [(i["pod"], now, i["node"]) for i in items],
+                                  where="scheduler_pod.assumed_node = v.assumed_node AND scheduler_pod.node_name = ''",
+                                  returning=True))
+
+
+def _settle(binds: list[_Bind], backend, *, marked: set[int] | None = None) -> None:
+    """Classify binds whose reservation is not (or no longer) theirs, from their pod rows as read."""
+    bound_here = [b for b in binds if b.pod is not None and (marked is None or b.pod.pk not in marked)
+                  and b.pod.node_name == b.node]
+    recorded = {}
+    if bound_here:
+        recorded = {(uid, pod_id): attempt_id for uid, pod_id, attempt_id in Binding.objects.filter(
+            pod_uid__in={b.pod.uid for b in bound_here}).values_list("pod_uid", "pod_id", "attempt_id")}
+    for b in binds:
+        if b.pod is None:
+            b.outcome = "gone"
+        elif marked is not None and b.pod.pk in marked:
+            b.outcome = "call"
+        elif b.pod.node_name == b.node:
+            attempt = recorded.get((b.pod.uid, b.pod.pk), 0)
+            if attempt == b.item["attempt"]:
+                b.outcome = "already"  # this very binding, recorded before: a redelivered job
+            elif attempt != 0 or not backend.mirrors_bindings:
+                # Bound here by another attempt (or, on the simulated cluster, by its manifest): not this attempt's.
+                b.outcome, b.message = "elsewhere", "Binding skipped: the pod is already bound to this node"
+            else:
+                # The cluster says it is bound here and nothing recorded it: our call went out and its
+                # binder stopped before writing (a leader that died), and the mirror saw it. Success.
+                b.outcome = "bound"
+        elif b.pod.node_name:
+            # Worded as the API's 409 says it (BoundElsewhere): the same outcome, whoever noticed first.
+            b.outcome, b.message = "elsewhere", f"Binding rejected: {BoundElsewhere(b.pod.node_name)}"
+        else:
+            b.outcome = "lost"
+            b.message = (f"Binding skipped: the reservation on {b.node} was released before the binding "
+                         "(expired, or the pod changed); the pod is scheduled again")
+
+
+def _call_backend(backend, binds: list[_Bind], deadline: float) -> None:
+    """The backend's bindings, in parallel where it can; an exception is that pod's failure."""
+    requests: list[tuple[_Bind, dict]] = []
+    for b in binds:
+        try:
+            requests.append((b, {"pod_manifest": b.pod.manifest, "node_name": b.node, "attempt_number": b.pod.attempts,
+                                 "previous_bind_failures": Attempt.objects.filter(pod=b.pod, result=RESULT_BIND_FAILED)
+                                 .count() if _wants_failures(b.pod) else 0}))
+        except Exception as exc:  # noqa: BLE001 - a pod whose manifest the binder cannot read
+            log.exception("preparing the binding of %s failed", b.pod.key)
+            b.outcome, b.error = "refused", exc
+    if hasattr(backend, "bind_many"):  # bindings in parallel, as upstream's binding goroutines
+        answered = backend.bind_many([{**request, "deadline": deadline} for _, request in requests])
+    else:
+        answered = []
+        for _, request in requests:
+            t0 = time.perf_counter()
+            try:
+                if time.monotonic() > deadline:
+                    raise BindError("the binding was not sent before its deadline; the reservation is given back")
+                backend.bind(**request)
+                answered.append((None, time.perf_counter() - t0))
+            except Exception as exc:  # noqa: BLE001 - BindError, or this pod's own bug: its failure only
+                answered.append((exc, time.perf_counter() - t0))
+    for (b, _), (error, seconds) in zip(requests, answered):
+        b.seconds = seconds
+        if error is None:
+            b.outcome = "bound"
+        elif isinstance(error, (BoundElsewhere, PodGone)):
+            b.outcome, b.error = "dropped", error
+        else:
+            b.outcome, b.error = "refused", error
+    for b in binds:
+        if b.error is not None:
+            if isinstance(b.error, BindError):
+                b.message = f"Binding rejected: {b.error}"
+            else:
+                b.message = f"Binding rejected: internal error: {_why(b.error)}"
+
+
+def _record_binds(binds: list[_Bind], backend, now) -> None:
+    """Write every outcome in one transaction; if that raises, bind by bind, and a bind whose rows the
+    database refuses is failed alone (released and backed off, unless the cluster already bound it)."""
+    try:
+        with transaction.atomic():
+            _write_binds(binds, backend, now)
+        return
+    except _SYSTEMIC:
+        raise
+    except Exception:  # noqa: BLE001 - find the pod whose rows the database refuses
+        log.exception("recording a binding batch of %d pods failed: recording them one by one", len(binds))
+    for b in binds:
+        try:
+            with transaction.atomic():
+                _write_binds([b], backend, now)
+        except _SYSTEMIC:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            log.exception("recording the binding of %s failed", b.pod.key if b.pod else b.item["pod"])
+            _write_bind_failed(b, backend, exc, now)
+
+
+def _write_binds(binds: list[_Bind], backend, now) -> None:
+    for b in binds:
+        b.final, b.recorded = b.outcome, False
+    events: list[EventSpec] = []
+    attempt_rows: list[tuple] = []
+    # The binding itself, for every accepted pod at once: only where our reservation still stands
+    # (or, with a cluster that reports bindings, where its watch already recorded this very binding).
+    accepted = [b for b in binds if b.final == "bound" and b.pod.node_name != b.node]
+    fields = ["node_name", "assumed_node", "assumed_at", "binding_at", "phase", "bound_at", "scheduled_status",
+              "scheduled_reason", "scheduled_message", "scheduled_transition_at"]
+    where = "scheduler_pod.assumed_node = v.node_name AND scheduler_pod.node_name = ''"
+    if backend.mirrors_bindings:
+        where = f"(({where}) OR scheduler_pod.node_name = v.node_name)"
+    phase = getattr(backend, "bound_phase", Pod.RUNNING)
+    bound_ids = set(update_from_values(
+        Pod, fields, [(b.pod.pk, b.node, "", None, None, phase, now, "True", "", "", now) for b in accepted],
+        where=where, returning=True))
+    missed = [b for b in accepted if b.pod.pk not in bound_ids]
+    if missed:
+        # The reservation went away between the mark and now (the pod or its node deleted, another
+        # replica's binder): read what the rows say now and settle on that.
+        rows = Pod.objects.only(*_BIND_ROW_FIELDS).in_bulk([b.pod.pk for b in missed])
+        present = []
+        for b in missed:
+            if b.pod.pk in rows:
+                b.pod = rows[b.pod.pk]
+                present.append(b)
+            else:
+                b.final = "gone"  # deleted meanwhile: its reservation went with it
+        _settle(present, backend)
+        for b in present:
+            b.final, b.outcome = b.outcome, "bound"  # the call's outcome stays (a retried write settles again)
+            if b.final in ("lost", "elsewhere") and backend.mirrors_bindings:
+                # The cluster accepted this binding: the pod is bound there whatever our rows say, and the
+                # mirror will record it (and count it on its node). Never a failure on a bound pod.
+                log.warning("%s was bound to %s but its reservation was gone: the mirror will record it",
+                            b.pod.key, b.node)
+                b.final = "unrecorded"
+    # Binding rows, events and attempts for the bindings that happened.
+    successes = [b for b in binds if b.final == "bound"]
+    recorded = set(Binding.objects.filter(pod_uid__in={b.pod.uid for b in successes}, pod_id__in=[b.pod.pk for b in successes])
+                   .values_list("pod_id", flat=True)) if successes else set()
+    bindings = []
+    for b in successes:
+        if b.pod.pk in recorded:
+            continue  # recorded before (a redelivered job raced this one): once is enough
+        pod = b.pod
+        b.recorded = True
+        bindings.append(Binding(pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid,
+                                node_name=b.node, attempt_id=b.item["attempt"], bound_at=now))
+        events.append(EventSpec("Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {b.node}",
+                                "Pod", pod.namespace, pod.name, pod.uid, action="Binding",
+                                reporting_controller=pod.scheduler_name))
+        first = pod.queued_at or pod.created_at
+        attempt_rows.append((b.item["attempt"], RESULT_SCHEDULED, "", _ms(b.seconds),
+                             _ms(max(0.0, (now - first).total_seconds())) if first else None))
+    refused = [b for b in binds if b.final == "refused"]
+    for b in refused:
+        release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=_usage(b.pod))
+        events.append(EventSpec("Warning", "FailedScheduling", b.message, "Pod", b.pod.namespace, b.pod.name, b.pod.uid,
+                                action="Scheduling", reporting_controller=b.pod.scheduler_name))
+        attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, _ms(b.seconds), None))
+    # Never failure fields on a bound pod.
+    update_from_values(Pod, ["scheduled_status", "scheduled_reason", "scheduled_message", "scheduled_transition_at"],
+                       [(b.pod.pk, "False", "SchedulerError", b.message, now) for b in refused],
+                       where="scheduler_pod.node_name = ''")
+    for b in binds:
+        if b.final != "dropped":
+            continue
+        # Not ours to place any more: give the room back. A pod the API says is bound elsewhere
+        # counts there from now on (unless the watch recorded it first), so it is not requeued.
+        release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=_usage(b.pod))
+        if isinstance(b.error, BoundElsewhere):
+            moved = Pod.objects.filter(pk=b.pod.pk, node_name="", assumed_node="").update(
+                node_name=b.error.node_name, bound_at=now)
+            if moved and Node.objects.filter(name=b.error.node_name).exists():
+                add_node_usage(node_name=b.error.node_name, usage=_usage(b.pod))
+        attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, _ms(b.seconds), None))
+    for b in binds:
+        if b.final in ("lost", "elsewhere"):
+            attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, None, None))
+    insert_many(Binding, bindings)
+    update_from_values(Attempt, ["result", "message", "binding_ms", "e2e_ms"], attempt_rows)
+    events_record(events, now=now)
+
+
+def _write_bind_failed(b: _Bind, backend, exc: Exception, now) -> None:
+    """This bind's rows were refused. Bound in a cluster: leave it to the mirror. Otherwise fail it alone."""
+    b.recorded = False
+    if b.pod is None:
+        b.final = "gone"
+        return
+    if b.outcome == "bound" and backend.mirrors_bindings:
+        b.final = "unrecorded"  # the cluster bound it; its reservation (marked binding) stays until the mirror sees it
+        return
+    b.final = "refused"
+    b.message = f"Binding rejected: internal error recording the binding: {_why(exc)}"
+    try:
+        with transaction.atomic():
+            release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=_usage(b.pod))
+            events_record([EventSpec("Warning", "FailedScheduling", b.message, "Pod", b.pod.namespace, b.pod.name,
+                                     b.pod.uid, action="Scheduling", reporting_controller=b.pod.scheduler_name)], now=now)
+            Pod.objects.filter(pk=b.pod.pk, node_name="").update(
+                scheduled_status="False", scheduled_reason="SchedulerError", scheduled_message=b.message,
+                scheduled_transition_at=now)
+            Attempt.objects.filter(pk=b.item["attempt"]).update(result=RESULT_BIND_FAILED, message=b.message)
+    except _SYSTEMIC:
+        raise
+    except Exception:  # noqa: BLE001 - its reservation is freed by the binding timeout, its room by the recount
+        log.exception("could not record the failed binding of %s either", b.pod.key)
 
 
 def _observe_bind_batch(bound: list, refused: list, now) -> None:
@@ -431,7 +744,8 @@ def _observe_bind_batch(bound: list, refused: list, now) -> None:
 def _wants_failures(pod: Pod) -> bool:
     from .backends.simulated import FAIL_BINDS_ANNOTATION
 
-    return FAIL_BINDS_ANNOTATION in ((pod.manifest.get("metadata") or {}).get("annotations") or {})
+    annotations = (pod.manifest.get("metadata") or {}).get("annotations") or {}
+    return isinstance(annotations, dict) and FAIL_BINDS_ANNOTATION in annotations  # the backend says what is wrong
 
 
 # ---- reconciliation ---------------------------------------------------------------------
@@ -456,10 +770,18 @@ def reconcile(*, queue=None) -> dict:
             queue.move_all_to_active_or_backoff(kind)
             report["moved"] += 1
 
-    # Reservations whose binding never came (a worker died between reserve and bind).
+    # Reservations whose binding never came (a worker died between reserve and bind). One whose
+    # binding is in flight (marked by its binder) is left alone: the binder's outcome settles it, or
+    # the mirror seeing the pod bound. Only a mark older than the binding timeout (its binder died and
+    # its job was lost with Redis) is freed; no binder sends a binding that late (see _bind_batch).
     stale = now - timedelta(seconds=settings.SCHEDBOARD_ASSUME_TTL_SECONDS)
-    for pod in Pod.objects.filter(node_name="").exclude(assumed_node="").filter(assumed_at__lt=stale):
-        if release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=_usage(pod)):
+    expirable = Q(binding_at__isnull=True) | Q(binding_at__lt=now - timedelta(seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS))
+    for pod in Pod.objects.filter(expirable, node_name="", assumed_at__lt=stale).exclude(assumed_node=""):
+        if release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=_usage(pod),
+                           condition=expirable & Q(assumed_at__lt=stale)):
+            if pod.binding_at is not None:
+                log.warning("freed the reservation of %s on %s: its binding was marked in flight at %s and never "
+                            "settled", pod.key, pod.assumed_node, pod.binding_at.isoformat())
             report["expired"] += 1
             queue.add(pod.key, pod.priority)
 
@@ -477,6 +799,15 @@ def reconcile(*, queue=None) -> dict:
     queue.flush()
     if queue.lengths().get("active", 0):
         kick()
+    return report
+
+
+def recount() -> dict:
+    """The periodic recount of every node's usage (beat, SCHEDBOARD_RECOUNT_SECONDS): repairs drift, counts it."""
+    report = usage_recount(on_repair=lambda resource: metrics.usage_drift_repaired.labels(resource).inc())
+    if report["repaired"]:
+        # Nodes that got room back may fit pods waiting as unschedulable.
+        get_queue().move_all_to_active_or_backoff(ClusterEvent.NODE_UPDATE)
     return report
 
 

@@ -83,6 +83,18 @@ goroutines = Gauge(
 retention_deleted_rows = Counter(
     "schedboard_retention_deleted_rows", "Rows deleted by retention, by kind of row.", ["kind"])
 
+# schedboard's own: what the safety nets found and repaired (not kube-scheduler metrics).
+usage_drift_repaired = Counter(
+    "usage_drift_repaired", "Node usage values the recount found different from what the node's bound and assumed "
+    "pods take, and repaired, by resource.", ["resource"], namespace="schedboard")
+mirror_problems = Counter(
+    "mirror_problems", "Objects from the API server the mirror could not apply as they are: 'unparsable' (counted "
+    "as far as they can be read), 'failed' (the event raised; the rest of its batch went on).", ["kind", "problem"],
+    namespace="schedboard")
+bind_reservations_lost = Counter(
+    "bind_reservations_lost", "Bindings not sent because their reservation was gone (expired and released, the pod "
+    "deleted or placed again) by the time the binder took them.", namespace="schedboard")
+
 PENDING_PODS_HELP = (
     "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number "
     "of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the scheduler attempted "

@@ -63,6 +63,11 @@ class Pod(models.Model):
     node_name = models.CharField(max_length=253, blank=True, default="", help_text="spec.nodeName once bound")
     assumed_node = models.CharField(max_length=253, blank=True, default="", help_text="reserved, not yet bound")
     assumed_at = models.DateTimeField(null=True, blank=True)
+    # Set (conditionally, while the reservation still stands) just before the binder takes the
+    # reservation to the backend: the reconciler never frees such a reservation at assumed_at's TTL.
+    # Cleared by the binding's outcome or by the mirror seeing the pod bound; a mark older than
+    # SCHEDBOARD_BINDING_TIMEOUT_SECONDS (its binder died and its job was lost) is freed then.
+    binding_at = models.DateTimeField(null=True, blank=True, help_text="the binding of the reservation is in flight")
     deleting = models.BooleanField(default=False)
     # What the pod takes from its node, kept so a release needs no re-parse.
     req_cpu = models.BigIntegerField(default=0)

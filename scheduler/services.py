@@ -261,7 +261,7 @@ def node_delete(*, name: str) -> bool:
         if node is None:
             return False
         requeue = list(Pod.objects.filter(node_name="", assumed_node=name).values_list("namespace", "name", "priority"))
-        Pod.objects.filter(node_name="", assumed_node=name).update(assumed_node="", assumed_at=None)
+        Pod.objects.filter(node_name="", assumed_node=name).update(assumed_node="", assumed_at=None, binding_at=None)
         node.delete()
 
     def publish():

@@ -25,3 +25,8 @@ def reconcile() -> dict:
 def purge_old_rows() -> dict:
     report = retention.purge()
     return {"deleted": report.deleted, "done": report.done}
+
+
+@shared_task(name="scheduler.recount", ignore_result=True)
+def recount() -> dict:
+    return loop.recount()

@@ -343,3 +343,32 @@ def _bind_by_hand(core, name, node_name):
     with pytest.raises(ApiError) as conflict:
         call(core.create_namespaced_pod_binding, name, NS, body)
     assert conflict.value.status == 409
+
+
+def test_a_binding_whose_reservation_expired_in_the_backlog_is_never_sent(replica, core, api):
+    """After a failover the backlog can outlast the assume TTL: the expired reservation's binding must not go
+    out on top of the pod that got its room (the API server would bind both: the node overcommitted)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    call(core.create_node, node("only", cpu="1"))
+    _placed_and_handed_off(core, "first", {"only"})
+    Pod.objects.filter(name="first").update(assumed_at=timezone.now() - timedelta(seconds=60))
+    assert loop.reconcile()["expired"] == 1
+    call(core.create_namespaced_pod, NS, pod("second", cpu="1"))
+    wait_for(lambda: db_pod("second") is not None and loop.get_worker().queue.get(f"{NS}/second") is not None,
+             "the second pod mirrored and queued")
+    assert loop.run_schedule_task().scheduled == 1
+
+    while replica.committer.run_once(1):  # both jobs: the stale one first
+        pass
+
+    wait_for(lambda: read_pod(core, "second")["spec"].get("nodeName") == "only", "the second pod bound")
+    replica.committer.flush_reports()
+    assert not read_pod(core, "first")["spec"].get("nodeName")  # never sent
+    assert not events_for(api[1], "first")  # no FailedScheduling: nothing failed in the cluster
+    wait_for(lambda: db_pod("second").node_name == "only", "the mirror to record the binding")
+    assert node_usage("only")[0] == 1000  # never more than its allocatable
+    assert Attempt.objects.get(pod_name="first").result == "bind_failed"
+    assert db_pod("first").assumed_node == "" and db_pod("first").scheduled_reason != "SchedulerError"

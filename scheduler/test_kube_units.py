@@ -374,6 +374,38 @@ def test_server_errors_are_retried_then_refused_so_the_loop_requeues_the_pod():
     assert "503" in str(error)
 
 
+def test_a_binding_past_its_deadline_is_never_sent():
+    import time
+
+    bind = Script()  # any call fails the test
+    with pytest.raises(BindError, match="not sent: the binding waited past its deadline"):
+        backend_with(FakeCore(bind)).bind(pod_manifest=MANIFEST, node_name="node-a", deadline=time.monotonic() - 1)
+    assert bind.calls == []
+
+
+def test_call_starts_nothing_after_its_deadline_and_no_retry_that_would_end_past_it():
+    now = [100.0]
+    late = Script()
+    with pytest.raises(ApiError, match="DeadlineExceeded"):
+        call(late, deadline=99.0, clock=lambda: now[0], sleep=lambda s: None)
+    assert late.calls == []
+
+    flaky = Script(api_error(503), {"ok": 1})
+    with pytest.raises(ApiError) as gave_up:
+        call(flaky, backoff=Backoff(initial=1.0, cap=5.0, attempts=5), deadline=100.5, clock=lambda: now[0],
+             sleep=lambda s: None)
+    assert gave_up.value.status == 503 and len(flaky.calls) == 1  # a retry after 1 s would start past it
+    (_, kwargs), = flaky.calls
+    assert kwargs["_request_timeout"] == (0.5, 0.5)  # and the one sent cannot read past it
+
+
+def test_bind_many_returns_a_bug_in_one_binding_as_that_pods_outcome():
+    bind = Script({"status": "Success"})
+    outcomes = backend_with(FakeCore(bind)).bind_many([{"pod_manifest": {"metadata": 5}, "node_name": "node-a"},
+                                                      {"pod_manifest": MANIFEST, "node_name": "node-a"}])
+    assert isinstance(outcomes[0][0], AttributeError) and outcomes[1][0] is None
+
+
 # ---- settings ---------------------------------------------------------------------------------
 
 def test_durations_and_the_backend_choice_are_parsed_strictly(monkeypatch):
@@ -493,3 +525,146 @@ def test_kube_run_refuses_to_start_without_the_kubernetes_backend(settings):
     settings.SCHEDBOARD_BACKEND = "simulated"
     with pytest.raises(CommandError, match="^kube run needs SCHEDBOARD_BACKEND=kubernetes$"):
         call_command("kube", "run")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_pod_that_cannot_be_reported_does_not_hold_back_the_rest_of_its_report_job():
+    from scheduler.kube.controller import Committer
+    from scheduler.models import Pod
+    from scheduler.test_loop import apply, pod
+
+    apply(pod("bad"), pod("good"))
+    Pod.objects.filter(name="bad").update(manifest={"metadata": {"name": "bad"}, "status": 5})  # written past every check
+    uids = dict(Pod.objects.values_list("name", "uid"))
+    patched = []
+
+    class Core:
+        def patch_namespaced_pod_status(self, name, namespace, body, **kwargs):
+            patched.append(name)
+            return Reply({})
+
+    events = FakeEvents()
+    committer = Committer(backend_with(Core()), EventRecorder(events, hostname="h"), redis=None)
+    failed = [{"namespace": "default", "name": n, "uid": uids[n], "resourceVersion": "1", "scheduler": "default-scheduler",
+               "reason": "Unschedulable", "message": "0/1 nodes are available: 1 Insufficient cpu."} for n in ("bad", "good")]
+
+    committer.report({"op": "report", "failed": failed, "scheduled": []})
+
+    assert [body["regarding"]["name"] for _, body in events.created] == ["bad", "good"]
+    assert patched == ["good"]
+
+
+# ---- the mirror: one bad object never stops its watch batch; a bound pod is never uncounted ----------------
+
+def kube_pod(name, cpu="500m", memory="256Mi", node_name=None, uid=None, **spec):
+    obj = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": "default", "uid": uid or f"uid-{name}", "resourceVersion": "1",
+                        "creationTimestamp": "2026-12-01T00:00:00Z"},
+           "spec": {"schedulerName": "default-scheduler",
+                    "containers": [{"name": "c", "image": "app:1",
+                                    "resources": {"requests": {"cpu": cpu, "memory": memory}}}], **spec},
+           "status": {"phase": "Running" if node_name else "Pending"}}
+    if node_name:
+        obj["spec"]["nodeName"] = node_name
+    return obj
+
+
+def mirror_problems(problem):
+    from scheduler import metrics
+
+    return metrics.scrape_registry().get_sample_value("schedboard_mirror_problems_total",
+                                                     {"kind": "Pod", "problem": problem}) or 0.0
+
+
+@pytest.fixture
+def mirror_node():
+    from scheduler.test_loop import apply, node
+
+    apply(node("node-a", cpu="8", memory="16Gi"))
+    return "node-a"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("relist", [False, True], ids=["watch-batch", "relist"])
+def test_one_pod_event_that_raises_does_not_stop_the_rest_of_its_watch_batch(mirror_node, relist, caplog):
+    from scheduler import queues
+    from scheduler.kube.mirror import PodStore
+    from scheduler.models import Event, Node, Pod
+
+    too_long_uid = "u" * 100  # the API would never send it; the row refuses it (varchar 64)
+    events = [("ADDED", kube_pod("first", node_name="node-a")), ("ADDED", kube_pod("bad", uid=too_long_uid)),
+              ("ADDED", kube_pod("last", node_name="node-a"))]
+    failed = mirror_problems("failed")
+    store = PodStore(queue=queues.get_queue())
+
+    store.replace([obj for _, obj in events]) if relist else store.apply_many(events)
+
+    assert set(Pod.objects.values_list("name", flat=True)) == {"first", "last"}
+    assert Node.objects.get(name="node-a").req_cpu == 1000
+    assert mirror_problems("failed") == failed + 1
+    event = Event.objects.get(involved_name="bad", reason="FailedMirror")
+    assert event.type == "Warning" and "DataError: value too long for type character varying(64)" in event.message
+    assert "cannot mirror Pod default/bad: applying it raised" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_relist_keeps_counting_a_bound_pod_that_became_unparsable(mirror_node):
+    from scheduler import queues
+    from scheduler.kube.mirror import PodStore
+    from scheduler.models import Node, Pod
+
+    store = PodStore(queue=queues.get_queue())
+    store.apply_many([("ADDED", kube_pod("web", node_name="node-a"))])
+    broken = kube_pod("web", node_name="node-a")
+    broken["metadata"]["labels"] = {"x": "y" * 100}  # now refused by the parser, but still there
+
+    store.replace([broken])
+
+    assert Pod.objects.filter(name="web").exists()
+    assert Node.objects.get(name="node-a").req_cpu == 500
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_bound_pod_the_parser_rejects_counts_what_can_be_read_of_its_requests_loudly(mirror_node, caplog):
+    from scheduler import queues
+    from scheduler.kube.mirror import PodStore
+    from scheduler.models import Event, Node, Pod
+
+    obj = kube_pod("odd", cpu="1", memory="1Gi", node_name="node-a")
+    obj["spec"]["containers"].append({"name": "side", "image": "s:1",
+                                      "resources": {"requests": {"cpu": "lots", "memory": "512Mi"}}})
+    obj["spec"]["resources"] = {"requests": {"cpu": "3", "memory": "1Gi"}}  # pod-level: refused by the parser
+    unparsable = mirror_problems("unparsable")
+
+    PodStore(queue=queues.get_queue()).apply("ADDED", obj)
+
+    node_a = Node.objects.get(name="node-a")
+    # The larger of the pod-level requests and the containers' that parse: never less than what it takes.
+    assert (node_a.req_cpu, node_a.req_memory, node_a.req_pods) == (3000, (1 << 30) + (512 << 20), 1)
+    row = Pod.objects.get(name="odd")
+    assert (row.node_name, row.req_cpu) == ("node-a", 3000)
+    assert mirror_problems("unparsable") == unparsable + 1
+    event = Event.objects.get(involved_name="odd", reason="FailedMirror")
+    assert event.type == "Warning" and "counted on node node-a as cpu=3000m" in event.message
+    assert "spec.resources" in event.message and "bound to node-a but cannot be read" in caplog.text
+
+    PodStore(queue=queues.get_queue()).apply("DELETED", obj)  # leaving, it gives back exactly what it took
+    node_a = Node.objects.get(name="node-a")
+    assert (node_a.req_cpu, node_a.req_memory, node_a.req_pods) == (0, 0, 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pending_pod_that_becomes_unparsable_when_bound_is_counted_on_its_node(mirror_node):
+    from scheduler import queues
+    from scheduler.kube.mirror import PodStore
+    from scheduler.models import Node, Pod
+
+    store = PodStore(queue=queues.get_queue())
+    store.apply("ADDED", kube_pod("web", cpu="2"))
+    bound = kube_pod("web", cpu="2", node_name="node-a")
+    bound["spec"]["containers"][0]["resources"]["requests"]["memory"] = "a lot"
+
+    store.apply("MODIFIED", bound)
+
+    assert Pod.objects.get(name="web").node_name == "node-a"
+    assert Node.objects.get(name="node-a").req_cpu == 2000

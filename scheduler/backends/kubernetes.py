@@ -26,9 +26,11 @@ def jobs_key() -> str:
 
 
 def _pod_ref(pod) -> dict:
-    meta = (pod.manifest or {}).get("metadata") or {}
+    manifest = pod.manifest if isinstance(pod.manifest, dict) else {}
+    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    version = meta.get("resourceVersion")
     return {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid,
-            "resourceVersion": meta.get("resourceVersion") or "", "scheduler": pod.scheduler_name}
+            "resourceVersion": version if isinstance(version, str) else "", "scheduler": pod.scheduler_name}
 
 
 class KubernetesBackend:
@@ -85,15 +87,21 @@ class KubernetesBackend:
         if self.elector is not None and not self.elector.is_leader():
             raise BindError("not the leader: the lease is held by another replica (or could not be renewed)")
 
-    def bind(self, *, pod_manifest: dict, node_name: str, attempt_number: int = 0, previous_bind_failures: int = 0) -> None:
+    def bind(self, *, pod_manifest: dict, node_name: str, attempt_number: int = 0, previous_bind_failures: int = 0,
+             deadline: float | None = None) -> None:
         """POST pods/{name}/binding (with the pod's UID, as DefaultBinder); interpret 409 and 404.
 
         The pods/binding subresource, as kube-scheduler's `Pods(ns).Bind`: it is what the ClusterRole
         grants. (The client's create_namespaced_binding posts to the namespace's `bindings` resource,
-        a different permission.)
+        a different permission.) `deadline` (time.monotonic()): nothing is sent after it, so the
+        reconciler can free the reservation after the binding timeout knowing no binding is on its way.
         """
+        import time
+
         from ..kube.client import ApiError, call
 
+        if deadline is not None and time.monotonic() >= deadline:
+            raise BindError("not sent: the binding waited past its deadline; the reservation is given back")
         self._check_leader()
         meta = pod_manifest.get("metadata") or {}
         namespace, name, uid = meta.get("namespace") or "default", meta.get("name"), meta.get("uid")
@@ -103,7 +111,8 @@ class KubernetesBackend:
         core = self.core
         kwargs = {"backoff": self.backoff} if self.backoff else {}
         try:
-            call(core.create_namespaced_pod_binding, name, namespace, body, **kwargs)
+            # Only the binding itself is held to the deadline (the read after a 409 sends nothing).
+            call(core.create_namespaced_pod_binding, name, namespace, body, deadline=deadline, **kwargs)
             return
         except ApiError as exc:
             if exc.status == 404:
@@ -139,7 +148,7 @@ class KubernetesBackend:
             try:
                 self.bind(**request)
                 return None, time.perf_counter() - started
-            except BindError as exc:
+            except Exception as exc:  # noqa: BLE001 - a BindError, or a bug: this pod's failure, not the batch's
                 return exc, time.perf_counter() - started
 
         return list(self._pool.map(one, requests))

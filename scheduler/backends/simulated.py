@@ -19,6 +19,9 @@ class SimulatedBackend:
     def bind(self, *, pod_manifest: dict, node_name: str, attempt_number: int, previous_bind_failures: int) -> None:
         """Raise BindError to refuse the binding; return to accept it."""
         annotations = (pod_manifest.get("metadata") or {}).get("annotations") or {}
+        if not isinstance(annotations, dict):
+            # As the API server would: an object it cannot read is refused (apply refuses it first).
+            raise BindError(f"metadata.annotations: must be a map of string to string, got {type(annotations).__name__}")
         try:
             failures_wanted = int(annotations.get(FAIL_BINDS_ANNOTATION, "0"))
         except ValueError:

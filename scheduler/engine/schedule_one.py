@@ -14,7 +14,7 @@ plain in-memory cluster in tests and the benchmark.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from .cache import Cache
@@ -43,6 +43,7 @@ class CycleResult:
 class ReserveOutcome:
     conflicts: set[str]  # pod keys whose node had no room any more (another worker took it)
     gone: set[str]  # pod keys that were deleted or placed elsewhere meanwhile
+    errors: dict[str, str] = field(default_factory=dict)  # pod key -> why its reservation failed (that pod only)
 
 
 class Cluster(Protocol):
@@ -81,7 +82,7 @@ def schedule_batch(pods: list[tuple[PodSpec, Profile]], *, algorithm: Algorithm,
     profiles = {pod.key: profile for pod, profile in pods}
     for pod, profile in pods:
         started = time.perf_counter()
-        results[pod.key] = schedule_one(pod, profile=profile, algorithm=algorithm, cache=cache)
+        results[pod.key] = _isolated(pod, profile, algorithm, cache)
         results[pod.key].cycle_seconds = time.perf_counter() - started
 
     pending = [r for r in results.values() if r.status == SCHEDULED]
@@ -93,11 +94,16 @@ def schedule_batch(pods: list[tuple[PodSpec, Profile]], *, algorithm: Algorithm,
         share = (time.perf_counter() - started) / len(pending)
         for r in pending:
             r.cycle_seconds += share
-        lost = [r for r in pending if r.pod.key in outcome.conflicts or r.pod.key in outcome.gone]
+        lost = [r for r in pending if r.pod.key in outcome.conflicts or r.pod.key in outcome.gone
+                or r.pod.key in outcome.errors]
         for r in lost:
             cache.forget(r.pod.key)
         for r in lost:
-            if r.pod.key in outcome.gone:
+            if r.pod.key in outcome.errors:
+                # As a Reserve plugin's error: the pod fails this cycle (and backs off); the batch goes on.
+                results[r.pod.key] = CycleResult(r.pod, ERROR, r.decision, message=outcome.errors[r.pod.key],
+                                                 algorithm_seconds=r.algorithm_seconds, cycle_seconds=r.cycle_seconds)
+            elif r.pod.key in outcome.gone:
                 results[r.pod.key] = CycleResult(r.pod, GONE, message="pod was deleted or placed elsewhere")
         retry = [r for r in lost if r.pod.key in outcome.conflicts]
         if not retry:
@@ -113,7 +119,7 @@ def schedule_batch(pods: list[tuple[PodSpec, Profile]], *, algorithm: Algorithm,
         pending = []
         for r in retry:
             started = time.perf_counter()
-            again = schedule_one(r.pod, profile=profiles[r.pod.key], algorithm=algorithm, cache=cache)
+            again = _isolated(r.pod, profiles[r.pod.key], algorithm, cache)
             again.conflicts = r.conflicts + 1
             again.algorithm_seconds += r.algorithm_seconds
             again.cycle_seconds = r.cycle_seconds + time.perf_counter() - started
@@ -121,3 +127,12 @@ def schedule_batch(pods: list[tuple[PodSpec, Profile]], *, algorithm: Algorithm,
             if again.status == SCHEDULED:
                 pending.append(again)
     return [results[pod.key] for pod, _ in pods]
+
+
+def _isolated(pod: PodSpec, profile: Profile, algorithm: Algorithm, cache: Cache) -> CycleResult:
+    """schedule_one, with an exception failing this pod's cycle only (as schedulePod's error: SchedulerError)."""
+    try:
+        return schedule_one(pod, profile=profile, algorithm=algorithm, cache=cache)
+    except Exception as exc:  # noqa: BLE001 - one pod's bug or bad data must not stop the batch
+        cache.forget(pod.key)  # in case it got as far as assume
+        return CycleResult(pod, ERROR, message=f"internal error scheduling the pod: {type(exc).__name__}: {exc}")

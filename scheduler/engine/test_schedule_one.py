@@ -173,3 +173,49 @@ def test_an_unschedulable_pod_in_a_batch_is_not_reserved():
     assert result.status == UNSCHEDULABLE
     assert result.message == "0/2 nodes are available: 2 Insufficient cpu."
     assert cluster.reserved == []
+
+
+class _Explodes:
+    """A filter plugin with a bug that only one pod triggers."""
+
+    name = "Explodes"
+
+    def __init__(self, inner, victim: str):
+        self.inner, self.victim = inner, victim
+
+    def filter(self, pod, nodes):
+        if pod.name == self.victim:
+            raise ZeroDivisionError("division by zero")
+        return self.inner.filter(pod, nodes)
+
+
+def test_a_pod_whose_cycle_raises_fails_alone_and_the_rest_of_the_batch_is_placed():
+    import dataclasses
+
+    cache, algorithm = setup(n=2)
+    profile = dataclasses.replace(PROFILE, filters=[_Explodes(PROFILE.filters[-1], "bad"), *PROFILE.filters[:-1]])
+    cluster = FakeCluster()
+    pods = [pod("a"), pod("bad"), pod("b")]
+
+    results = schedule_batch([(p, profile) for p in pods], algorithm=algorithm, cache=cache, cluster=cluster)
+
+    assert [r.status for r in results] == [SCHEDULED, ERROR, SCHEDULED]
+    assert results[1].message == "internal error scheduling the pod: ZeroDivisionError: division by zero"
+    assert "default/bad" not in cache.assumed
+    assert [key for key, _ in cluster.reserved[0]] == ["default/a", "default/b"]
+
+
+def test_a_pod_whose_reservation_raises_fails_alone_with_the_reason():
+    cache, algorithm = setup()
+
+    class ReserveRaisesFor(FakeCluster):
+        def reserve_many(self, placements):
+            out = super().reserve_many(placements)
+            out.errors = {"default/bad": "internal error reserving the pod on node n0: TypeError: bad row"}
+            return out
+
+    results = batch([pod("a"), pod("bad")], cache, algorithm, ReserveRaisesFor())
+
+    assert [r.status for r in results] == [SCHEDULED, ERROR]
+    assert results[1].message == "internal error reserving the pod on node n0: TypeError: bad row"
+    assert "default/bad" not in cache.assumed and "default/a" in cache.assumed

@@ -125,8 +125,13 @@ def _transport_errors() -> tuple[type, ...]:
     return (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError, OSError)
 
 
-def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, **kwargs) -> dict:
-    """Call a client method and return its JSON reply; retry what is worth retrying, raise ApiError otherwise."""
+def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, deadline: float | None = None,
+         clock=time.monotonic, **kwargs) -> dict:
+    """Call a client method and return its JSON reply; retry what is worth retrying, raise ApiError otherwise.
+
+    With a deadline (on `clock`), no request is started after it and none is allowed to read past it:
+    the binder promises the reconciler that no binding is on its way after that time.
+    """
     from kubernetes.client.exceptions import ApiException
 
     backoff = backoff or Backoff()
@@ -135,6 +140,12 @@ def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, **kwargs) 
     transport = _transport_errors()
     attempt = 0
     while True:
+        if deadline is not None:
+            left = deadline - clock()
+            if left <= 0:
+                raise ApiError(0, "DeadlineExceeded", "not sent: its deadline passed")
+            connect, read = kwargs["_request_timeout"]
+            kwargs["_request_timeout"] = (min(connect, left), min(read, left))
         try:
             response = fn(*args, **kwargs)
             data = response.data
@@ -148,6 +159,8 @@ def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, **kwargs) 
         if error.status not in RETRYABLE_STATUS or attempt + 1 >= backoff.attempts:
             raise error
         delay = backoff.delay(attempt, retry_after)
+        if deadline is not None and clock() + delay >= deadline:
+            raise error
         log.warning("kubernetes API: %s; retrying in %.2fs", error, delay)
         sleep(delay)
         attempt += 1

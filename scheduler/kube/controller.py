@@ -54,7 +54,13 @@ class Committer:
         self._reporter: threading.Thread | None = None
 
     def recover(self) -> int:
-        """A previous leader's unfinished jobs go back to the head of the list (bindings are idempotent)."""
+        """A previous leader's unfinished jobs go back to the head of the list (bindings are idempotent).
+
+        Their reservations may still be marked binding (that leader died mid-call): the reconciler leaves
+        those alone, and binding them again renews the mark; a pod the API already bound is settled as
+        bound (409 for the same node, or the watch got there first). A mark whose job was lost for good
+        is freed after SCHEDBOARD_BINDING_TIMEOUT_SECONDS (loop.reconcile).
+        """
         moved = 0
         while self.redis.lmove(self.processing, self.key, "RIGHT", "LEFT") is not None:
             moved += 1
@@ -144,22 +150,29 @@ class Committer:
                 self._reports.task_done()
 
     def report(self, job: dict) -> None:
+        """A job's events and conditions, pod by pod: one that cannot be reported does not hold back the others."""
         from ..models import Pod
 
         for f in job.get("failed") or ():
-            ref = pod_reference(f["namespace"], f["name"], f["uid"], f.get("resourceVersion") or "")
-            # As handleSchedulingFailure: the event, then the condition (only if it changed).
-            self.recorder.eventf(ref, type="Warning", reason="FailedScheduling", action="Scheduling",
-                                 note=f["message"], reporting_controller=f["scheduler"])
-            if f.get("reason"):
-                row = Pod.objects.filter(namespace=f["namespace"], name=f["name"], uid=f["uid"]).only("manifest").first()
-                current = (row.manifest if row else {}) or {}
-                self.patch_condition(f["namespace"], f["name"], f["uid"], current, "False", f["reason"], f["message"])
+            try:
+                ref = pod_reference(f["namespace"], f["name"], f["uid"], f.get("resourceVersion") or "")
+                # As handleSchedulingFailure: the event, then the condition (only if it changed).
+                self.recorder.eventf(ref, type="Warning", reason="FailedScheduling", action="Scheduling",
+                                     note=f["message"], reporting_controller=f["scheduler"])
+                if f.get("reason"):
+                    row = Pod.objects.filter(namespace=f["namespace"], name=f["name"], uid=f["uid"]).only("manifest").first()
+                    current = row.manifest if row is not None and isinstance(row.manifest, dict) else {}
+                    self.patch_condition(f["namespace"], f["name"], f["uid"], current, "False", f["reason"], f["message"])
+            except Exception:  # noqa: BLE001 - best effort, as upstream's events; the next pod's go on
+                log.exception("could not report the scheduling failure of %s/%s", f.get("namespace"), f.get("name"))
         for s in job.get("scheduled") or ():
-            ref = pod_reference(s["namespace"], s["name"], s["uid"], s.get("resourceVersion") or "")
-            self.recorder.eventf(ref, type="Normal", reason="Scheduled", action="Binding",
-                                 note=f"Successfully assigned {s['namespace']}/{s['name']} to {s['node']}",
-                                 reporting_controller=s["scheduler"])
+            try:
+                ref = pod_reference(s["namespace"], s["name"], s["uid"], s.get("resourceVersion") or "")
+                self.recorder.eventf(ref, type="Normal", reason="Scheduled", action="Binding",
+                                     note=f"Successfully assigned {s['namespace']}/{s['name']} to {s['node']}",
+                                     reporting_controller=s["scheduler"])
+            except Exception:  # noqa: BLE001
+                log.exception("could not report the binding of %s/%s", s.get("namespace"), s.get("name"))
 
     def patch_condition(self, namespace: str, name: str, uid: str, current: dict, status: str, reason: str,
                         message: str) -> bool:

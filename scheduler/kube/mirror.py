@@ -9,6 +9,7 @@ Only unbound pods with one of our scheduler names are queued.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from datetime import datetime
 
@@ -16,11 +17,14 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from .. import metrics
+from ..engine.pods import Container, PodSpec
+from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY
 from ..manifests import ManifestError, ParsedNode, ParsedPod, _parse_object
 from ..models import ClusterEvent, Node, Pod
 from ..profiles import scheduler_names
-from ..reservations import add_node_usage, pod_usage_fields, release_assumed, release_node_usage
-from ..services import cluster_apply, cluster_event_record, node_delete
+from ..reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage
+from ..services import EventSpec, cluster_apply, cluster_event_record, events_record, node_delete
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +62,55 @@ def pod_manifest(obj: dict) -> dict:
     return manifest
 
 
-def _parse(obj: dict, kind: str) -> ParsedNode | ParsedPod | None:
+def _parse(obj: dict, kind: str, problems: list | None = None) -> ParsedNode | ParsedPod | None:
+    """The object parsed as `apply` parses it, or None (its problems appended to `problems`)."""
     o, parsed = _parse_object(obj)
     if parsed is None or o.kind != kind:
-        problems = "; ".join(f"{path}: {message}" for path, message in o.found)
-        meta = obj.get("metadata") or {}
-        log.warning("cannot mirror %s %s/%s: %s", kind, meta.get("namespace", ""), meta.get("name", ""), problems)
+        found = "; ".join(f"{path}: {message}" if path else message for path, message in o.found) or f"not a {kind}"
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        log.warning("cannot mirror %s %s/%s: %s", kind, meta.get("namespace", ""), meta.get("name", ""), found)
+        metrics.mirror_problems.labels(kind, "unparsable").inc()
+        if problems is not None:
+            problems.append(found)
         return None
     return parsed
+
+
+def _isolated(kind: str, obj: dict, apply) -> None:
+    """Apply one watched object in its own transaction; if it raises, say so loudly and go on (the rest of
+    the watch batch must not wait behind it). The database's own trouble still stops the batch."""
+    try:
+        with transaction.atomic():
+            apply()
+    except SYSTEMIC_ERRORS:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        meta = obj.get("metadata") if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict) else {}
+        log.exception("cannot mirror %s %s/%s: applying it raised; left as it was", kind, meta.get("namespace", ""),
+                      meta.get("name", ""))
+        metrics.mirror_problems.labels(kind, "failed").inc()
+        text = str(exc).strip().splitlines()
+        _warn(obj, kind, f"the watch event could not be applied ({type(exc).__name__}"
+                         f"{': ' + text[0] if text else ''}); the object is left as it was")
+
+
+def _warn(obj: dict, kind: str, message: str) -> None:
+    """A Warning event about a watched object the mirror could not take as it is (best effort)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict) else {}
+
+    def text(key, limit=253):
+        value = meta.get(key)
+        return value[:limit] if isinstance(value, str) else ""
+
+    try:
+        with transaction.atomic():
+            events_record([EventSpec("Warning", "FailedMirror", message, kind, text("namespace") if kind == "Pod" else "",
+                                     text("name") or "<unnamed>", text("uid", 64), action="Mirroring",
+                                     reporting_controller="schedboard-mirror")])
+    except SYSTEMIC_ERRORS:
+        raise
+    except Exception:  # noqa: BLE001 - the log line is the message then
+        log.exception("could not record the FailedMirror event")
 
 
 def _scheduled_condition(manifest: dict) -> dict:
@@ -89,14 +134,14 @@ class NodeStore:
     def _replace(self, items: list[dict]) -> None:
         names = set()
         for obj in items:
-            self._apply("ADDED", obj)
-            names.add((obj.get("metadata") or {}).get("name"))
+            names.add((obj.get("metadata") or {}).get("name"))  # listed, even if it cannot be applied: never deleted
+            _isolated("Node", obj, lambda obj=obj: self._apply("ADDED", obj))
         for name in Node.objects.exclude(name__in=names).values_list("name", flat=True):
             node_delete(name=name)
 
     def apply(self, event_type: str, obj: dict) -> None:
         with MIRROR_LOCK:
-            self._apply(event_type, obj)
+            _isolated("Node", obj, lambda: self._apply(event_type, obj))
 
     def _apply(self, event_type: str, obj: dict) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""
@@ -134,10 +179,9 @@ class PodStore:
         listed = set()
         ours = scheduler_names()
         for obj in items:
-            with transaction.atomic():
-                self._apply("ADDED", obj, ours)
             meta = obj.get("metadata") or {}
-            listed.add((meta.get("namespace"), meta.get("name")))
+            listed.add((meta.get("namespace"), meta.get("name")))  # listed, even if it cannot be applied: kept
+            _isolated("Pod", obj, lambda obj=obj: self._apply("ADDED", obj, ours))
         for namespace, name in Pod.objects.values_list("namespace", "name"):
             if (namespace, name) not in listed:
                 pod_remove(namespace=namespace, name=name, uid=None, queue=self.queue)
@@ -146,11 +190,25 @@ class PodStore:
         self.apply_many([(event_type, obj)])
 
     def apply_many(self, events: list[tuple[str, dict]]) -> None:
-        """Events that arrived together, in one transaction: a busy watch costs a round trip per pod, not six."""
-        with MIRROR_LOCK, transaction.atomic():
+        """Events that arrived together, in one transaction: a busy watch costs a round trip per pod, not six.
+
+        If that transaction raises, the events are applied again one by one, each in its own transaction,
+        and only the one that raises again is skipped (loudly): the rest of the batch is mirrored.
+        """
+        with MIRROR_LOCK:
             ours = scheduler_names()
+            try:
+                with transaction.atomic():
+                    for event_type, obj in events:
+                        self._apply(event_type, obj, ours)
+                return
+            except SYSTEMIC_ERRORS:
+                raise
+            except Exception:  # noqa: BLE001 - find the event that raises
+                if len(events) > 1:
+                    log.exception("a watch batch of %d pod events raised: applying them one by one", len(events))
             for event_type, obj in events:
-                self._apply(event_type, obj, ours)
+                _isolated("Pod", obj, lambda event_type=event_type, obj=obj: self._apply(event_type, obj, ours))
 
     def _apply(self, event_type: str, obj: dict, ours: set[str] | None = None) -> None:
         meta = obj.get("metadata") or {}
@@ -163,8 +221,10 @@ class PodStore:
 
 def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
     """Create or update a pod's row from the API's object; count it where the API says it is bound."""
-    parsed = _parse(pod_manifest(obj), "Pod")
+    problems: list[str] = []
+    parsed = _parse(pod_manifest(obj), "Pod", problems)
     if parsed is None:
+        _upsert_unparsable(pod_manifest(obj), "; ".join(problems), queue=queue)
         return
     spec, manifest = parsed.spec, parsed.manifest
     usage = pod_usage_fields(spec)
@@ -220,6 +280,112 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
     transaction.on_commit(after_commit)
 
 
+def _upsert_unparsable(manifest: dict, problems: str, *, queue) -> None:
+    """A pod the parser rejects. Bound, it still takes room on its node: count what can be read of its
+    requests (never nothing), and say so. Unbound, it takes no room: it is left as it was, loudly."""
+    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    spec = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
+
+    def text(mapping, key, default=""):
+        value = mapping.get(key)
+        return value if isinstance(value, str) and value else default
+
+    namespace, name, uid = text(meta, "namespace", "default"), text(meta, "name"), text(meta, "uid")
+    node_name = text(spec, "nodeName")
+    if not name or not node_name:
+        _warn(manifest, "Pod", f"cannot read the pod: {problems}; it is not bound, so it takes no room; "
+                               "it is left as it was")
+        return
+    usage = readable_usage(spec)
+    counted = (f"cpu={usage['req_cpu']}m, memory={usage['req_memory']}, ephemeral-storage={usage['req_ephemeral']}, "
+               "pods=1")
+    log.warning("pod %s/%s is bound to %s but cannot be read (%s): counted on its node as %s (what can be read)",
+                namespace, name, node_name, problems, counted)
+    _warn(manifest, "Pod", f"cannot read the pod: {problems}; counted on node {node_name} as {counted} "
+                           "(what could be read)")
+    now = timezone.now()
+    done = None
+    row = Pod.objects.select_for_update().filter(namespace=namespace, name=name).first()
+    if row is not None and row.uid != uid:
+        _remove_row(row)
+        done, row = row.key, None
+    if row is None:
+        created = _time(meta.get("creationTimestamp")) or now
+        row = Pod(namespace=namespace, name=name, uid=uid, created_at=created, manifest=manifest,
+                  scheduler_name=text(spec, "schedulerName", "default-scheduler")[:253], node_name=node_name,
+                  bound_at=created, phase=text(manifest.get("status") or {}, "phase", Pod.PENDING)[:16], **usage)
+        if Node.objects.filter(name=node_name).exists():
+            add_node_usage(node_name=node_name, usage=usage)
+        row.save()
+    elif not row.node_name:
+        if not row.assumed_node:
+            # Its last readable version's requests were what it asked for then; what can be read now may
+            # be more. Take the larger of each, so that its room is never undercounted.
+            for f in ("req_cpu", "req_memory", "req_ephemeral", "nonzero_cpu", "nonzero_memory"):
+                setattr(row, f, max(getattr(row, f), usage[f]))
+        row.manifest = manifest
+        _mark_bound(row, node_name, now)
+        row.save()
+        done = row.key
+    else:
+        row.manifest = manifest  # bound and counted already: its room stays as counted
+        row.save()
+    if done:
+        transaction.on_commit(lambda: queue.done(done))
+
+
+def readable_usage(spec: dict) -> dict:
+    """A pod's cpu, memory and ephemeral-storage requests from whatever of its spec can be read.
+
+    As resource.PodRequests over the containers whose requests (or limits, which requests default to)
+    parse; pod-level spec.resources, if they can be read, count when larger. Never less than one pod.
+    """
+    def requests_of(resources) -> dict[str, int]:
+        if not isinstance(resources, dict):
+            return {}
+        out: dict[str, int] = {}
+        for source in ("limits", "requests"):  # requests override the limits they default to
+            values = resources.get(source)
+            for resource in (CPU, MEMORY, EPHEMERAL_STORAGE):
+                amount = _readable_quantity(values.get(resource) if isinstance(values, dict) else None, resource)
+                if amount is not None:
+                    out[resource] = amount
+        return out
+
+    def containers(key: str, init: bool) -> tuple[Container, ...]:
+        seq = spec.get(key) if isinstance(spec.get(key), list) else []
+        return tuple(Container(name=str(i), requests=requests_of(c.get("resources")),
+                               restart_policy="Always" if init and c.get("restartPolicy") == "Always" else None)
+                     for i, c in enumerate(seq) if isinstance(c, dict))
+
+    overhead = requests_of({"requests": spec.get("overhead")})
+    pod = PodSpec("", "", containers=containers("containers", False), init_containers=containers("initContainers", True),
+                  overhead=overhead)
+    usage = pod_usage_fields(pod)
+    pod_level = requests_of(spec.get("resources"))
+    for resource, field in ((CPU, "req_cpu"), (MEMORY, "req_memory"), (EPHEMERAL_STORAGE, "req_ephemeral")):
+        usage[field] = max(usage[field], pod_level.get(resource, 0))
+    usage["nonzero_cpu"] = max(usage["nonzero_cpu"], usage["req_cpu"])
+    usage["nonzero_memory"] = max(usage["nonzero_memory"], usage["req_memory"])
+    usage["req_scalar"], usage["host_ports"] = {}, []
+    return usage
+
+
+def _readable_quantity(value, resource: str) -> int | None:
+    from kubernetes.utils import parse_quantity
+
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    try:
+        amount = parse_quantity(str(value))
+    except (ValueError, ArithmeticError):
+        return None
+    if not amount.is_finite() or amount < 0:
+        return None
+    scaled = math.ceil(amount * 1000) if resource == CPU else math.ceil(amount)
+    return scaled if scaled < 2 ** 63 else None
+
+
 def _copy(row: Pod, spec, manifest: dict, usage: dict, phase: str, condition: dict) -> None:
     row.manifest = manifest
     row.scheduler_name = spec.scheduler_name
@@ -251,6 +417,7 @@ def _mark_bound(row: Pod, node_name: str, now) -> None:
     row.node_name = node_name
     row.assumed_node = ""
     row.assumed_at = None
+    row.binding_at = None  # a binding in flight is settled: the cluster says where the pod is
     row.bound_at = row.bound_at or now
 
 

@@ -4,8 +4,8 @@ reconciler and the demo trickle of pods, on SQLite with an in-memory queue by de
 import logging
 import random
 import threading
-from pathlib import Path
 import time
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -71,8 +71,9 @@ def parse_documents_list(objects: list[dict]):
 
 
 def scheduling_loop(stop: threading.Event) -> None:
-    """The in-process worker: what `celery worker` and `celery beat` (reconcile, retention) do in the full stack."""
+    """The in-process worker: what `celery worker` and `celery beat` (reconcile, retention, recount) do in the full stack."""
     next_reconcile = next_retention = 0.0
+    next_recount = time.monotonic() + settings.SCHEDBOARD_RECOUNT_SECONDS
     while not stop.is_set():
         try:
             now = time.monotonic()
@@ -82,6 +83,9 @@ def scheduling_loop(stop: threading.Event) -> None:
             if now >= next_retention:  # what beat's "retention" entry does in the full stack
                 next_retention = now + settings.SCHEDBOARD_RETENTION_PERIOD
                 retention.purge()
+            if now >= next_recount:
+                loop.recount()
+                next_recount = now + settings.SCHEDBOARD_RECOUNT_SECONDS
             stats = loop.run_schedule_task()
             if not stats.popped:
                 stop.wait(0.05)

@@ -1,0 +1,277 @@
+"""The binding cycle's safety against real Postgres and Redis: a binding never goes out after its reservation
+was freed, the reconciler never frees a reservation whose binding is in flight (nor keeps one forever), and a
+redelivered bind job for a bound pod is a success on every backend."""
+
+import logging
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from scheduler import loop, queues
+from scheduler.backends import reset_backend, set_backend
+from scheduler.backends.simulated import SimulatedBackend
+from scheduler.kube.mirror import PodStore
+from scheduler.models import Attempt, Binding, Event, Node, Pod
+from scheduler.test_loop import apply, node, pod
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Cluster:
+    """A backend like the kubernetes one (the cluster reports bindings back through its watch): it records every
+    binding it is sent, accepts them, and can run something while a binding is in flight."""
+
+    mirrors_bindings = True
+    bound_phase = Pod.PENDING
+
+    def __init__(self, during_call=None):
+        self.sent: list[tuple[str, str]] = []
+        self.during_call = during_call
+        self.handed: list[list[dict]] = []
+
+    def bind_many(self, requests):
+        if self.during_call is not None:
+            self.during_call()
+        out = []
+        for r in requests:
+            meta = r["pod_manifest"]["metadata"]
+            self.sent.append((meta["name"], r["node_name"]))
+            out.append((None, 0.001))
+        return out
+
+    def hand_off(self, items):
+        self.handed.append(items)  # the test decides when the binder runs
+
+    def report(self, *, failed, scheduled):
+        pass
+
+
+class Sent(SimulatedBackend):
+    """The simulated backend, counting what it is asked to bind (and running something during the first call)."""
+
+    def __init__(self, during_call=None):
+        self.sent = []
+        self.during_call = during_call
+
+    def bind(self, *, pod_manifest, node_name, **kwargs):
+        self.sent.append((pod_manifest["metadata"]["name"], node_name))
+        if self.during_call is not None:
+            hook, self.during_call = self.during_call, None
+            hook()
+        super().bind(pod_manifest=pod_manifest, node_name=node_name, **kwargs)
+
+    def hand_off(self, items):
+        pass
+
+
+@pytest.fixture
+def backend():
+    installed = []
+
+    def install(b):
+        set_backend(b)
+        installed.append(b)
+        return b
+
+    yield install
+    reset_backend()
+
+
+def placed(name):
+    """One scheduling batch; the placements it handed to the binder (not yet bound)."""
+    stats = loop.get_worker().schedule_batch()
+    items = [i for i in stats.bind_items if i["info"]["key"] == f"default/{name}"]
+    assert items, f"{name} was not placed"
+    return items
+
+
+def age_reservation(name, seconds=60):
+    Pod.objects.filter(name=name).update(assumed_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def watch_says_bound(name, node_name):
+    """The cluster's watch reports the pod bound (what the mirror does once the API accepted a binding)."""
+    row = Pod.objects.get(name=name)
+    obj = {**row.manifest, "spec": {**row.manifest["spec"], "nodeName": node_name}}
+    PodStore(queue=queues.get_queue()).apply("MODIFIED", obj)
+
+
+def failed_scheduling(name):
+    return list(Event.objects.filter(involved_name=name, reason="FailedScheduling").values_list("message", flat=True))
+
+
+# ---- point 1: no binding after the reservation is gone ----------------------------------------------------
+
+def test_a_binding_whose_reservation_expired_is_never_sent_and_the_room_goes_to_the_next_pod(backend):
+    cluster = backend(Cluster())
+    apply(node("only", cpu="1"), pod("first", cpu="1"))
+    stale_job = placed("first")
+    age_reservation("first")
+    assert loop.reconcile()["expired"] == 1  # the backlog was longer than the assume TTL
+    apply(pod("second", cpu="1"))
+    fresh_job = placed("second")
+
+    loop.bind_batch(stale_job)
+    loop.bind_batch(fresh_job)
+
+    assert cluster.sent == [("second", "only")]  # the stale binding never went out
+    first = Pod.objects.get(name="first")
+    assert (first.node_name, first.assumed_node, first.scheduled_reason) == ("", "", "")
+    assert failed_scheduling("first") == []  # nothing failed in the cluster: the pod is simply scheduled again
+    attempt = Attempt.objects.get(pod_name="first")
+    assert attempt.result == "bind_failed" and attempt.message.startswith("Binding skipped: the reservation on only")
+    watch_says_bound("second", "only")
+    assert Node.objects.get(name="only").req_cpu == 1000
+
+
+def test_the_reconciler_never_frees_a_reservation_whose_binding_is_in_flight(backend):
+    """The issue's overcommit: a reservation freed mid-call, its room given away, the watch adding the bound pod."""
+    taken = []
+
+    def slow_call():  # the call takes longer than the TTL; meanwhile the reconciler runs and another pod comes
+        age_reservation("first")
+        loop.reconcile()
+        apply(pod("second", cpu="1"))
+        taken.extend(loop.get_worker().schedule_batch().bind_items)
+
+    cluster = backend(Cluster(during_call=slow_call))
+    apply(node("only", cpu="1"), pod("first", cpu="1"))
+    job = placed("first")
+
+    loop.bind_batch(job)
+    watch_says_bound("first", "only")
+
+    assert cluster.sent == [("first", "only")] and taken == []  # the room stayed first's
+    only = Node.objects.get(name="only")
+    assert (only.req_cpu, only.req_pods) == (1000, 1)  # never over its allocatable
+    first = Pod.objects.get(name="first")
+    assert first.node_name == "only" and first.binding_at is None
+    assert failed_scheduling("first") == [] and first.scheduled_reason != "SchedulerError"
+    assert Attempt.objects.get(pod_name="first").result == "scheduled"
+
+
+def test_a_binding_left_in_flight_by_a_binder_that_died_is_sent_again_by_the_next_one(backend):
+    cluster = backend(Cluster())
+    apply(node("only"), pod("web"))
+    job = placed("web")
+    loop._mark_binding(job, timezone.now() - timedelta(seconds=100))  # marked, then the leader died mid-call
+    age_reservation("web", seconds=100)
+    assert loop.reconcile()["expired"] == 0  # in flight: not the TTL's to free
+
+    loop.bind_batch(job)  # the next leader's recover() hands the same job over again
+
+    web = Pod.objects.get(name="web")
+    assert (web.node_name, web.binding_at) == ("only", None)
+    assert cluster.sent == [("web", "only")]
+    assert Node.objects.get(name="only").req_pods == 1
+
+
+def test_a_binding_mark_whose_job_was_lost_is_freed_after_the_binding_timeout_and_the_pod_requeued(
+        backend, settings, caplog):
+    backend(Cluster())
+    apply(node("only"), pod("web"))
+    job = placed("web")
+    long_ago = timezone.now() - timedelta(seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS + 1)
+    loop._mark_binding(job, long_ago)
+    age_reservation("web", seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS + 1)
+    queues.get_queue().delete("default/web")  # the job and the queue were lost with Redis
+
+    with caplog.at_level(logging.WARNING, logger="scheduler.loop"):
+        assert loop.reconcile()["expired"] == 1
+
+    web = Pod.objects.get(name="web")
+    assert (web.assumed_node, web.binding_at) == ("", None)
+    assert Node.objects.get(name="only").req_pods == 0
+    assert queues.get_queue().get("default/web") is not None
+    assert "its binding was marked in flight" in caplog.text
+
+
+def test_the_mirror_seeing_the_pod_bound_settles_its_binding_mark(backend):
+    backend(Cluster())
+    apply(node("only"), pod("web"))
+    job = placed("web")
+    loop._mark_binding(job, timezone.now())
+
+    watch_says_bound("web", "only")
+
+    web = Pod.objects.get(name="web")
+    assert (web.node_name, web.assumed_node, web.binding_at) == ("only", "", None)
+    assert Node.objects.get(name="only").req_pods == 1  # our reservation became the binding: counted once
+
+
+# ---- point 5: a redelivered bind job is a success ---------------------------------------------------------
+
+@pytest.mark.parametrize("make_backend", [Sent, Cluster], ids=["simulated", "cluster"])
+def test_a_redelivered_bind_job_for_a_bound_pod_is_a_success_on_every_backend(backend, make_backend):
+    b = backend(make_backend())
+    apply(node("only"), pod("web"))
+    job = placed("web")
+    loop.bind_batch(job)
+    if b.mirrors_bindings:
+        watch_says_bound("web", "only")
+    before = Pod.objects.get(name="web")
+
+    loop.bind_batch(job)  # acks_late: the worker died after binding, the broker delivered the job again
+
+    web = Pod.objects.get(name="web")
+    assert web.node_name == "only" and web.scheduled_status == before.scheduled_status
+    assert (web.scheduled_reason, web.scheduled_message) == ("", "")
+    assert web.bound_at == before.bound_at
+    assert list(Attempt.objects.filter(pod_name="web").values_list("result", flat=True)) == ["scheduled"]
+    assert Binding.objects.filter(pod_name="web").count() == 1
+    assert failed_scheduling("web") == []
+    assert queues.get_queue().get("default/web") is None  # not requeued
+    assert b.sent == [("web", "only")]  # nothing sent twice
+    assert Node.objects.get(name="only").req_pods == 1
+
+
+def test_a_bind_job_for_a_pod_bound_meanwhile_by_another_attempt_never_fails_the_pod(backend):
+    backend(Sent())
+    apply(node("only"), pod("web"))
+    old_job = placed("web")
+    age_reservation("web")
+    loop.reconcile()
+    queues.get_queue().delete("default/web")
+    queues.get_queue().add("default/web", 0)
+    new_job = placed("web")
+    loop.bind_batch(new_job)
+
+    loop.bind_batch(old_job)
+
+    web = Pod.objects.get(name="web")
+    assert web.node_name == "only" and web.scheduled_reason == "" and failed_scheduling("web") == []
+    results = dict(Attempt.objects.values_list("pk", "result"))
+    assert results == {old_job[0]["attempt"]: "bind_failed", new_job[0]["attempt"]: "scheduled"}
+    assert Node.objects.get(name="only").req_pods == 1
+
+
+def test_the_same_bind_job_delivered_twice_at_once_binds_once_and_fails_nothing(backend):
+    """acks_late: a slow worker's job is delivered again to another worker while the first is still binding."""
+    jobs = []
+    b = backend(Sent(during_call=lambda: loop.bind_batch(jobs[0])))
+    apply(node("only"), pod("web"))
+    jobs.append(placed("web"))
+
+    loop.bind_batch(jobs[0])  # the second delivery runs (and records) inside the first's call
+
+    web = Pod.objects.get(name="web")
+    assert (web.node_name, web.scheduled_status, web.scheduled_reason) == ("only", "True", "")
+    assert list(Attempt.objects.values_list("result", flat=True)) == ["scheduled"]
+    assert Binding.objects.count() == 1 and failed_scheduling("web") == []
+    assert queues.get_queue().get("default/web") is None
+    assert Node.objects.get(name="only").req_pods == 1 and len(b.sent) == 2
+
+
+def test_a_pod_deleted_while_its_binding_is_in_flight_is_forgotten_without_a_failure(backend):
+    from scheduler.services import pod_delete
+
+    backend(Sent(during_call=lambda: pod_delete(namespace="default", name="web")))
+    apply(node("only"), pod("web"))
+    job = placed("web")
+
+    assert loop.bind_batch(job) == {"bound": 0, "failed": 0, "lost": 0, "dropped": 0}
+
+    assert not Pod.objects.exists() and not Binding.objects.exists()
+    assert Node.objects.get(name="only").req_pods == 0
+    assert queues.get_queue().get("default/web") is None
