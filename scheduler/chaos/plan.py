@@ -236,8 +236,9 @@ def make_plan(*, pods: int, nodes: int, duration: float, seed: int, workers: int
                    for _ in range(hostile if catalogue else 0))
     hostile_plan = [HostileApply(t, kind, i) for i, (t, kind) in enumerate(zip(times, order[:hostile]))]
 
-    counts = {k: v for k, v in sizes.items()}
-    counts.update({"bind_failure_pods": sum(p.fail_binds > 0 for p in pod_plans), "deletions": sum(p.delete_s is not None for p in pod_plans),
+    counts = dict(sizes)
+    counts.update({"bind_failure_pods": sum(p.fail_binds > 0 for p in pod_plans),
+                   "deletions": sum(p.delete_s is not None for p in pod_plans),
                    "resizes": sum(p.resize_s is not None for p in pod_plans)})
     return Plan(seed=seed, duration_s=duration, nodes=node_plans, pods=pod_plans, faults=faults,
                 hostile=hostile_plan, counts=counts)

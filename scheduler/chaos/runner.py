@@ -8,7 +8,6 @@ database, and the run refuses to start when that database holds keys of anything
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import signal
@@ -28,7 +27,6 @@ from .pgproxy import ProxyProcess
 from .plan import POSTGRES_OUTAGE, Plan
 from .verdict import recovery
 
-log = logging.getLogger(__name__)
 
 PROXY, RESTART = "proxy", "restart"
 METRIC_DRIFT_REPAIRED = "schedboard_usage_drift_repaired_total"
@@ -409,3 +407,35 @@ class ApplyProcess:
             except ProcessLookupError:
                 pass
             self.poll()
+
+
+def usage_drift() -> list[dict]:
+    """Nodes whose usage columns differ from what the rows of the pods bound or reserved on them add up
+    to: a lost, doubled or corrupted usage delta (what a recount would repair)."""
+    from django.db.models import Q
+
+    from ..models import Node, Pod
+
+    empty = {"req_cpu": 0, "req_memory": 0, "req_ephemeral": 0, "req_pods": 0, "req_scalar": {}, "used_ports": 0}
+    sums: dict[str, dict] = {}
+    for row in Pod.objects.filter(~Q(node_name="") | ~Q(assumed_node="")).only(
+            "node_name", "assumed_node", "req_cpu", "req_memory", "req_ephemeral", "req_scalar", "host_ports"):
+        s = sums.setdefault(row.node_name or row.assumed_node, {**empty, "req_scalar": {}})
+        s["req_cpu"] += row.req_cpu
+        s["req_memory"] += row.req_memory
+        s["req_ephemeral"] += row.req_ephemeral
+        s["req_pods"] += 1
+        for r, v in (row.req_scalar or {}).items():
+            s["req_scalar"][r] = s["req_scalar"].get(r, 0) + int(v)
+        s["used_ports"] += len(row.host_ports or [])
+    drift = []
+    for node in Node.objects.all():
+        want = sums.get(node.name, empty)
+        want = {**want, "req_scalar": {r: v for r, v in want["req_scalar"].items() if v}}
+        have = {"req_cpu": node.req_cpu, "req_memory": node.req_memory, "req_ephemeral": node.req_ephemeral,
+                "req_pods": node.req_pods, "req_scalar": {r: int(v) for r, v in (node.req_scalar or {}).items() if v},
+                "used_ports": len(node.used_ports or [])}
+        diff = {k: [have[k], want[k]] for k in want if have[k] != want[k]}
+        if diff:
+            drift.append({"node": node.name, "columns_vs_pods": diff})
+    return drift

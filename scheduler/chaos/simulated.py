@@ -18,8 +18,9 @@ from .plan import (HOSTILE_NAMESPACE, HOST_PORT, NAMESPACE, POSTGRES_OUTAGE, RED
                    WORKER_KILL, Plan, PodPlan, make_plan)
 from .report import (SAMPLE, category_counts, first_error_line, goals, hostile_summary, hostile_verdict,
                      poison_state)
-from .runner import ApplyProcess, Clock, Harness, Options, UseDatabase, recovery_report, retrying
-from .verdict import PodState, Placed, BindingRecord, classify, double_bound, is_lost, overcommitted
+from .runner import ApplyProcess, Clock, Harness, Options, UseDatabase, recovery_report, retrying, usage_drift
+from .verdict import (BindingRecord, Placed, PodState, classify, double_bound, is_lost, is_transient, overcommitted,
+                      steady)
 
 TICK_S = 0.2
 PROGRESS_S = 10.0
@@ -241,13 +242,13 @@ class SimulatedRun:
         for found in overcommitted(self._allocatable(), self._placed()):
             self.over_seen.setdefault((found["node"], found["resource"]), {**found, "t": round(self.harness.clock.t(), 1)})
 
-    def _pod_states(self) -> tuple[dict[str, str], dict[str, dict]]:
+    def _pod_states(self) -> tuple[dict[str, str], dict[str, dict], int]:
         from ..models import Pod
         from ..queues import get_queue
 
         queued = get_queue().keys()
         rows = {r.name: r for r in Pod.objects.filter(namespace=NAMESPACE)}
-        categories, details = {}, {}
+        categories, details, transient = {}, {}, 0
         for p in self.plan.pods:
             if p.name in self.deleted:
                 continue
@@ -257,16 +258,17 @@ class SimulatedRun:
                 condition_status=row.scheduled_status, condition_reason=row.scheduled_reason,
                 condition_message=row.scheduled_message, queued=p.key in queued)
             categories[p.name] = classify(state)
+            transient += is_transient(state)
             if is_lost(categories[p.name]):
                 details[p.name] = {"pod": p.key, "why": categories[p.name], "kind": p.kind,
                                    "fail_binds": p.fail_binds, "attempts": row.attempts if row else None,
                                    "assumed_node": row.assumed_node if row else None,
                                    "condition": [row.scheduled_status, row.scheduled_reason,
                                                  row.scheduled_message[:160]] if row else None}
-        return categories, details
+        return categories, details, transient
 
     def _settle(self) -> float:
-        """Wait (up to the settle time) until every pod is bound or pending-with-reason, twice in a row."""
+        """Wait (up to the settle time) until the pods are steady (verdict.steady), twice in a row."""
         h = self.harness
         for thread in h.outage_threads:
             thread.join(timeout=180)
@@ -275,30 +277,32 @@ class SimulatedRun:
         self.say(f"settling (up to {limit:.0f} s)")
         calm = 0
         while time.monotonic() - started < limit:
-            categories, _ = retrying(self._pod_states, what="settle", say=self.say)
-            lost = sum(is_lost(c) for c in categories.values())
-            calm = calm + 1 if lost == 0 else 0
+            categories, _, transient = retrying(self._pod_states, what="settle", say=self.say)
+            calm = calm + 1 if steady(categories.values(), transient) else 0
             if calm >= 2:
                 break
             time.sleep(2.0)
         return round(time.monotonic() - started, 1)
 
     def _verdict(self, settle_s: float) -> dict:
-        from ..models import Attempt, Binding, Node, Pod
+        from ..models import Attempt, Binding, Pod
         from ..profiles import scheduler_names
 
         h = self.harness
         end_wall = time.time()
         retrying(self._sample_overcommit, what="final check", say=self.say)
-        categories, lost_details = self._pod_states()
+        categories, lost_details, _ = self._pod_states()
         bound, pending, lost_by = category_counts(categories)
 
         records = [BindingRecord(uid, f"{ns}/{name}", node) for uid, ns, name, node in
                    Binding.objects.values_list("pod_uid", "namespace", "pod_name", "node_name")]
         current = {r.key: r.node_name for r in Pod.objects.only("namespace", "name", "node_name")}
         doubles = double_bound(records, current)
-        bound_without_binding = Pod.objects.exclude(node_name="").exclude(
-            uid__in=Binding.objects.values("pod_uid")).count()
+        # Bound by us but with no Binding row (pods that arrived bound have none, rightly).
+        arrived_bound = {p.name for p in self.plan.pods if p.node_name}
+        bound_without_binding = sum(1 for ns, name in Pod.objects.exclude(node_name="").exclude(
+            uid__in=Binding.objects.values("pod_uid")).values_list("namespace", "name")
+            if not (ns == NAMESPACE and name in arrived_bound))
 
         bind_times = sorted(ts.timestamp() for ts in
                             Binding.objects.filter(namespace=NAMESPACE).values_list("bound_at", flat=True))
@@ -314,7 +318,7 @@ class SimulatedRun:
                                             condition_status=row.scheduled_status,
                                             condition_message=row.scheduled_message)
 
-        drift = self._drift(Node, Pod)
+        drift = usage_drift()
         over = sorted(self.over_seen.values(), key=lambda f: (f["node"], f["resource"]))
         over_nodes = sorted({f["node"] for f in over})
         result = {
@@ -344,35 +348,6 @@ class SimulatedRun:
         if self.options.keep_database:
             result["database"] = h.db_name
         return result
-
-    @staticmethod
-    def _drift(Node, Pod) -> list[dict]:
-        """Nodes whose usage columns differ from what their pods' rows add up to (a lost or doubled delta)."""
-        sums: dict[str, dict] = {}
-        for row in Pod.objects.filter(Q(~Q(node_name="")) | Q(~Q(assumed_node=""))).only(
-                "node_name", "assumed_node", "req_cpu", "req_memory", "req_ephemeral", "req_scalar", "host_ports"):
-            s = sums.setdefault(row.node_name or row.assumed_node,
-                                {"req_cpu": 0, "req_memory": 0, "req_ephemeral": 0, "req_pods": 0, "req_scalar": {},
-                                 "used_ports": 0})
-            s["req_cpu"] += row.req_cpu
-            s["req_memory"] += row.req_memory
-            s["req_ephemeral"] += row.req_ephemeral
-            s["req_pods"] += 1
-            for r, v in (row.req_scalar or {}).items():
-                s["req_scalar"][r] = s["req_scalar"].get(r, 0) + int(v)
-            s["used_ports"] += len(row.host_ports or [])
-        drift = []
-        empty = {"req_cpu": 0, "req_memory": 0, "req_ephemeral": 0, "req_pods": 0, "req_scalar": {}, "used_ports": 0}
-        for node in Node.objects.all():
-            want = sums.get(node.name, empty)
-            have = {"req_cpu": node.req_cpu, "req_memory": node.req_memory, "req_ephemeral": node.req_ephemeral,
-                    "req_pods": node.req_pods, "req_scalar": {r: int(v) for r, v in (node.req_scalar or {}).items() if v},
-                    "used_ports": len(node.used_ports or [])}
-            want = {**want, "req_scalar": {r: v for r, v in want["req_scalar"].items() if v}}
-            diff = {k: [have[k], want[k]] for k in want if have[k] != want[k]}
-            if diff:
-                drift.append({"node": node.name, "columns_vs_pods": diff})
-        return drift
 
 
 def run_simulated(options: Options, say: Callable[[str], None]) -> dict:

@@ -106,6 +106,16 @@ def is_lost(category: str) -> bool:
     return category not in (BOUND, PENDING_WITH_REASON)
 
 
+def is_transient(state: PodState) -> bool:
+    """Pending for a reason that passes by itself (a refused binding in backoff), not for want of room."""
+    return classify(state) == PENDING_WITH_REASON and state.condition_reason != "Unschedulable"
+
+
+def steady(categories: Iterable[str], transient: int = 0) -> bool:
+    """Nothing left to wait for: no pod lost, and none pending for a reason that passes by itself."""
+    return transient == 0 and not any(is_lost(c) for c in categories)
+
+
 # ---- double bindings -----------------------------------------------------------------------
 
 
