@@ -24,15 +24,15 @@ from pathlib import Path
 from . import hostile as hostile_catalogue
 from .plan import (APISERVER_RESTART, HOSTILE_NAMESPACE, HOST_PORT, LEADER_KILL, NAMESPACE, POSTGRES_OUTAGE,
                    REDIS_FLUSH, WARMUP_NAMESPACE, WORKER_KILL, Plan, PodPlan, make_plan)
-from .report import SAMPLE, category_counts, goals, hostile_summary, poison_state
+from .report import SAMPLE, category_counts, findings, goals, hostile_summary, poison_state
 from .runner import BASE_DIR, Clock, Harness, Options, UseDatabase, recovery_report, retrying, usage_drift
-from .verdict import (BindingRecord, Placed, PodState, classify, double_bound, is_lost, is_transient, overcommitted,
-                      steady)
+from .verdict import (PENDING_WITH_REASON, BindingRecord, Placed, PodState, classify, double_bound, is_lost,
+                      is_transient, overcommitted, pending_with_room, steady)
 from .webhook import NAMESPACE_LABEL, BindFaultWebhook
 
 TICK_S = 0.2
 PROGRESS_S = 10.0
-SAMPLE_S = 10.0
+SAMPLE_S = 30.0  # a full list of pods from the API server: not too often at 10,000 pods
 CREATE_THREADS = 4
 LEASE_NAMESPACE = "default"
 
@@ -569,6 +569,11 @@ class KubeRun:
             self.over_seen.setdefault((found["node"], found["resource"]), {**found, "t": round(h.clock.t(), 1)})
         categories, lost_details, _ = self._states(pods)
         bound, pending, lost_by = category_counts(categories)
+        planned = self.plan.pods_by_name()
+        waiting = [Placed("", planned[name].key, planned[name].requests,
+                          (("TCP", HOST_PORT, "0.0.0.0"),) if planned[name].host_port else ())
+                   for name, category in categories.items() if category == PENDING_WITH_REASON]
+        with_room = pending_with_room({name: _allocatable(n) for name, n in nodes.items()}, placed, waiting)
 
         api_node = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": (p.get("spec") or {}).get("nodeName") or ""
                     for p in pods}
@@ -616,6 +621,7 @@ class KubeRun:
             "bound_without_binding": len(bound_without_binding),
             "replica_exits": self.replica_exits,
             "mirror_disagrees_with_api": len(mirror_disagrees), "mirror_disagreements": mirror_disagrees[:SAMPLE],
+            "pods_pending_with_room": len(with_room), "pending_with_room": with_room[:SAMPLE],
             "usage_drift_nodes": len(drift), "usage_drift": drift[:SAMPLE],
             "drift_repaired": h.drift_repaired(),
             "bind_failures": {
@@ -628,6 +634,7 @@ class KubeRun:
             "log_dir": str(h.log_dir),
         }
         result["goals"], result["violations"] = goals(result)
+        result["findings"] = findings(result)
         result["goals_met"] = all(result["goals"].values())
         if self.options.keep_database:
             result["database"] = h.db_name

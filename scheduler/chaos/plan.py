@@ -3,9 +3,10 @@ injected bind failures), the faults and the hostile manifests, each at a time in
 start of the run. Pure: the same arguments and seed give the same plan, so a run that found a
 violation can be repeated fault for fault (timing on a shared machine still varies).
 
-The cluster is sized so that it ends about 80 % full in cpu, with GPU and host-port pods slightly
-more numerous than the room for them: nodes fill up, reservations conflict, and a lost usage delta
-shows as an overcommitted node rather than as spare room nobody notices.
+The cluster is sized so that it ends about 80 % full in cpu and memory, with GPU and host-port pods
+slightly more numerous than the room for them, and a quarter of the nodes holding a pod that arrived
+already bound: nodes fill up, reservations conflict, and a lost or corrupted usage delta shows as an
+overcommitted node rather than as spare room nobody notices.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ GI = 1024 * MI
 NODE_CPU_M, NODE_MEMORY, NODE_EPHEMERAL, NODE_PODS, NODE_GPUS = 4000, 32 * GI, 100 * GI, 110, 2
 
 PLAIN, GPU_POD, PORT, HUGE, PREBOUND = "plain", "gpu", "port", "huge", "prebound"
-# A pod that arrives already bound (another scheduler's, a DaemonSet's) counts against its node as it is;
-# 3 GiB is past 2^31 bytes, where a usage delta sent as a 32-bit integer would wrap.
-PREBOUND_MEMORY = 3 * GI
+# Memory past 2^31 bytes (where a usage delta sent as a 32-bit integer would wrap) for the pods whose
+# room is counted one pod at a time: those arriving already bound (another scheduler's, a DaemonSet's),
+# and the GPU and host-port pods (extended resources and ports are reserved pod by pod).
+PREBOUND_MEMORY, GPU_POD_MEMORY, PORT_POD_MEMORY = 3 * GI, 3 * GI, 5 * GI // 2
 
 WORKER_KILL, REDIS_FLUSH, POSTGRES_OUTAGE = "worker_kill", "redis_flush", "postgres_outage"
 APISERVER_RESTART, LEADER_KILL = "apiserver_restart", "leader_kill"
@@ -178,11 +180,13 @@ def make_plan(*, pods: int, nodes: int, duration: float, seed: int, workers: int
     kinds = [GPU_POD] * sizes[GPU_POD] + [PORT] * sizes[PORT] + [HUGE] * sizes[HUGE] + [PLAIN] * sizes[PLAIN]
     rng.shuffle(kinds)
     kinds = [PREBOUND] * sizes[PREBOUND] + kinds  # the pods already bound arrive first, one per node
-    # Plain and port pods share what is left of 80 % of the cluster's cpu and 75 % of its memory.
+    # Plain and port pods share what is left of 80 % of the cluster's cpu; plain pods what is left of 80 %
+    # of its memory.
     sized = max(1, sizes[PLAIN] + sizes[PORT])
     mean_cpu = max(20, min(2000, int((0.8 * NODE_CPU_M * nodes - 500 * sizes[GPU_POD] - 100 * sizes[PREBOUND]) / sized)))
-    mean_memory = max(16 * MI, min(8 * GI, int((0.75 * NODE_MEMORY * nodes - GI * sizes[GPU_POD]
-                                                - PREBOUND_MEMORY * sizes[PREBOUND]) / sized)))
+    mean_memory = max(16 * MI, min(8 * GI, int((0.8 * NODE_MEMORY * nodes - GPU_POD_MEMORY * sizes[GPU_POD]
+                                                - PORT_POD_MEMORY * sizes[PORT] - PREBOUND_MEMORY * sizes[PREBOUND])
+                                               / max(1, sizes[PLAIN]))))
     failing = set(rng.sample(range(pods), round(bind_failure_share * pods)))
     pod_plans = []
     for i, kind in enumerate(kinds):
@@ -194,9 +198,9 @@ def make_plan(*, pods: int, nodes: int, duration: float, seed: int, workers: int
         if kind == PREBOUND:
             cpu, memory, ephemeral, node_name = 100, PREBOUND_MEMORY, 0, node_plans[i % nodes].name
         elif kind == GPU_POD:
-            cpu, memory, gpus = 500, GI, 1
+            cpu, memory, gpus = 500, GPU_POD_MEMORY, 1
         elif kind == PORT:
-            port = HOST_PORT
+            memory, port = PORT_POD_MEMORY, HOST_PORT
         elif kind == HUGE:
             cpu = 64 * NODE_CPU_M  # fits no node: stays pending with a reason
         fail_binds = (2 if rng.random() < 0.25 else 1) if i in failing and kind != PREBOUND else 0

@@ -32,6 +32,32 @@ def goals(result: dict) -> tuple[dict, list[str]]:
     return met, why
 
 
+def findings(result: dict) -> list[str]:
+    """What else the run saw that a careful operator would want fixed (not among the goals)."""
+    out = []
+    h = result.get("hostile") or {}
+    if h.get("admitted") or h.get("crashed") or h.get("timed_out"):
+        kinds = lambda v: sorted({e["kind"] for e in h.get("by_apply", []) if e["verdict"] == v})  # noqa: E731
+        out.append(f"hostile manifests not refused cleanly: admitted {kinds('admitted')}, crashed {kinds('crashed')}"
+                   f"{', timed out ' + str(kinds('timed_out')) if h.get('timed_out') else ''}")
+    if h.get("poison_pods_stalled"):
+        stalled = sorted(k for k, v in h.get("poison_pods", {}).items() if v == "stalled")
+        out.append(f"{len(stalled)} poison pod(s) neither bound nor failed with a reason: {stalled}")
+    if result.get("pods_pending_with_room"):
+        out.append(f"{result['pods_pending_with_room']} pod(s) pending although a node has room for them by the sum "
+                   f"of its pods (room leaked), e.g. {result['pending_with_room'][:3]}")
+    if result.get("usage_drift_nodes"):
+        out.append(f"{result['usage_drift_nodes']} node(s) whose usage columns differ from their pods, "
+                   f"e.g. {result['usage_drift'][:2]}")
+    if result.get("bound_without_binding"):
+        out.append(f"{result['bound_without_binding']} pod(s) bound with no Binding row")
+    for exit_ in result.get("replica_exits") or ():
+        out.append(f"replica {exit_['replica']} exited ({exit_['exit_code']}) at {exit_['t']} s: {exit_['error']}")
+    if result.get("mirror_disagrees_with_api"):
+        out.append(f"{result['mirror_disagrees_with_api']} pod(s) bound differently in Postgres than in the API server")
+    return out
+
+
 def hostile_verdict(*, exit_code: int | None, stderr: str, timed_out: bool) -> str:
     """refused: exit 1 with an error and no traceback; admitted: exit 0; crashed: anything else."""
     if timed_out or exit_code is None:

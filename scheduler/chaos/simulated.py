@@ -16,11 +16,11 @@ from django.db.models import Q
 from . import hostile as hostile_catalogue
 from .plan import (HOSTILE_NAMESPACE, HOST_PORT, NAMESPACE, POSTGRES_OUTAGE, REDIS_FLUSH, WARMUP_NAMESPACE,
                    WORKER_KILL, Plan, PodPlan, make_plan)
-from .report import (SAMPLE, category_counts, first_error_line, goals, hostile_summary, hostile_verdict,
-                     poison_state)
+from .report import (SAMPLE, category_counts, findings, first_error_line, goals, hostile_summary,
+                     hostile_verdict, poison_state)
 from .runner import ApplyProcess, Clock, Harness, Options, UseDatabase, recovery_report, retrying, usage_drift
-from .verdict import (BindingRecord, Placed, PodState, classify, double_bound, is_lost, is_transient, overcommitted,
-                      steady)
+from .verdict import (PENDING_WITH_REASON, BindingRecord, Placed, PodState, classify, double_bound, is_lost,
+                      is_transient, overcommitted, pending_with_room, steady)
 
 TICK_S = 0.2
 PROGRESS_S = 10.0
@@ -293,6 +293,9 @@ class SimulatedRun:
         retrying(self._sample_overcommit, what="final check", say=self.say)
         categories, lost_details, _ = self._pod_states()
         bound, pending, lost_by = category_counts(categories)
+        waiting = [Placed("", self.current[name].key, self.current[name].requests, _plan_ports(self.current[name]))
+                   for name, category in categories.items() if category == PENDING_WITH_REASON]
+        with_room = pending_with_room(self._allocatable(), self._placed(), waiting)
 
         records = [BindingRecord(uid, f"{ns}/{name}", node) for uid, ns, name, node in
                    Binding.objects.values_list("pod_uid", "namespace", "pod_name", "node_name")]
@@ -332,6 +335,7 @@ class SimulatedRun:
             "nodes_overcommitted": len(over_nodes), "overcommitted": over[:SAMPLE],
             "double_bound": len(doubles), "double_bound_pods": doubles[:SAMPLE],
             "bound_without_binding": bound_without_binding,
+            "pods_pending_with_room": len(with_room), "pending_with_room": with_room[:SAMPLE],
             "usage_drift_nodes": len(drift), "usage_drift": drift[:SAMPLE],
             "drift_repaired": h.drift_repaired(),
             "bind_failures": {
@@ -344,6 +348,7 @@ class SimulatedRun:
             "log_dir": str(h.log_dir),
         }
         result["goals"], result["violations"] = goals(result)
+        result["findings"] = findings(result)
         result["goals_met"] = all(result["goals"].values())
         if self.options.keep_database:
             result["database"] = h.db_name

@@ -3,7 +3,8 @@
 import pytest
 
 from scheduler.chaos.verdict import (ASSUMED_STUCK, BOUND, MISSING, NO_REASON, NOT_QUEUED, PENDING_WITH_REASON,
-                                     BindingRecord, PodState, Placed, classify, double_bound, overcommitted, recovery)
+                                     BindingRecord, PodState, Placed, classify, double_bound, overcommitted,
+                                     pending_with_room, recovery)
 
 NODES = {"a": {"cpu": 1000, "memory": 100, "pods": 3}, "g": {"cpu": 1000, "memory": 100, "pods": 3, "example.com/gpu": 1}}
 
@@ -28,6 +29,19 @@ def pod(node, key, cpu=100, memory=10, ports=(), **extra):
 ])
 def test_a_node_is_overcommitted_when_its_pods_sum_past_its_allocatable_or_clash_on_a_host_port(placed, found):
     assert [(f["node"], f["resource"], f["requested"]) for f in overcommitted(NODES, placed)] == found
+
+
+@pytest.mark.parametrize("waiting, room", [
+    (pod("", "w", cpu=500), "a"),
+    (pod("", "w", cpu=900), None),
+    (pod("", "w", cpu=100, **{"example.com/gpu": 1}), "g"),
+    (pod("", "w", ports=[("TCP", 80, "0.0.0.0")]), "g"),
+    (pod("", "w", memory=0, cpu=0), "a"),
+])
+def test_a_pending_pod_has_room_when_a_node_fits_it_by_the_sum_of_its_pods(waiting, room):
+    placed = [pod("a", "p1", cpu=500, ports=[("TCP", 80, "0.0.0.0")]), pod("g", "p2", cpu=800)]
+    found = pending_with_room(NODES, placed, [waiting])
+    assert [f["node"] for f in found] == ([room] if room else [])
 
 
 @pytest.mark.parametrize("state, category", [

@@ -62,6 +62,28 @@ def overcommitted(allocatable: dict[str, dict[str, int]], placed: Iterable[Place
     return found
 
 
+def pending_with_room(allocatable: dict[str, dict[str, int]], placed: Iterable[Placed],
+                      pending: Iterable[Placed]) -> list[dict]:
+    """Pending pods that some node has room for, counted from the pods on it: room the scheduler
+    believes taken (a leaked usage delta) shows here, as an overcommit shows above. For pods with no
+    node selector, affinity or tolerations to honour (the chaos run's own); `Placed.node` is ignored."""
+    used: dict[str, dict[str, int]] = {name: {} for name in allocatable}
+    ports: dict[str, list[tuple]] = {name: [] for name in allocatable}
+    for p in placed:
+        if p.node in used:
+            for resource, amount in p.requests.items():
+                used[p.node][resource] = used[p.node].get(resource, 0) + int(amount)
+            ports[p.node].extend(p.host_ports)
+    found = []
+    for pod in pending:
+        for name in sorted(allocatable):
+            fits = all(used[name].get(r, 0) + int(a) <= allocatable[name].get(r, 0) for r, a in pod.requests.items() if a)
+            if fits and not any(_ports_conflict(mine, theirs) for mine in pod.host_ports for theirs in ports[name]):
+                found.append({"pod": pod.key, "node": name})
+                break
+    return found
+
+
 # ---- lost pods -----------------------------------------------------------------------------
 
 BOUND, PENDING_WITH_REASON = "bound", "pending_with_reason"

@@ -77,6 +77,8 @@ class Command(BaseCommand):
         else:
             for key, value in result.items():
                 self.stdout.write(f"{key:>28}: {json.dumps(value) if isinstance(value, (dict, list)) else value}")
+        for what in result.get("findings", []):
+            say(f"finding: {what}")
         for why in result["violations"]:
             say(f"GOAL MISSED: {why}")
         if not result["goals_met"]:
