@@ -36,6 +36,8 @@ def run_chaos(*args: str, timeout: float) -> dict:
                             capture_output=True, text=True, timeout=timeout)
     assert result.stdout, f"exit {result.returncode}\n{result.stderr[-4000:]}"
     report = json.loads(result.stdout)
+    # Shown when a test fails: what the run saw, and where its worker and replica logs are.
+    print("violations:", *report["violations"], "findings:", *report["findings"], "logs:", report["log_dir"], sep="\n")
     assert result.returncode == (0 if report["goals_met"] else 1)
     return report
 
