@@ -72,6 +72,9 @@ class LocalKubeCluster:
     tokens: dict[str, str]
     authorization_mode: str
     pids: dict[str, int] = field(default_factory=dict)
+    # The running processes and how each was started, for restart_apiserver().
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict, repr=False)
+    argv: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     @property
     def kubeconfig(self) -> Path:
@@ -93,6 +96,19 @@ class LocalKubeCluster:
 
     def log_tail(self, name: str, lines: int = 40) -> str:
         return _tail(self.workdir / f"{name}.log", lines)
+
+    def restart_apiserver(self, ready_timeout: float = 60.0) -> None:
+        """Stop kube-apiserver (SIGTERM, as a rolling restart does) and start it again on the same port and
+        etcd: clients see their connections and watches end, then the same objects again."""
+        old = self.procs["kube-apiserver"]
+        _stop(old)
+        with open(self.workdir / "kube-apiserver.log", "ab") as log:
+            proc = subprocess.Popen(self.argv["kube-apiserver"], cwd=self.workdir, stdin=subprocess.DEVNULL,
+                                    stdout=log, stderr=subprocess.STDOUT, env=_child_env())
+        self.procs["kube-apiserver"] = proc  # the same dict local_kube_cluster stops on exit
+        self.pids["kube-apiserver"] = proc.pid
+        _wait_until(lambda: _http_get(f"{self.url}/readyz", token=self.tokens[ADMIN_USER]) == "ok",
+                    proc, self.workdir / "kube-apiserver.log", "kube-apiserver", ready_timeout)
 
 
 @contextlib.contextmanager
@@ -141,7 +157,7 @@ def local_kube_cluster(
         _write_token_file(workdir / "tokens.csv", tokens, groups)
         _write_service_account_keys(workdir / "sa.key", workdir / "sa.pub")
         url = f"https://{LOOPBACK}:{secure_port}"
-        procs["kube-apiserver"] = _spawn(workdir, "kube-apiserver", [
+        apiserver_argv = [
             str(apiserver),
             f"--etcd-servers={etcd_url}",
             f"--bind-address={LOOPBACK}",
@@ -163,11 +179,13 @@ def local_kube_cluster(
             "--endpoint-reconciler-type=none",
             "--profiling=false",
             *extra_apiserver_args,
-        ])
+        ]
+        procs["kube-apiserver"] = _spawn(workdir, "kube-apiserver", apiserver_argv)
         cluster = LocalKubeCluster(
             url=url, etcd_url=etcd_url, workdir=workdir, tokens=tokens,
             authorization_mode=authorization_mode,
             pids={name: proc.pid for name, proc in procs.items()},
+            procs=procs, argv={"kube-apiserver": apiserver_argv},
         )
         admin_token = tokens[ADMIN_USER]
         _wait_until(
