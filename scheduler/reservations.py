@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass, field
 
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import BigIntegerField, F, Q, Value
 from django.utils import timezone
 
 from .engine.pods import PodSpec
@@ -53,6 +53,12 @@ def row_usage(pod: Pod) -> dict:
     return {f: getattr(pod, f) for f in USAGE_FIELDS}
 
 
+def _int64(amount: int) -> Value:
+    """An amount as SQL bigint: Django binds a plain int beside F() as a 32-bit integer on Postgres, so a
+    memory delta of 2Gi or more would wrap (3Gi became -1Gi)."""
+    return Value(amount, output_field=BigIntegerField())
+
+
 def _apply_delta(node_name: str, usage: dict, sign: int, *, check_fit: bool, spec_version: int | None = None) -> bool:
     """Add (sign=+1) or remove (sign=-1) a pod's usage on a node, atomically; False if it does not fit (or no node).
 
@@ -66,18 +72,18 @@ def _apply_delta(node_name: str, usage: dict, sign: int, *, check_fit: bool, spe
         # As NodeResourcesFit: a zero request never fails; the pod count always counts.
         nodes = nodes.filter(req_pods__lte=F("alloc_pods") - 1)
         if usage["req_cpu"]:
-            nodes = nodes.filter(req_cpu__lte=F("alloc_cpu") - usage["req_cpu"])
+            nodes = nodes.filter(req_cpu__lte=F("alloc_cpu") - _int64(usage["req_cpu"]))
         if usage["req_memory"]:
-            nodes = nodes.filter(req_memory__lte=F("alloc_memory") - usage["req_memory"])
+            nodes = nodes.filter(req_memory__lte=F("alloc_memory") - _int64(usage["req_memory"]))
         if usage["req_ephemeral"]:
-            nodes = nodes.filter(req_ephemeral__lte=F("alloc_ephemeral") - usage["req_ephemeral"])
+            nodes = nodes.filter(req_ephemeral__lte=F("alloc_ephemeral") - _int64(usage["req_ephemeral"]))
     changes = {
-        "req_cpu": F("req_cpu") + sign * usage["req_cpu"],
-        "req_memory": F("req_memory") + sign * usage["req_memory"],
-        "req_ephemeral": F("req_ephemeral") + sign * usage["req_ephemeral"],
+        "req_cpu": F("req_cpu") + _int64(sign * usage["req_cpu"]),
+        "req_memory": F("req_memory") + _int64(sign * usage["req_memory"]),
+        "req_ephemeral": F("req_ephemeral") + _int64(sign * usage["req_ephemeral"]),
         "req_pods": F("req_pods") + sign,
-        "nonzero_cpu": F("nonzero_cpu") + sign * usage["nonzero_cpu"],
-        "nonzero_memory": F("nonzero_memory") + sign * usage["nonzero_memory"],
+        "nonzero_cpu": F("nonzero_cpu") + _int64(sign * usage["nonzero_cpu"]),
+        "nonzero_memory": F("nonzero_memory") + _int64(sign * usage["nonzero_memory"]),
         "generation": F("generation") + 1,
     }
     if not usage["req_scalar"] and not usage["host_ports"]:

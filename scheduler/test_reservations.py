@@ -303,3 +303,29 @@ def test_the_recount_finds_no_drift_where_every_change_went_through_the_reservat
           gpu_pod("queued"), pod("web", cpu="1"))
     assumed("queued")
     assert usage_recount()["repaired"] == {}
+
+
+# ---- usage deltas are int64, as the columns -----------------------------------------------------------------
+
+@pytest.mark.parametrize("host_port", [None, 8080], ids=["plain", "host-port"])
+def test_usage_deltas_of_two_gibibytes_and_more_are_not_wrapped_to_32_bits(host_port):
+    """Django binds a plain int next to F() as a 32-bit integer on Postgres: 3Gi came out as -1Gi."""
+    big = node("big-node")
+    big["status"]["allocatable"]["memory"] = "32Gi"
+    apply(big)
+    bound = gpu_pod("bound", node_name="big-node", host_port=host_port)
+    del bound["spec"]["containers"][0]["resources"]["limits"][GPU], bound["spec"]["containers"][0]["resources"]["requests"][GPU]
+    bound["spec"]["containers"][0]["resources"]["requests"]["memory"] = "3Gi"
+    apply(bound)
+    three_gi = 3 * 1024**3
+    assert Node.objects.get(name="big-node").req_memory == three_gi
+    waiting = pod("waiting", cpu="100m", memory="28Gi")
+    if host_port:
+        waiting["spec"]["containers"][0]["ports"] = [{"containerPort": 81, "hostPort": host_port + 1}]
+    apply(waiting)
+    row = Pod.objects.get(name="waiting")
+    # 3Gi + 28Gi fits in 32Gi; a wrapped comparison would have let 30Gi more in too.
+    assert reserve(pod_id=row.pk, usage=usage_of(row), node_name="big-node")
+    assert Node.objects.get(name="big-node").req_memory == 31 * 1024**3
+    assert release_assumed(pod_id=row.pk, node_name="big-node", usage=usage_of(row))
+    assert Node.objects.get(name="big-node").req_memory == three_gi
