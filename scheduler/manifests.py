@@ -48,6 +48,7 @@ from scheduler.engine.pods import (
     Toleration,
 )
 from scheduler.engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource
+from scheduler.engine.yaml_safe import DecodeProblem, child_path, load_json, load_yaml
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -103,15 +104,7 @@ class ParsedPod:
 
 
 # ---- field paths and typed access ---------------------------------------------------------------
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def _child(path: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    if not _PLAIN_KEY.match(key):
-        return f"{path}[{key}]"  # as field.Path.Key: "labels[kubernetes.io/hostname]"
-    return f"{path}.{key}" if path else key
+_child = child_path  # the decoder's field paths and ours read the same
 
 
 def _describe(value) -> str:
@@ -233,6 +226,10 @@ def _labels(o: _Object, value, path: str) -> dict[str, str]:
 # As ParseQuantity: sign, digits with an optional fraction, then a binary suffix (Ki..Ei), a decimal
 # one (n u m k M G T P E) or a decimal exponent (e3, E-2). parse_quantity alone is laxer ("1K", " 1").
 _QUANTITY = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+_NANO = Decimal("1e-9")
+# Past this many integer digits no quantity fits an int64 even in units, so "too large" is known from
+# the exponent alone, before any integer arithmetic: "1e999999999" would be a billion-digit int.
+_MAX_QUANTITY_DIGITS = 20
 
 
 def _quantity(o: _Object, value, path: str) -> tuple[Decimal, str] | None:
@@ -245,10 +242,13 @@ def _quantity(o: _Object, value, path: str) -> tuple[Decimal, str] | None:
         o.add(path, f"invalid quantity {json.dumps(text)}")
         return None
     try:
-        return parse_quantity(text), text
+        amount = parse_quantity(text)
     except ValueError:
         o.add(path, f"invalid quantity {json.dumps(text)}")
         return None
+    if 0 < amount.copy_abs() < _NANO:
+        amount = _NANO.copy_sign(amount)  # as ParseQuantity: precision below 1n rounds up to 1n
+    return amount, text
 
 
 def _scaled(resource: str, amount: Decimal) -> int:
@@ -287,6 +287,9 @@ def _resource_list(o: _Object, value, path: str, container: bool) -> dict[str, t
         amount, text = parsed
         if amount < 0:
             o.add(qpath, _invalid(text, "must be greater than or equal to 0"))
+            continue
+        if amount.adjusted() >= _MAX_QUANTITY_DIGITS:
+            o.add(qpath, _invalid(text, "too large"))
             continue
         # As ValidateResourceQuantityValue: MilliValue() % 1000 for integer resources.
         if _is_integer_resource(name) and math.ceil(amount * 1000) % 1000:
@@ -727,7 +730,9 @@ def _load_documents(text: str, filename: str) -> tuple[list, list[Problem]]:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")) or filename.endswith(".json"):
         try:
-            return [json.loads(text)], []
+            return [load_json(text)], []
+        except DecodeProblem as e:
+            return [None], [Problem(filename, 1, "", "", e.path, e.message + e.where)]
         except json.JSONDecodeError as e:
             if filename.endswith(".json") or stripped.startswith("["):
                 message = f"invalid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
@@ -737,8 +742,12 @@ def _load_documents(text: str, filename: str) -> tuple[list, list[Problem]]:
     problems: list[Problem] = []
     for n, (first_line, chunk) in enumerate(_split_documents(text), start=1):
         try:
-            doc = yaml.safe_load(chunk)
+            doc = load_yaml(chunk)
             docs.append(_EMPTY if doc is None else doc)
+        except DecodeProblem as e:
+            where = f" (line {first_line + e.line}, column {e.column})" if e.line is not None else ""
+            problems.append(Problem(filename, n, "", "", e.path, e.message + where))
+            docs.append(None)
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark or e.context_mark
             where = f" (line {first_line + mark.line + 1}, column {mark.column + 1})" if mark else ""

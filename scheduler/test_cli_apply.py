@@ -261,6 +261,59 @@ BAD_INPUTS = {
     ),
 }
 
+# Hostile YAML and JSON: refused while decoding, with the document, field path and line (issue 9, point 7).
+POD_WITH = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  annotations:\n    {}\nspec: {{containers: [{{name: c, image: i}}]}}\n"
+ALIAS_BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n    b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n    c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]"
+BAD_INPUTS.update({
+    "alias bomb": (
+        "bomb.yaml", NODE_A + "---\n" + POD_WITH.format(ALIAS_BOMB),
+        ["bomb.yaml: doc 2: metadata.annotations.a: YAML anchors are not allowed (&a) (line 11, column 8)"],
+    ),
+    "deep nesting": (
+        "deep.yaml", NODE_A + "---\n" + POD_WITH.format("a: " + "[" * 5000 + "]" * 5000),
+        ["deep.yaml: doc 2: metadata.annotations.a" + "[0]" * 97 + ": nested more than 100 levels deep (line 11, column 105)"],
+    ),
+    "huge integer": (
+        "int.yaml", NODE_A + "---\n" + POD_WITH.format("a: " + "7" * 5000),
+        ["int.yaml: doc 2: metadata.annotations.a: integer with more than 4300 digits (line 11, column 8)"],
+    ),
+    "quantity past any int64": (
+        "inf.yaml", NODE_A + "---\n" + POD_WEB.replace("cpu: 500m", "cpu: 1e999999999"),
+        ['inf.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid value "1e999999999": too large'],
+    ),
+    "infinite float": (
+        "float.yaml", NODE_A + "---\n" + POD_WEB.replace("spec:\n", "spec:\n  priority: 1.0e+999999999\n"),
+        ["float.yaml: doc 2: spec.priority: 1.0e+999999999: not a finite number (JSON has no infinity or NaN) (line 10, column 13)"],
+    ),
+    "binary and set tags": (
+        "tags.yaml", POD_WITH.format("a: !!binary aGVsbG8=") + "---\n" + POD_WITH.format("s: !!set {x, y}"),
+        ["tags.yaml: doc 1: metadata.annotations.a: YAML tag !!binary is not allowed: only strings, numbers, booleans, "
+         "null, lists and maps (line 6, column 8)",
+         "tags.yaml: doc 2: metadata.annotations.s: YAML tag !!set is not allowed: only strings, numbers, booleans, "
+         "null, lists and maps (line 14, column 8)"],
+    ),
+    "duplicate keys": (
+        "dupkeys.yaml", NODE_A + "---\n" + POD_WEB.replace("image: nginx", "image: nginx\n    image: evil"),
+        ['dupkeys.yaml: doc 2: spec.containers[0]: key "image" already set in map (line 13, column 5)'],
+    ),
+    "null map key": (
+        "nullkey.yaml", POD_WITH.format("~: x"),
+        ["nullkey.yaml: doc 1: metadata.annotations: map key null is not a string (line 6, column 5)"],
+    ),
+    "JSON deep nesting": (
+        "hostile.json", '{"apiVersion": "v1", "kind": "List", "items": [' + "[" * 200 + "]" * 200 + "]}",
+        ["hostile.json: doc 1: nested more than 100 levels deep (line 1, column 146)"],
+    ),
+    "JSON NaN": (
+        "nan.json", '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"}, "spec": {"priority": NaN}}',
+        ["nan.json: doc 1: spec.priority: NaN: not a finite number (JSON has no infinity or NaN)"],
+    ),
+    "JSON duplicate key": (
+        "dup.json", '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "name": "evil"}}',
+        ['dup.json: doc 1: metadata: key "name" already set in map'],
+    ),
+})
+
 
 @pytest.mark.parametrize("case", list(BAD_INPUTS), ids=list(BAD_INPUTS))
 def test_bad_input_prints_every_problem_exits_1_and_applies_nothing(workdir, case):
@@ -354,3 +407,19 @@ def test_through_manage_py_exit_codes_and_text(workdir):
     assert (r.code, r.out, r.err) == (1, "", 'Error from server (NotFound): pods "web" not found\n'), r
     r = manage("delete", "node", "nope", cwd=workdir)
     assert (r.code, r.err) == (1, 'Error from server (NotFound): nodes "nope" not found\n'), r
+
+
+def test_an_alias_bomb_through_manage_py_is_one_line_exit_1_and_no_traceback(workdir):
+    write(workdir, "before.yaml", NODE_A)
+    assert manage("apply", "-f", "before.yaml", cwd=workdir).code == 0
+    before = counts()
+    # 512 bytes that expand to 9**10 strings: refused at the first anchor, before anything is built.
+    bomb = POD_WITH.format("a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+        f"    {c}: &{c} [{','.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefghi", "bcdefghij")).rstrip())
+    assert len(bomb) <= 512
+    write(workdir, "bomb.yaml", POD_WEB + "---\n" + bomb)
+    r = manage("apply", "-f", "bomb.yaml", cwd=workdir)
+    assert (r.code, r.out) == (1, ""), r
+    assert r.err == ("bomb.yaml: doc 2: metadata.annotations.a: YAML anchors are not allowed (&a) (line 15, column 8)\n"
+                     "error: 1 problem found; nothing was applied\n")
+    assert counts() == before and not Pod.objects.exists()
