@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import NamedTuple
 
 import yaml
 from kubernetes.utils import parse_quantity
@@ -49,6 +50,7 @@ from scheduler.engine.pods import (
 )
 from scheduler.engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource
 from scheduler.engine.yaml_safe import DecodeProblem, child_path, load_json, load_yaml
+from scheduler.quantities import format_of, go_string
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -56,6 +58,7 @@ DEFAULT_NAMESPACE = "default"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 INT64_MAX = (1 << 63) - 1
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+UID_MAX_LENGTH = 64  # Pod.uid and the uid columns of the audit tables
 
 LIST_KINDS = {"List": None, "NodeList": "Node", "PodList": "Pod"}  # list kind -> implied item kind
 TAINT_EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
@@ -126,8 +129,11 @@ def _describe(value) -> str:
 class _Object:
     """Problems found in one object, and typed getters that record a problem instead of raising."""
 
-    def __init__(self, prefix: str = ""):
+    def __init__(self, prefix: str = "", from_user: bool = False):
         self.prefix = prefix  # "items[3]" for an object inside a List
+        # A file a user applies, rather than an object the API server already accepted (the kube
+        # mirror) or one we stored: schedboard's own, stricter rules apply to it.
+        self.from_user = from_user
         self.kind = ""
         self.ns_name = ""
         self.found: list[tuple[str, str]] = []  # (path, message)
@@ -155,9 +161,9 @@ class _Object:
     def str(self, value, path: str, default: str = "") -> str:
         return self._typed(value, path, lambda v: isinstance(v, str), "a string", default)
 
-    def required_str(self, value, path: str) -> str:
+    def required_str(self, value, path: str, detail: str = "") -> str:
         if value is None or value == "":
-            self.add(path, "required")
+            self.add(path, _required(detail))
             return ""
         return self.str(value, path)
 
@@ -174,14 +180,23 @@ class _Object:
             return default
         return got
 
-    def string_map(self, value, path: str) -> dict[str, str]:
-        """A map[string]string such as labels or nodeSelector."""
+    def string_map(self, value, path: str, go_field: str) -> dict[str, str]:
+        """A map[string]string such as labels or nodeSelector, decoded as the API server's JSON decoder does.
+
+        `go_field` names the Go struct field for its type errors ("ObjectMeta.metadata.labels"); a null
+        value decodes to "" (a no-op on a Go string), anything else that is not a string is refused.
+        """
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.add(path, _unmarshal(value, go_field, "map[string]string"))
+            return {}
         out: dict[str, str] = {}
-        for k, v in self.map(value, path).items():
-            if not isinstance(k, str):
-                self.add(path, f"expected string keys, got {_describe(k)}")
+        for k, v in value.items():
+            if v is None:
+                out[k] = value[k] = ""  # and so in the stored manifest, as the API server would return it
             elif not isinstance(v, str):
-                self.add(_child(path, k), f"expected a string, got {_describe(v)}")
+                self.add(_child(path, k), _unmarshal(v, go_field, "string"))
             else:
                 out[k] = v
         return out
@@ -198,14 +213,48 @@ class _Object:
 _INT64_TEXT = re.compile(r"[+-]?[0-9]+")  # used with fullmatch: Go's ParseInt takes no trailing newline
 
 
+# As field.Error's ErrorBody: the error type's words, the rejected value (strings quoted as Go's %q,
+# numbers and quantities bare), then the detail.
+def _go_value(value) -> str:
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
+
+
 def _invalid(value, detail: str) -> str:
-    """As field.Invalid: the rejected value, then why."""
-    return f"invalid value {json.dumps(value)}: {detail}"
+    """As field.Invalid."""
+    return f"Invalid value: {_go_value(value)}: {detail}"
 
 
 def _unsupported(value, supported: tuple[str, ...]) -> str:
     """As field.NotSupported."""
-    return f"unsupported value {json.dumps(value)}: supported values: " + ", ".join(json.dumps(v) for v in supported)
+    return f"Unsupported value: {_go_value(value)}: supported values: " + ", ".join(json.dumps(v) for v in supported)
+
+
+def _required(detail: str = "") -> str:
+    """As field.Required."""
+    return f"Required value: {detail}" if detail else "Required value"
+
+
+def _forbidden(detail: str) -> str:
+    """As field.Forbidden."""
+    return f"Forbidden: {detail}"
+
+
+def _duplicate(value, detail: str = "") -> str:
+    """As field.Duplicate."""
+    return f"Duplicate value: {_go_value(value)}" + (f": {detail}" if detail else "")
+
+
+def _too_long(max_bytes: int) -> str:
+    """As field.TooLong."""
+    return f"Too long: must have at most {max_bytes} bytes"
+
+
+_GO_JSON_KIND = {bool: "bool", int: "number", float: "number", str: "string", list: "array", dict: "object"}
+
+
+def _unmarshal(value, go_field: str, go_type: str) -> str:
+    """As encoding/json's UnmarshalTypeError inside a struct, which the API server returns for a wrong type."""
+    return f"cannot unmarshal {_GO_JSON_KIND.get(type(value), 'value')} into Go struct field {go_field} of type {go_type}"
 
 
 def _check(o: _Object, path: str, value: str, errors: list[str]) -> None:
@@ -213,13 +262,29 @@ def _check(o: _Object, path: str, value: str, errors: list[str]) -> None:
         o.add(path, _invalid(value, e))
 
 
-def _labels(o: _Object, value, path: str) -> dict[str, str]:
-    """As ValidateLabels: qualified-name keys, label values."""
-    labels = o.string_map(value, path)
+def _labels(o: _Object, value, path: str, go_field: str) -> dict[str, str]:
+    """As ValidateLabels: qualified-name keys and label values, both reported on the map's path."""
+    labels = o.string_map(value, path, go_field)
     for k, v in labels.items():
         _check(o, path, k, is_qualified_name(k))
-        _check(o, _child(path, k), v, is_valid_label_value(v))
+        _check(o, path, v, is_valid_label_value(v))
     return labels
+
+
+TOTAL_ANNOTATION_SIZE_LIMIT_B = 256 * (1 << 10)  # apimachinery's TotalAnnotationSizeLimitB
+
+
+def _annotations(o: _Object, value, path: str) -> dict[str, str]:
+    """As ValidateAnnotations: keys are qualified names whatever their case; keys and values 256 KiB at most."""
+    annotations = o.string_map(value, path, "ObjectMeta.metadata.annotations")
+    for k in annotations:
+        _check(o, path, k, is_qualified_name(k.lower()))
+    # Go's len(string): UTF-8 bytes (a lone surrogate, which Go reads as U+FFFD, counts 3 as well).
+    size = sum(len(k.encode("utf-8", "surrogatepass")) + len(v.encode("utf-8", "surrogatepass"))
+               for k, v in annotations.items())
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT_B:
+        o.add(path, _too_long(TOTAL_ANNOTATION_SIZE_LIMIT_B))
+    return annotations
 
 
 # ---- quantities (as k8s.io/apimachinery/pkg/api/resource) ----------------------------------------
@@ -232,8 +297,18 @@ _NANO = Decimal("1e-9")
 _MAX_QUANTITY_DIGITS = 20
 
 
-def _quantity(o: _Object, value, path: str) -> tuple[Decimal, str] | None:
-    """A quantity as a Decimal plus its text, or None after recording why not."""
+class Qty(NamedTuple):
+    """A parsed quantity: its exact amount and the Format its suffix gives it (for printing it as Go does)."""
+
+    amount: Decimal
+    fmt: str
+
+    def __str__(self) -> str:
+        return go_string(self.amount, self.fmt)
+
+
+def _quantity(o: _Object, value, path: str) -> Qty | None:
+    """A quantity, or None after recording why not."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         o.add(path, f"invalid quantity: expected a string or a number, got {_describe(value)}")
         return None
@@ -248,7 +323,7 @@ def _quantity(o: _Object, value, path: str) -> tuple[Decimal, str] | None:
         return None
     if 0 < amount.copy_abs() < _NANO:
         amount = _NANO.copy_sign(amount)  # as ParseQuantity: precision below 1n rounds up to 1n
-    return amount, text
+    return Qty(amount, format_of(text))
 
 
 def _scaled(resource: str, amount: Decimal) -> int:
@@ -267,43 +342,91 @@ def _is_overcommit_allowed(name: str) -> bool:
     return native and not name.startswith("hugepages-")
 
 
-def _resource_list(o: _Object, value, path: str, container: bool) -> dict[str, tuple[Decimal, str]]:
-    """A ResourceList checked as ValidateResourceQuantityValue (and the container name rules)."""
-    out: dict[str, tuple[Decimal, str]] = {}
+# As helper.IsStandardResourceName: the unprefixed names the API knows (compute and quota).
+STANDARD_RESOURCES = frozenset({
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage",
+    "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "services", "replicationcontrollers",
+    "resourcequotas", "secrets", "configmaps", "persistentvolumeclaims", "storage", "requests.storage",
+    "services.nodeports", "services.loadbalancers",
+})
+
+
+def _is_hugepages(name: str) -> bool:
+    return name.startswith("hugepages-")
+
+
+def _container_resource_name(name: str) -> list[str]:
+    """As validateContainerResourceName: the problems with a resource name in a container's requests or limits."""
+    errors = list(is_qualified_name(name))
+    if errors:
+        return errors
+    if "/" not in name:
+        if name not in STANDARD_RESOURCES and not _is_hugepages(name):
+            errors.append("must be a standard resource type or fully qualified")
+        if name not in STANDARD_CONTAINER_RESOURCES and not _is_hugepages(name):
+            errors.append("must be a standard resource for containers")
+    elif "kubernetes.io/" not in name and not is_extended_resource(name):
+        errors.append("doesn't follow extended resource name standard")
+    return errors
+
+
+def _resource_list(o: _Object, value, path: str, name_check: Callable[[str], list[str]] | None = None
+                   ) -> dict[str, Qty]:
+    """A ResourceList checked as ValidateResourceQuantityValue, names by `name_check` (problems, value shown bare).
+
+    Without a name check (a node's capacity) only prefixed names must be qualified names.
+    """
+    out: dict[str, Qty] = {}
     for name, raw in o.map(value, path).items():
-        if not isinstance(name, str):
-            o.add(path, f"expected resource names, got {_describe(name)}")
-            continue
         qpath = _child(path, name)
-        if container and "/" not in name and name not in STANDARD_CONTAINER_RESOURCES and not name.startswith("hugepages-"):
-            o.add(qpath, f"invalid resource name {json.dumps(name)}: must be a standard resource for containers")
+        # A ResourceName is a Stringer: upstream prints it unquoted.
+        name_errors = name_check(name) if name_check else (is_qualified_name(name) if "/" in name else [])
+        if name_errors:
+            for e in name_errors:
+                o.add(qpath, f"Invalid value: {name}: {e}")
             continue
-        if "/" in name and (name_errs := is_qualified_name(name)):
-            o.add(qpath, f"invalid resource name {json.dumps(name)}: {name_errs[0]}")
+        q = _quantity(o, raw, qpath)
+        if q is None:
             continue
-        parsed = _quantity(o, raw, qpath)
-        if parsed is None:
+        # ValidateNonnegativeQuantity and the integer check print the Quantity itself, unquoted.
+        if q.amount < 0:
+            o.add(qpath, f"Invalid value: {q}: must be greater than or equal to 0")
             continue
-        amount, text = parsed
-        if amount < 0:
-            o.add(qpath, _invalid(text, "must be greater than or equal to 0"))
-            continue
-        if amount.adjusted() >= _MAX_QUANTITY_DIGITS:
-            o.add(qpath, _invalid(text, "too large"))
+        if q.amount.adjusted() >= _MAX_QUANTITY_DIGITS or _scaled(name, q.amount) > INT64_MAX:
+            o.add(qpath, _invalid(str(raw), "too large"))
             continue
         # As ValidateResourceQuantityValue: MilliValue() % 1000 for integer resources.
-        if _is_integer_resource(name) and math.ceil(amount * 1000) % 1000:
-            o.add(qpath, _invalid(text, "must be an integer"))
+        if _is_integer_resource(name) and math.ceil(q.amount * 1000) % 1000:
+            o.add(qpath, f"Invalid value: {q}: must be an integer")
             continue
-        if _scaled(name, amount) > INT64_MAX:
-            o.add(qpath, _invalid(text, "too large"))
-            continue
-        out[name] = parsed
+        out[name] = q
     return out
 
 
-def _units(resources: dict[str, tuple[Decimal, str]]) -> dict[str, int]:
-    return {name: _scaled(name, amount) for name, (amount, _) in resources.items()}
+def _units(resources: dict[str, Qty]) -> dict[str, int]:
+    return {name: _scaled(name, q.amount) for name, q in resources.items()}
+
+
+def _requirements(o: _Object, resources: dict, rpath: str, name_check: Callable[[str], list[str]]
+                  ) -> tuple[dict[str, Qty], dict[str, Qty]]:
+    """As validateResourceRequirements: (requests, limits), each request checked against its limit."""
+    req_path, lim_path = _child(rpath, "requests"), _child(rpath, "limits")
+    requests = _resource_list(o, resources.get("requests"), req_path, name_check)
+    limits = _resource_list(o, resources.get("limits"), lim_path, name_check)
+    for res, q in requests.items():
+        limit = limits.get(res)
+        # Upstream reports these on the requests (and limits) map, not on the resource's key.
+        if limit is not None:
+            if q.amount != limit.amount and not _is_overcommit_allowed(res):
+                o.add(req_path, _invalid(str(q), f"must be equal to {res} limit of {limit}"))
+            elif q.amount > limit.amount:
+                o.add(req_path, _invalid(str(q), f"must be less than or equal to {res} limit of {limit}"))
+        elif not _is_overcommit_allowed(res):
+            o.add(lim_path, _required("Limit must be set for non overcommitable resources"))
+    names = set(requests) | set(limits)
+    if any(_is_hugepages(n) for n in names) and not names & {CPU, MEMORY}:
+        o.add(rpath, _forbidden("HugePages require cpu or memory"))
+    return requests, limits
 
 
 # ---- pods ---------------------------------------------------------------------------------------
@@ -314,19 +437,7 @@ def _container(o: _Object, c: dict, path: str, init: bool, host_network: bool) -
     image = o.required_str(c.get("image"), _child(path, "image"))  # as validateContainers
     rpath = _child(path, "resources")
     resources = o.map(c.get("resources"), rpath)
-    requests = _resource_list(o, resources.get("requests"), _child(rpath, "requests"), container=True)
-    limits = _resource_list(o, resources.get("limits"), _child(rpath, "limits"), container=True)
-    for res, (amount, text) in requests.items():
-        qpath = _child(_child(rpath, "requests"), res)
-        limit = limits.get(res)
-        # As ValidateContainerResourceRequirements.
-        if limit is not None:
-            if amount != limit[0] and not _is_overcommit_allowed(res):
-                o.add(qpath, _invalid(text, f"must be equal to {res} limit of {limit[1]}"))
-            elif amount > limit[0]:
-                o.add(qpath, _invalid(text, f"must be less than or equal to {res} limit of {limit[1]}"))
-        elif not _is_overcommit_allowed(res):
-            o.add(_child(_child(rpath, "limits"), res), "required: Limit must be set for non overcommitable resources")
+    requests, limits = _requirements(o, resources, rpath, _container_resource_name)
     # As SetDefaults_Pod: a resource with a limit and no request requests its limit.
     effective = {**limits, **requests}
     ports = []
@@ -339,11 +450,11 @@ def _container(o: _Object, c: dict, path: str, init: bool, host_network: bool) -
         ipath = _child(ppath, i)
         container_port = o.int(p.get("containerPort"), _child(ipath, "containerPort"), 0)
         if not 1 <= container_port <= 65535:
-            o.add(_child(ipath, "containerPort"), "required: must be between 1 and 65535, inclusive"
-                  if not container_port else f"invalid value {container_port}: must be between 1 and 65535, inclusive")
+            o.add(_child(ipath, "containerPort"), _required()
+                  if not container_port else _invalid(container_port, "must be between 1 and 65535, inclusive"))
         host_port = o.int(p.get("hostPort"), _child(ipath, "hostPort"), 0)
         if host_port and not 1 <= host_port <= 65535:
-            o.add(_child(ipath, "hostPort"), f"invalid value {host_port}: must be between 1 and 65535, inclusive")
+            o.add(_child(ipath, "hostPort"), _invalid(host_port, "must be between 1 and 65535, inclusive"))
             host_port = 0
         if host_network and not host_port:
             host_port = container_port  # as defaultHostNetworkPorts
@@ -377,7 +488,7 @@ def _requirement(o: _Object, r: dict, path: str, field_selector: bool) -> Requir
         # As ValidateNodeFieldSelectorRequirement.
         if op in (OP_IN, OP_NOT_IN):
             if len(raw_values) != 1:
-                o.add(vpath, "must be only one value when `operator` is 'In' or 'NotIn' for node field selector")
+                o.add(vpath, _required("must be only one value when `operator` is 'In' or 'NotIn' for node field selector"))
         else:
             o.add(_child(path, "operator"), _invalid(op, "not a valid selector operator"))
         if key != "metadata.name":
@@ -389,13 +500,13 @@ def _requirement(o: _Object, r: dict, path: str, field_selector: bool) -> Requir
     # As ValidateNodeSelectorRequirement.
     if op in (OP_IN, OP_NOT_IN):
         if not raw_values:
-            o.add(vpath, "required: must be specified when `operator` is 'In' or 'NotIn'")
+            o.add(vpath, _required("must be specified when `operator` is 'In' or 'NotIn'"))
     elif op in (OP_EXISTS, OP_DOES_NOT_EXIST):
         if raw_values:
-            o.add(vpath, "forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+            o.add(vpath, _forbidden("may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
     elif op in (OP_GT, OP_LT):
         if len(raw_values) != 1:
-            o.add(vpath, "required: must be specified single value when `operator` is 'Lt' or 'Gt'")
+            o.add(vpath, _required("must be specified single value when `operator` is 'Lt' or 'Gt'"))
         elif values and not (_INT64_TEXT.fullmatch(values[0]) and -INT64_MAX - 1 <= int(values[0]) <= INT64_MAX):
             # As labels.NewRequirement, which the scheduler's node affinity matching goes through.
             o.add(_child(vpath, 0), _invalid(values[0], "for 'Gt', 'Lt' operators, the value must be an integer"))
@@ -430,7 +541,7 @@ def _node_affinity(o: _Object, spec: dict, path: str):
         tpath = _child(rpath, "nodeSelectorTerms")
         seq = o.list(selector.get("nodeSelectorTerms"), tpath)
         if not seq:
-            o.add(tpath, "required: must have at least one node selector term")
+            o.add(tpath, _required("must have at least one node selector term"))
         terms = []
         for i in range(len(seq)):
             t = o.item(seq, i, tpath)
@@ -447,7 +558,7 @@ def _node_affinity(o: _Object, spec: dict, path: str):
         ipath = _child(ppath, i)
         weight = o.int(p.get("weight"), _child(ipath, "weight"), 0)
         if not 1 <= weight <= 100:
-            o.add(_child(ipath, "weight"), f"invalid value {weight}: must be in the range 1-100")
+            o.add(_child(ipath, "weight"), _invalid(weight, "must be in the range 1-100"))
         pref = o.map(p.get("preference"), _child(ipath, "preference"))
         preferred.append(PreferredTerm(weight=weight, preference=_term(o, pref, _child(ipath, "preference"))))
     return required, tuple(preferred)
@@ -490,7 +601,7 @@ def _tolerations(o: _Object, value, path: str) -> tuple[Toleration, ...]:
 def _metadata(o: _Object, obj: dict, namespaced: bool) -> tuple[dict, str, str]:
     meta = o.map(obj.get("metadata"), "metadata")
     if obj.get("metadata") is None or isinstance(obj.get("metadata"), dict):
-        name = o.required_str(meta.get("name"), "metadata.name")
+        name = o.required_str(meta.get("name"), "metadata.name", "name or generateName is required")
     else:
         name = ""  # the metadata problem already says it all
     namespace = ""
@@ -506,8 +617,11 @@ def _metadata(o: _Object, obj: dict, namespaced: bool) -> tuple[dict, str, str]:
 
 def _pod(o: _Object, obj: dict) -> PodSpec:
     meta, namespace, name = _metadata(o, obj, namespaced=True)
-    _labels(o, meta.get("labels"), "metadata.labels")
+    _labels(o, meta.get("labels"), "metadata.labels", "ObjectMeta.metadata.labels")
+    _annotations(o, meta.get("annotations"), "metadata.annotations")
     uid = o.str(meta.get("uid"), "metadata.uid")
+    if len(uid) > UID_MAX_LENGTH:  # our column's size; the API server's uids are 36-character UUIDs
+        o.add("metadata.uid", _too_long(UID_MAX_LENGTH))
     deleting = meta.get("deletionTimestamp") is not None
     spec = o.map(obj.get("spec"), "spec")
     spec_is_map = obj.get("spec") is None or isinstance(obj.get("spec"), dict)  # else that is the one problem
@@ -517,7 +631,7 @@ def _pod(o: _Object, obj: dict) -> PodSpec:
         cpath = _child("spec", field_name)
         seq = o.list(spec.get(field_name), cpath)
         if not init and not spec.get(field_name) and spec_is_map:
-            o.add(cpath, "required: a pod needs at least one container")
+            o.add(cpath, _required())
         for i in range(len(seq)):
             c = o.item(seq, i, cpath)
             if c is not None:
@@ -526,15 +640,15 @@ def _pod(o: _Object, obj: dict) -> PodSpec:
     for field_name, group in (("initContainers", init_containers), ("containers", containers)):
         for i, c in enumerate(group):
             if c.name and c.name in seen:
-                o.add(f"spec.{field_name}[{i}].name", f"duplicate value {json.dumps(c.name)} (also {seen[c.name]})")
+                o.add(f"spec.{field_name}[{i}].name", _duplicate(c.name))
             elif c.name:
                 seen[c.name] = f"spec.{field_name}[{i}]"
-    overhead = _units(_resource_list(o, spec.get("overhead"), "spec.overhead", container=True))
+    overhead = _units(_resource_list(o, spec.get("overhead"), "spec.overhead", _container_resource_name))
     if spec.get("resources") is not None:
         # PodLevelResources would make resource.PodRequests use these instead of the containers' sum;
         # PodSpec has no place for them, so refuse rather than schedule on the wrong numbers.
         o.add("spec.resources", "pod-level resources are not supported: set requests on the containers")
-    node_selector = _labels(o, spec.get("nodeSelector"), "spec.nodeSelector")
+    node_selector = _labels(o, spec.get("nodeSelector"), "spec.nodeSelector", "PodSpec.spec.nodeSelector")
     required, preferred = _node_affinity(o, spec, "spec")
     tolerations = _tolerations(o, spec.get("tolerations"), "spec.tolerations")
     # Without the PriorityClass objects we cannot resolve spec.priorityClassName: a pod that names a
@@ -544,6 +658,12 @@ def _pod(o: _Object, obj: dict) -> PodSpec:
     if class_name:
         _check(o, "spec.priorityClassName", class_name, is_dns1123_subdomain(class_name))
     scheduler_name = o.str(spec.get("schedulerName"), "spec.schedulerName") or DEFAULT_SCHEDULER_NAME
+    if o.from_user:
+        # The API server takes any string here; schedboard does not: the name keys a profile, labels
+        # metrics and events, and is shown and exported on every page. A profile name is a DNS-1123
+        # subdomain in practice, so the same rule and upstream's words for it. Pods mirrored from a
+        # cluster are taken as the API server took them.
+        _check(o, "spec.schedulerName", scheduler_name, is_dns1123_subdomain(scheduler_name))
     node_name = o.str(spec.get("nodeName"), "spec.nodeName")
     if node_name:
         _check(o, "spec.nodeName", node_name, is_dns1123_subdomain(node_name))
@@ -576,7 +696,8 @@ def _default_pod_manifest(m: dict) -> None:
 # ---- nodes --------------------------------------------------------------------------------------
 def _node(o: _Object, obj: dict) -> NodeSpec:
     meta, _, name = _metadata(o, obj, namespaced=False)
-    labels = _labels(o, meta.get("labels"), "metadata.labels")
+    labels = _labels(o, meta.get("labels"), "metadata.labels", "ObjectMeta.metadata.labels")
+    _annotations(o, meta.get("annotations"), "metadata.annotations")
     spec = o.map(obj.get("spec"), "spec")
     unschedulable = o.bool(spec.get("unschedulable"), "spec.unschedulable")
     taints = []
@@ -589,23 +710,22 @@ def _node(o: _Object, obj: dict) -> NodeSpec:
             continue
         ipath = _child(tpath, i)
         # As ValidateNodeTaints.
-        key = o.required_str(t.get("key"), _child(ipath, "key"))
-        if key:
-            _check(o, _child(ipath, "key"), key, is_qualified_name(key))
+        key = o.str(t.get("key"), _child(ipath, "key"))  # an empty key fails the name rules, as upstream
+        _check(o, _child(ipath, "key"), key, is_qualified_name(key))
         value = o.str(t.get("value"), _child(ipath, "value"))
         _check(o, _child(ipath, "value"), value, is_valid_label_value(value))
         effect = o.required_str(t.get("effect"), _child(ipath, "effect"))
         if effect and effect not in TAINT_EFFECTS:
             o.add(_child(ipath, "effect"), _unsupported(effect, TAINT_EFFECTS))
         if (key, effect) in seen:
-            o.add(ipath, f"duplicate taint {key}:{effect}: taints must be unique by key and effect pair")
+            o.add(ipath, _duplicate(f"{key}:{effect}", "taints must be unique by key and effect pair"))
             continue
         seen.add((key, effect))
         taints.append(Taint(key=key, value=value, effect=effect))
     status = o.map(obj.get("status"), "status")
     # The kubelet reports both; allocatable is what the scheduler uses, capacity the fallback.
     source = "allocatable" if status.get("allocatable") is not None else "capacity"
-    allocatable = _units(_resource_list(o, status.get(source), f"status.{source}", container=False))
+    allocatable = _units(_resource_list(o, status.get(source), f"status.{source}"))
     images = []
     ipath = "status.images"
     seq = o.list(status.get("images"), ipath)
@@ -650,9 +770,10 @@ def _jsonable_key(key) -> str:
     return str(key)
 
 
-def _parse_object(obj, prefix: str = "", implied_kind: str | None = None) -> tuple[_Object, ParsedNode | ParsedPod | None]:
+def _parse_object(obj, prefix: str = "", implied_kind: str | None = None, *, from_user: bool = False
+                  ) -> tuple[_Object, ParsedNode | ParsedPod | None]:
     """One Node or Pod object: its problems, and the parsed result when there are none."""
-    o = _Object(prefix)
+    o = _Object(prefix, from_user)
     if not isinstance(obj, dict):
         o.add("", f"expected a Kubernetes object (a map with apiVersion and kind), got {_describe(obj)}")
         return o, None
@@ -663,9 +784,9 @@ def _parse_object(obj, prefix: str = "", implied_kind: str | None = None) -> tup
     kind = o.str(obj.get("kind"), "kind")
     api_version = o.str(obj.get("apiVersion"), "apiVersion")
     if "kind" not in obj or obj.get("kind") == "":
-        o.add("kind", "required")
+        o.add("kind", _required())
     if "apiVersion" not in obj or obj.get("apiVersion") == "":
-        o.add("apiVersion", "required")
+        o.add("apiVersion", _required())
     if kind and kind not in ("Node", "Pod"):
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         name, ns = meta.get("name"), meta.get("namespace")
@@ -771,16 +892,16 @@ def _parse_text(text: str, filename: str) -> tuple[list[_Located], list[Problem]
             lo.kind = doc["kind"]
             items = lo.list(doc.get("items"), "items")
             if not doc.get("apiVersion"):
-                lo.add("apiVersion", "required")
+                lo.add("apiVersion", _required())
             elif doc.get("apiVersion") != "v1":
                 lo.add("apiVersion", f"unsupported apiVersion {json.dumps(doc.get('apiVersion'))} for {lo.kind} (only v1)")
             problems += _problems_of(lo, filename, n)
             for k, item in enumerate(items):
-                o, parsed = _parse_object(item, f"items[{k}]", LIST_KINDS[doc["kind"]])
+                o, parsed = _parse_object(item, f"items[{k}]", LIST_KINDS[doc["kind"]], from_user=True)
                 problems += _problems_of(o, filename, n)
                 located.append(_Located(filename, n, f"items[{k}]", o.kind, o.ident, parsed))
             continue
-        o, parsed = _parse_object(doc)
+        o, parsed = _parse_object(doc, from_user=True)
         problems += _problems_of(o, filename, n)
         located.append(_Located(filename, n, "", o.kind, o.ident, parsed))
     return located, problems
@@ -802,7 +923,24 @@ def _duplicates(located: list[_Located]) -> list[Problem]:
             where += f", {earlier.prefix}"
         path = f"{loc.prefix}.metadata.name" if loc.prefix else "metadata.name"
         problems.append(Problem(loc.file, loc.doc, kind, ident, path, f"duplicate {kind} {ident} (also {where})"))
+    # Two pods with one uid would both be bound under it: the audit's one-binding-per-uid rule refuses
+    # the second, forever. The API server gives every pod its own uid; a file that repeats one is wrong.
+    owners: dict[str, _Located] = {}
+    for loc in located:
+        uid = loc.parsed.spec.uid if isinstance(loc.parsed, ParsedPod) else ""
+        if not uid:
+            continue
+        earlier = owners.setdefault(uid, loc)
+        if earlier is loc or earlier.ident == loc.ident:
+            continue  # the same pod twice is reported above
+        path = f"{loc.prefix}.metadata.uid" if loc.prefix else "metadata.uid"
+        problems.append(Problem(loc.file, loc.doc, "Pod", loc.ident, path, uid_taken(uid, earlier.ident)))
     return problems
+
+
+def uid_taken(uid: str, owner: str) -> str:
+    """The problem with a pod whose metadata.uid is already another pod's."""
+    return _duplicate(uid, f"already the uid of Pod {owner}")
 
 
 def _result(located: list[_Located], problems: list[Problem], files: list[str]) -> list[ParsedNode | ParsedPod]:

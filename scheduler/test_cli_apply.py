@@ -229,8 +229,8 @@ BAD_INPUTS = {
         "noname.yaml",
         "apiVersion: v1\nkind: Node\nmetadata: {labels: {a: b}}\nstatus: {allocatable: {cpu: '4'}}\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {namespace: default}\nspec: {containers: [{name: c, image: nginx}]}\n",
-        ["noname.yaml: doc 1 (Node): metadata.name: required",
-         "noname.yaml: doc 2 (Pod): metadata.name: required"],
+        ["noname.yaml: doc 1 (Node): metadata.name: Required value: name or generateName is required",
+         "noname.yaml: doc 2 (Pod): metadata.name: Required value: name or generateName is required"],
     ),
     "duplicate names": (
         "dup.yaml",
@@ -247,7 +247,8 @@ BAD_INPUTS = {
         ['types.yaml: doc 1 (Node n1): spec.unschedulable: expected a boolean, got string "yes"',
          "types.yaml: doc 1 (Node n1): spec.taints: expected a list, got a map",
          "types.yaml: doc 1 (Node n1): status.allocatable.cpu: invalid quantity: expected a string or a number, got a list",
-         "types.yaml: doc 2 (Pod default/web): metadata.labels.app: expected a string, got number 3",
+         "types.yaml: doc 2 (Pod default/web): metadata.labels.app: cannot unmarshal number into Go struct field "
+         "ObjectMeta.metadata.labels of type string",
          'types.yaml: doc 2 (Pod default/web): spec.containers: expected a list, got string "nginx"',
          'types.yaml: doc 2 (Pod default/web): spec.priority: expected an integer, got string "high"'],
     ),
@@ -279,7 +280,7 @@ BAD_INPUTS.update({
     ),
     "quantity past any int64": (
         "inf.yaml", NODE_A + "---\n" + POD_WEB.replace("cpu: 500m", "cpu: 1e999999999"),
-        ['inf.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid value "1e999999999": too large'],
+        ['inf.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests.cpu: Invalid value: "1e999999999": too large'],
     ),
     "infinite float": (
         "float.yaml", NODE_A + "---\n" + POD_WEB.replace("spec:\n", "spec:\n  priority: 1.0e+999999999\n"),
@@ -303,6 +304,18 @@ BAD_INPUTS.update({
     "JSON deep nesting": (
         "hostile.json", '{"apiVersion": "v1", "kind": "List", "items": [' + "[" * 200 + "]" * 200 + "]}",
         ["hostile.json: doc 1: nested more than 100 levels deep (line 1, column 146)"],
+    ),
+    "scheduler name not a DNS subdomain": (
+        "sched.yaml", NODE_A + "---\n" + POD_WEB.replace("spec:\n", "spec:\n  schedulerName: \"=1+1\"\n"),
+        ['sched.yaml: doc 2 (Pod default/web): spec.schedulerName: Invalid value: "=1+1": a lowercase RFC 1123 subdomain '
+         "must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+         "character (e.g. 'example.com', regex used for validation is "
+         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"],
+    ),
+    "annotations not a map": (
+        "annot.yaml", NODE_A + "---\n" + POD_WITH.format("").replace("  annotations:\n    \n", "  annotations: 5\n"),
+        ["annot.yaml: doc 2 (Pod default/web): metadata.annotations: cannot unmarshal number into Go struct field "
+         "ObjectMeta.metadata.annotations of type map[string]string"],
     ),
     "JSON NaN": (
         "nan.json", '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"}, "spec": {"priority": NaN}}',
@@ -353,6 +366,57 @@ def test_changing_the_requests_of_a_scheduled_pod_is_refused_whole(workdir):
                                   "the resources or node of a scheduled pod"]
     node = Node.objects.get(name="node-a")
     assert (node.alloc_cpu, node.req_cpu) == (4000, 500)  # the node's change was rolled back too
+
+
+POD_A_UID = POD_WEB.replace("name: web, namespace: default", "name: a, namespace: default, uid: u-1")
+POD_B_UID = POD_WEB.replace("name: web, namespace: default", "name: b, namespace: shop, uid: u-1")
+
+
+def test_a_pod_whose_uid_is_another_existing_pods_is_refused_whole(workdir):
+    write(workdir, "a.yaml", POD_A_UID)
+    assert cli("apply", "-f", "a.yaml").code == 0
+    before_counts, before_queue = counts(), queue_state()
+    write(workdir, "b.yaml", NODE_A + "---\n" + POD_B_UID)
+    r = cli("apply", "-f", "b.yaml")
+    assert (r.code, r.out) == (1, "")
+    assert r.err.splitlines() == [
+        'b.yaml: doc 2 (Pod shop/b): metadata.uid: Duplicate value: "u-1": already the uid of Pod default/a',
+    ]
+    assert counts() == before_counts and queue_state() == before_queue  # the node in the same file is not applied
+    assert list(Pod.objects.values_list("namespace", "name", "uid")) == [("default", "a", "u-1")]
+
+
+def test_two_new_pods_with_one_uid_in_one_apply_are_refused_whole(workdir):
+    write(workdir, "a.yaml", POD_A_UID)
+    write(workdir, "b.yaml", POD_B_UID)
+    r = cli("apply", "-f", "a.yaml", "-f", "b.yaml")
+    assert r.code == 1
+    assert r.err.splitlines()[0] == 'b.yaml: doc 1 (Pod shop/b): metadata.uid: Duplicate value: "u-1": already the uid of Pod default/a'
+    assert counts() == (0, 0, 0)
+
+
+def test_two_new_pods_with_one_uid_reaching_the_service_together_are_refused_whole():
+    from scheduler.manifests import ManifestError, parse_documents
+    from scheduler.services import cluster_apply
+
+    # Parsed apart (so the parser's own check cannot see both), applied in one call.
+    objects = parse_documents(POD_A_UID, "a.yaml") + parse_documents(POD_B_UID, "b.yaml")
+    with pytest.raises(ManifestError) as info:
+        cluster_apply(objects)
+    assert [str(p) for p in info.value.problems] == [
+        'b.yaml: doc 1 (Pod shop/b): metadata.uid: Duplicate value: "u-1": already the uid of Pod default/a']
+    assert counts() == (0, 0, 0)
+
+
+def test_reapplying_a_pod_with_another_uid_is_refused_as_the_api_server_does(workdir):
+    write(workdir, "a.yaml", POD_A_UID)
+    assert cli("apply", "-f", "a.yaml").code == 0
+    write(workdir, "a.yaml", POD_A_UID.replace("uid: u-1", "uid: u-2"))
+    r = cli("apply", "-f", "a.yaml")
+    assert r.code == 1
+    assert r.err.splitlines()[0] == 'a.yaml: doc 1 (Pod default/a): metadata.uid: Invalid value: "u-2": field is immutable'
+    assert Pod.objects.get(name="a").uid == "u-1"
+    assert cli("apply", "-f", "-", stdin=POD_A_UID.replace(", uid: u-1", "")).out == "pod/a unchanged\n"
 
 
 # ---- delete -------------------------------------------------------------------------------------

@@ -61,8 +61,8 @@ BAD = [
     ),
     pytest.param(
         "a: 1\n---\n  b: 2\n c: 3\n---\n" + pod_with_requests("{cpu: abc}"),
-        ["pods.yaml: doc 1: kind: required",
-         "pods.yaml: doc 1: apiVersion: required",
+        ["pods.yaml: doc 1: kind: Required value",
+         "pods.yaml: doc 1: apiVersion: Required value",
          "pods.yaml: doc 2: invalid YAML: expected '<document start>', but found '<block mapping start>' (line 4, column 2)",
          'pods.yaml: doc 3 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"'],
         id="documents-after-a-syntax-error-are-still-checked",
@@ -80,7 +80,7 @@ BAD = [
     ),
     pytest.param(
         "metadata: {name: web}\n",
-        ["pods.yaml: doc 1: kind: required", "pods.yaml: doc 1: apiVersion: required"],
+        ["pods.yaml: doc 1: kind: Required value", "pods.yaml: doc 1: apiVersion: Required value"],
         id="missing-kind-and-apiVersion",
     ),
     pytest.param(
@@ -101,39 +101,39 @@ BAD = [
     pytest.param(
         pod_with_requests("{cpu: -1}"),
         ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests.cpu: '
-         'invalid value "-1": must be greater than or equal to 0'],
+         'Invalid value: -1: must be greater than or equal to 0'],
         id="negative-request",
     ),
     pytest.param(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: nginx, "
         "resources: {requests: {example.com/gpu: 0.5}, limits: {example.com/gpu: 0.5}}}]}\n",
         ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests[example.com/gpu]: '
-         'invalid value "0.5": must be an integer',
+         'Invalid value: 500m: must be an integer',
          'pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.limits[example.com/gpu]: '
-         'invalid value "0.5": must be an integer'],
+         'Invalid value: 500m: must be an integer'],
         id="fractional-extended-resource",
     ),
     pytest.param(
         pod_with_requests("{example.com/gpu: 1}"),
-        ["pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.limits[example.com/gpu]: "
-         "required: Limit must be set for non overcommitable resources"],
+        ["pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.limits: "
+         "Required value: Limit must be set for non overcommitable resources"],
         id="extended-resource-without-limit",
     ),
     pytest.param(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: nginx, "
         "resources: {requests: {cpu: '2'}, limits: {cpu: '1'}}}]}\n",
-        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests.cpu: '
-         'invalid value "2": must be less than or equal to cpu limit of 1'],
+        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests: '
+         'Invalid value: "2": must be less than or equal to cpu limit of 1'],
         id="request-above-limit",
     ),
     pytest.param(
         "apiVersion: v1\nkind: Pod\nmetadata: {namespace: shop}\nspec: {containers: [{name: c, image: x}]}\n",
-        ["pods.yaml: doc 1 (Pod): metadata.name: required"],
+        ["pods.yaml: doc 1 (Pod): metadata.name: Required value: name or generateName is required"],
         id="missing-name",
     ),
     pytest.param(
         pod_yaml(name="Web_1"),
-        ["pods.yaml: doc 1 (Pod default/Web_1): metadata.name: invalid value \"Web_1\": a lowercase RFC 1123 "
+        ["pods.yaml: doc 1 (Pod default/Web_1): metadata.name: Invalid value: \"Web_1\": a lowercase RFC 1123 "
          "subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end "
          "with an alphanumeric character (e.g. 'example.com', regex used for validation is "
          "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"],
@@ -156,14 +156,16 @@ BAD = [
         "  nodeSelector: [a]\n  tolerations: {key: a}\n",
         ['pods.yaml: doc 1 (Pod): metadata: expected a map, got string "abc"',
          "pods.yaml: doc 1 (Pod): spec.containers: expected a list, got a map",
-         "pods.yaml: doc 1 (Pod): spec.nodeSelector: expected a map, got a list",
+         "pods.yaml: doc 1 (Pod): spec.nodeSelector: cannot unmarshal array into Go struct field PodSpec.spec.nodeSelector "
+         "of type map[string]string",
          "pods.yaml: doc 1 (Pod): spec.tolerations: expected a list, got a map",
          'pods.yaml: doc 1 (Pod): spec.priority: expected an integer, got string "5"'],
         id="wrong-types",
     ),
     pytest.param(
         pod_yaml(meta="labels: {tier: 1}\n"),
-        ["pods.yaml: doc 1 (Pod default/web): metadata.labels.tier: expected a string, got number 1"],
+        ["pods.yaml: doc 1 (Pod default/web): metadata.labels.tier: cannot unmarshal number into Go struct field "
+         "ObjectMeta.metadata.labels of type string"],
         id="label-value-not-a-string",
     ),
     pytest.param(
@@ -192,7 +194,7 @@ BAD = [
                     - {key: zone, operator: Near, values: [a]}
             """),
         ['pods.yaml: doc 1 (Pod default/web): spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution'
-         '.nodeSelectorTerms[0].matchExpressions[0].operator: invalid value "Near": not a valid selector operator'],
+         '.nodeSelectorTerms[0].matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator'],
         id="bad-operator",
     ),
     pytest.param(
@@ -214,13 +216,13 @@ BAD = [
             """),
         [f"pods.yaml: doc 1 (Pod default/web): spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution{p}"
          for p in (
-             "[0].preference.matchExpressions[0].values: forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-             "[0].preference.matchExpressions[1].values: required: must be specified when `operator` is 'In' or 'NotIn'",
-             "[0].preference.matchExpressions[2].values[0]: invalid value \"1.5\": for 'Gt', 'Lt' operators, the value must be an integer",
-             "[0].preference.matchExpressions[3].values: required: must be specified single value when `operator` is 'Lt' or 'Gt'",
-             "[1].weight: invalid value 0: must be in the range 1-100",
-             "[1].preference.matchFields[0].values: must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
-             "[1].preference.matchFields[0].key: invalid value \"metadata.labels\": not a valid field selector key",
+             "[0].preference.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+             "[0].preference.matchExpressions[1].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+             "[0].preference.matchExpressions[2].values[0]: Invalid value: \"1.5\": for 'Gt', 'Lt' operators, the value must be an integer",
+             "[0].preference.matchExpressions[3].values: Required value: must be specified single value when `operator` is 'Lt' or 'Gt'",
+             "[1].weight: Invalid value: 0: must be in the range 1-100",
+             "[1].preference.matchFields[0].values: Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+             "[1].preference.matchFields[0].key: Invalid value: \"metadata.labels\": not a valid field selector key",
          )],
         id="exists-with-values-and-other-requirement-rules",
     ),
@@ -232,30 +234,30 @@ BAD = [
             - {key: a, effect: NoExecut}
             - {key: a, operator: Like}
             """),
-        ["pods.yaml: doc 1 (Pod default/web): spec.tolerations[0].value: invalid value \"b\": value must be empty when `operator` is 'Exists'",
-         "pods.yaml: doc 1 (Pod default/web): spec.tolerations[1].operator: invalid value \"Equal\": operator must be Exists "
+        ["pods.yaml: doc 1 (Pod default/web): spec.tolerations[0].value: Invalid value: \"b\": value must be empty when `operator` is 'Exists'",
+         "pods.yaml: doc 1 (Pod default/web): spec.tolerations[1].operator: Invalid value: \"Equal\": operator must be Exists "
          "when `key` is empty, which means \"match all values and all keys\"",
-         'pods.yaml: doc 1 (Pod default/web): spec.tolerations[2].effect: unsupported value "NoExecut": supported values: '
+         'pods.yaml: doc 1 (Pod default/web): spec.tolerations[2].effect: Unsupported value: "NoExecut": supported values: '
          '"NoSchedule", "PreferNoSchedule", "NoExecute"',
-         'pods.yaml: doc 1 (Pod default/web): spec.tolerations[3].operator: unsupported value "Like": supported values: '
+         'pods.yaml: doc 1 (Pod default/web): spec.tolerations[3].operator: Unsupported value: "Like": supported values: '
          '"Equal", "Exists"'],
         id="bad-tolerations",
     ),
     pytest.param(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: []\n",
-        ["pods.yaml: doc 1 (Pod default/web): spec.containers: required: a pod needs at least one container"],
+        ["pods.yaml: doc 1 (Pod default/web): spec.containers: Required value"],
         id="no-containers",
     ),
     pytest.param(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{image: x}, {name: b}, {name: b, image: y}]\n",
-        ["pods.yaml: doc 1 (Pod default/web): spec.containers[0].name: required",
-         "pods.yaml: doc 1 (Pod default/web): spec.containers[1].image: required",
-         'pods.yaml: doc 1 (Pod default/web): spec.containers[2].name: duplicate value "b" (also spec.containers[1])'],
+        ["pods.yaml: doc 1 (Pod default/web): spec.containers[0].name: Required value",
+         "pods.yaml: doc 1 (Pod default/web): spec.containers[1].image: Required value",
+         'pods.yaml: doc 1 (Pod default/web): spec.containers[2].name: Duplicate value: "b"'],
         id="container-name-and-image",
     ),
     pytest.param(
         pod_yaml("initContainers: [{name: init, image: x, restartPolicy: OnFailure}]\n"),
-        ['pods.yaml: doc 1 (Pod default/web): spec.initContainers[0].restartPolicy: unsupported value "OnFailure": '
+        ['pods.yaml: doc 1 (Pod default/web): spec.initContainers[0].restartPolicy: Unsupported value: "OnFailure": '
          'supported values: "Always"'],
         id="init-container-restart-policy",
     ),
@@ -264,13 +266,16 @@ BAD = [
         "  - {key: a}\n  - {key: b, effect: Sometimes}\n  - {key: c, effect: NoSchedule}\n"
         "  - {key: c, effect: NoSchedule, value: x}\n"
         "status:\n  allocatable: {cpu: 1x, nvidia.com/gpu: 1.5}\n  images: [{names: [a, 1], sizeBytes: big}]\n",
-        ["pods.yaml: doc 1 (Node n1): spec.taints[0].key: required",
-         "pods.yaml: doc 1 (Node n1): spec.taints[1].effect: required",
-         'pods.yaml: doc 1 (Node n1): spec.taints[2].effect: unsupported value "Sometimes": supported values: '
+        ['pods.yaml: doc 1 (Node n1): spec.taints[0].key: Invalid value: "": name part must be non-empty',
+         'pods.yaml: doc 1 (Node n1): spec.taints[0].key: Invalid value: "": name part must consist of alphanumeric '
+         "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+         "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+         "pods.yaml: doc 1 (Node n1): spec.taints[1].effect: Required value",
+         'pods.yaml: doc 1 (Node n1): spec.taints[2].effect: Unsupported value: "Sometimes": supported values: '
          '"NoSchedule", "PreferNoSchedule", "NoExecute"',
-         "pods.yaml: doc 1 (Node n1): spec.taints[4]: duplicate taint c:NoSchedule: taints must be unique by key and effect pair",
+         "pods.yaml: doc 1 (Node n1): spec.taints[4]: Duplicate value: \"c:NoSchedule\": taints must be unique by key and effect pair",
          'pods.yaml: doc 1 (Node n1): status.allocatable.cpu: invalid quantity "1x"',
-         'pods.yaml: doc 1 (Node n1): status.allocatable[nvidia.com/gpu]: invalid value "1.5": must be an integer',
+         'pods.yaml: doc 1 (Node n1): status.allocatable[nvidia.com/gpu]: Invalid value: 1500m: must be an integer',
          "pods.yaml: doc 1 (Node n1): status.images[0].names[1]: expected a string, got number 1",
          'pods.yaml: doc 1 (Node n1): status.images[0].sizeBytes: expected an integer, got string "big"'],
         id="bad-node",
@@ -282,8 +287,8 @@ BAD = [
         ["pods.yaml: doc 1: items[0]: expected a Kubernetes object (a map with apiVersion and kind), got number 5",
          'pods.yaml: doc 1 (Service s): items[1].kind: unsupported kind "Service" (only v1 Node and Pod)',
          "pods.yaml: doc 1 (Pod default/p): items[2].spec.containers[0].ports[0].hostPort: "
-         "invalid value 70000: must be between 1 and 65535, inclusive",
-         'pods.yaml: doc 1 (Pod default/p): items[2].spec.containers[0].ports[0].protocol: unsupported value "HTTP": '
+         "Invalid value: 70000: must be between 1 and 65535, inclusive",
+         'pods.yaml: doc 1 (Pod default/p): items[2].spec.containers[0].ports[0].protocol: Unsupported value: "HTTP": '
          'supported values: "SCTP", "TCP", "UDP"'],
         id="list-items-are-located-by-index",
     ),
@@ -312,7 +317,7 @@ def test_it_refuses_the_whole_file_and_lists_every_problem():
     assert problems == [
         'pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"',
         'pods.yaml: doc 3 (Pod default/w2): spec.containers[0].resources.requests.memory: '
-        'invalid value "-1Gi": must be greater than or equal to 0',
+        'Invalid value: -1Gi: must be greater than or equal to 0',
     ]
 
 
@@ -468,3 +473,118 @@ def test_rebuilding_the_wrong_kind_is_an_error():
     with pytest.raises(ManifestError, match=r'<manifest>: doc 1 \(Pod default/p\): kind: expected Node, got "Pod"'):
         node_from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                             "spec": {"containers": [{"name": "c", "image": "x"}]}})
+
+
+# ---- metadata: labels and annotations as map[string]string, with the API server's rules and words ---
+LONG = "a" * (256 * 1024 - 1)  # with a one-byte key: exactly TotalAnnotationSizeLimitB
+QUALIFIED_NAME_REGEX = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+                        "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+                        "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+LABEL_VALUE_REGEX = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+                     "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+                     "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+POD = "pods.yaml: doc 1 (Pod default/web): "
+NODE = "pods.yaml: doc 1 (Node n1): "
+NODE_WITH = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  {}\n"
+
+METADATA = [
+    # A value that is not a map[string]string is a decode error naming the Go field, as the API server's.
+    pytest.param(pod_yaml(meta="annotations: 5\n"),
+                 [POD + "metadata.annotations: cannot unmarshal number into Go struct field ObjectMeta.metadata.annotations "
+                        "of type map[string]string"], id="annotations-a-number"),
+    pytest.param(pod_yaml(meta="annotations: [a, b]\n"),
+                 [POD + "metadata.annotations: cannot unmarshal array into Go struct field ObjectMeta.metadata.annotations "
+                        "of type map[string]string"], id="annotations-a-list"),
+    pytest.param(pod_yaml(meta="annotations: {a: 5, b: [x], c: {d: e}, f: true, g: ok}\n"),
+                 [POD + "metadata.annotations.a: cannot unmarshal number into Go struct field ObjectMeta.metadata.annotations "
+                        "of type string",
+                  POD + "metadata.annotations.b: cannot unmarshal array into Go struct field ObjectMeta.metadata.annotations "
+                        "of type string",
+                  POD + "metadata.annotations.c: cannot unmarshal object into Go struct field ObjectMeta.metadata.annotations "
+                        "of type string",
+                  POD + "metadata.annotations.f: cannot unmarshal bool into Go struct field ObjectMeta.metadata.annotations "
+                        "of type string"], id="annotation-values-not-strings"),
+    pytest.param(pod_yaml(meta="annotations: {'bad key': x, example.com/ok: y}\n"),
+                 [POD + f'metadata.annotations: Invalid value: "bad key": {QUALIFIED_NAME_REGEX}'], id="annotation-key"),
+    pytest.param(pod_yaml(meta="annotations: {a/b/c: x}\n"),
+                 [POD + "metadata.annotations: Invalid value: \"a/b/c\": a valid label key must consist of alphanumeric "
+                        "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',"
+                        "  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?"
+                        "[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"],
+                 id="annotation-key-two-slashes"),
+    pytest.param(pod_yaml(meta=f"annotations: {{a: {LONG}, b: c}}\n"),
+                 [POD + "metadata.annotations: Too long: must have at most 262144 bytes"], id="annotations-over-256KiB"),
+    pytest.param(pod_yaml(meta="labels: {app: 'a b', 'x y': z}\n"),
+                 # As ValidateLabels: key and value problems are both on the map's path.
+                 [POD + f'metadata.labels: Invalid value: "a b": {LABEL_VALUE_REGEX}',
+                  POD + f'metadata.labels: Invalid value: "x y": {QUALIFIED_NAME_REGEX}'], id="label-key-and-value"),
+    pytest.param(pod_yaml(meta="labels: {app: [a]}\n"),
+                 [POD + "metadata.labels.app: cannot unmarshal array into Go struct field ObjectMeta.metadata.labels "
+                        "of type string"], id="label-value-a-list"),
+    pytest.param(pod_yaml(spec="nodeSelector: {zone: 1}\n"),
+                 [POD + "spec.nodeSelector.zone: cannot unmarshal number into Go struct field PodSpec.spec.nodeSelector "
+                        "of type string"], id="node-selector-value-a-number"),
+    pytest.param(NODE_WITH.format("annotations: 5"),
+                 [NODE + "metadata.annotations: cannot unmarshal number into Go struct field ObjectMeta.metadata.annotations "
+                         "of type map[string]string"], id="node-annotations-a-number"),
+    pytest.param(NODE_WITH.format("annotations: {'-x': y}"),
+                 [NODE + f'metadata.annotations: Invalid value: "-x": {QUALIFIED_NAME_REGEX}'], id="node-annotation-key"),
+    pytest.param(NODE_WITH.format("labels: {zone: [a]}"),
+                 [NODE + "metadata.labels.zone: cannot unmarshal array into Go struct field ObjectMeta.metadata.labels "
+                         "of type string"], id="node-label-value-a-list"),
+    pytest.param(pod_yaml(meta="uid: " + "u" * 65 + "\n"),
+                 [POD + "metadata.uid: Too long: must have at most 64 bytes"], id="uid-too-long"),
+]
+
+
+@pytest.mark.parametrize("text, expected", METADATA)
+def test_labels_and_annotations_are_map_string_string_with_the_api_servers_rules(text, expected):
+    assert problems_of(text) == expected
+
+
+@pytest.mark.parametrize("meta, labels, annotations", [
+    ("annotations: {Example.COM/Some-Key: v, k: ''}\n", None, {"Example.COM/Some-Key": "v", "k": ""}),  # case is free
+    (f"annotations: {{a: {LONG}}}\n", None, {"a": LONG}),  # 262144 bytes: the limit itself is fine
+    ("labels: {app: null}\nannotations: {note: null}\n", {"app": ""}, {"note": ""}),  # null decodes to "", as in Go
+])
+def test_these_labels_and_annotations_are_accepted(meta, labels, annotations):
+    [pod] = parse_documents(pod_yaml(meta=meta), "pods.yaml")
+    assert pod.manifest["metadata"].get("labels") == labels
+    assert pod.manifest["metadata"]["annotations"] == annotations
+
+
+def test_two_pods_with_one_uid_are_refused_and_the_same_pod_twice_is_only_a_duplicate_name():
+    text = (pod_yaml(name="a", meta="uid: u-1\n") + "---\n" + pod_yaml(name="b", meta="uid: u-1\n") + "---\n"
+            + pod_yaml(name="a", meta="uid: u-1\n"))
+    assert problems_of(text) == [
+        'pods.yaml: doc 2 (Pod default/b): metadata.uid: Duplicate value: "u-1": already the uid of Pod default/a',
+        "pods.yaml: doc 3 (Pod default/a): metadata.name: duplicate Pod default/a (also doc 1)",
+    ]
+
+
+DNS1123_SUBDOMAIN = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+                     "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation "
+                     "is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+
+
+@pytest.mark.parametrize("name, problems", [
+    ("My_Scheduler", [f'Invalid value: "My_Scheduler": {DNS1123_SUBDOMAIN}']),
+    ("=cmd|' /C calc'!A0", [f"Invalid value: \"=cmd|' /C calc'!A0\": {DNS1123_SUBDOMAIN}"]),
+    ("-sched", [f'Invalid value: "-sched": {DNS1123_SUBDOMAIN}']),
+    ("a" * 254, ["Invalid value: \"" + "a" * 254 + "\": must be no more than 253 characters"]),
+    ("bin-pack.example.com", []),
+    ("default-scheduler", []),
+])
+def test_a_scheduler_name_in_a_file_must_be_a_dns_subdomain(name, problems):
+    text = pod_yaml(spec=f"schedulerName: {json.dumps(name)}\n")
+    if problems:
+        assert problems_of(text) == [f"pods.yaml: doc 1 (Pod default/web): spec.schedulerName: {p}" for p in problems]
+    else:
+        assert parse_documents(text, "pods.yaml")[0].spec.scheduler_name == name
+
+
+def test_a_stored_or_mirrored_pod_keeps_any_scheduler_name_the_api_server_accepted():
+    [pod] = parse_documents(pod_yaml(), "pods.yaml")
+    pod.manifest["spec"]["schedulerName"] = "Team_A"  # upstream does not validate the field
+    assert pod_from_manifest(pod.manifest).scheduler_name == "Team_A"
+
