@@ -47,6 +47,7 @@ from scheduler.engine.pods import (
     Requirement,
     Taint,
     Toleration,
+    is_supported_pod_level_resource,
 )
 from scheduler.engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource
 from scheduler.engine.yaml_safe import DecodeProblem, child_path, load_json, load_yaml
@@ -74,7 +75,7 @@ class Problem:
     doc: int  # 1-based document number in the file; 0 for the file as a whole
     kind: str
     ns_name: str  # "default/web" for pods, "node-a" for nodes, "" if unknown
-    path: str  # "spec.containers[0].resources.requests.cpu"; "" for the document as a whole
+    path: str  # "spec.containers[0].resources.requests[cpu]"; "" for the document as a whole
     message: str
 
     def __str__(self) -> str:
@@ -355,18 +356,37 @@ def _is_hugepages(name: str) -> bool:
     return name.startswith("hugepages-")
 
 
+def _resource_name(name: str) -> list[str]:
+    """As validateResourceName. A ResourceName is a Stringer: upstream prints it unquoted."""
+    errors = [f"Invalid value: {name}: {e}" for e in is_qualified_name(name)]
+    if not errors and "/" not in name and name not in STANDARD_RESOURCES and not _is_hugepages(name):
+        errors.append(f"Invalid value: {name}: must be a standard resource type or fully qualified")
+    return errors
+
+
 def _container_resource_name(name: str) -> list[str]:
     """As validateContainerResourceName: the problems with a resource name in a container's requests or limits."""
-    errors = list(is_qualified_name(name))
-    if errors:
+    errors = _resource_name(name)
+    if is_qualified_name(name):
         return errors
     if "/" not in name:
-        if name not in STANDARD_RESOURCES and not _is_hugepages(name):
-            errors.append("must be a standard resource type or fully qualified")
         if name not in STANDARD_CONTAINER_RESOURCES and not _is_hugepages(name):
-            errors.append("must be a standard resource for containers")
+            errors.append(f"Invalid value: {name}: must be a standard resource for containers")
     elif "kubernetes.io/" not in name and not is_extended_resource(name):
-        errors.append("doesn't follow extended resource name standard")
+        errors.append(f"Invalid value: {name}: doesn't follow extended resource name standard")
+    return errors
+
+
+# As resource.SupportedPodLevelResources, sorted as sets.List prints them.
+SUPPORTED_POD_LEVEL_RESOURCES = ("cpu", "hugepages-", "memory")
+
+
+def _pod_resource_name(name: str) -> list[str]:
+    """As validatePodResourceName: a valid resource name that PodLevelResources supports."""
+    errors = _resource_name(name)
+    if not errors and not is_supported_pod_level_resource(name):
+        errors.append(f"Unsupported value: {name}: supported values: "
+                      + ", ".join(json.dumps(v) for v in SUPPORTED_POD_LEVEL_RESOURCES))
     return errors
 
 
@@ -378,12 +398,14 @@ def _resource_list(o: _Object, value, path: str, name_check: Callable[[str], lis
     """
     out: dict[str, Qty] = {}
     for name, raw in o.map(value, path).items():
-        qpath = _child(path, name)
-        # A ResourceName is a Stringer: upstream prints it unquoted.
-        name_errors = name_check(name) if name_check else (is_qualified_name(name) if "/" in name else [])
+        qpath = f"{path}[{name}]"  # a ResourceList is a map: upstream's field.Path.Key, always in brackets
+        if name_check:
+            name_errors = name_check(name)
+        else:
+            name_errors = [f"Invalid value: {name}: {e}" for e in is_qualified_name(name)] if "/" in name else []
         if name_errors:
             for e in name_errors:
-                o.add(qpath, f"Invalid value: {name}: {e}")
+                o.add(qpath, e)
             continue
         q = _quantity(o, raw, qpath)
         if q is None:
@@ -409,10 +431,15 @@ def _units(resources: dict[str, Qty]) -> dict[str, int]:
 
 def _requirements(o: _Object, resources: dict, rpath: str, name_check: Callable[[str], list[str]]
                   ) -> tuple[dict[str, Qty], dict[str, Qty]]:
-    """As validateResourceRequirements: (requests, limits), each request checked against its limit."""
+    """A ResourceRequirements' (requests, limits), names and quantities checked; see _within_limits."""
+    requests = _resource_list(o, resources.get("requests"), _child(rpath, "requests"), name_check)
+    limits = _resource_list(o, resources.get("limits"), _child(rpath, "limits"), name_check)
+    return requests, limits
+
+
+def _within_limits(o: _Object, rpath: str, requests: dict[str, Qty], limits: dict[str, Qty]) -> None:
+    """As validateResourceRequirements: each request against its limit, and hugepages only with cpu or memory."""
     req_path, lim_path = _child(rpath, "requests"), _child(rpath, "limits")
-    requests = _resource_list(o, resources.get("requests"), req_path, name_check)
-    limits = _resource_list(o, resources.get("limits"), lim_path, name_check)
     for res, q in requests.items():
         limit = limits.get(res)
         # Upstream reports these on the requests (and limits) map, not on the resource's key.
@@ -426,11 +453,111 @@ def _requirements(o: _Object, resources: dict, rpath: str, name_check: Callable[
     names = set(requests) | set(limits)
     if any(_is_hugepages(n) for n in names) and not names & {CPU, MEMORY}:
         o.add(rpath, _forbidden("HugePages require cpu or memory"))
-    return requests, limits
+
+
+# ---- pod-level resources (PodLevelResources: beta and on by default since 1.34) ---------------------
+def _qadd(into: dict[str, Qty], more: dict[str, Qty]) -> None:
+    # As addResourceList with Quantity.Add: the sum keeps the first non-zero operand's format.
+    for name, q in more.items():
+        have = into.get(name)
+        into[name] = q if have is None else Qty(have.amount + q.amount, have.fmt if have.amount else q.fmt)
+
+
+def _qmax(into: dict[str, Qty], other: dict[str, Qty]) -> None:
+    for name, q in other.items():
+        if name not in into or q.amount > into[name].amount:
+            into[name] = q
+
+
+def _aggregate(regular: list[dict[str, Qty]], init: list[tuple[dict[str, Qty], bool]]) -> dict[str, Qty]:
+    """As AggregateContainerRequests / AggregateContainerLimits (sidecars count in both phases), exactly."""
+    total: dict[str, Qty] = {}
+    for res in regular:
+        _qadd(total, res)
+    sidecars: dict[str, Qty] = {}
+    init_max: dict[str, Qty] = {}
+    for res, sidecar in init:
+        if sidecar:
+            _qadd(total, res)
+            _qadd(sidecars, res)
+            need = dict(sidecars)
+        else:
+            need = dict(res)
+            _qadd(need, sidecars)
+        _qmax(init_max, need)
+    _qmax(total, init_max)
+    return total
+
+
+@dataclass
+class _ContainerResources:
+    requests: dict[str, Qty]  # after SetDefaults_Pod (a limit without a request requests the limit)
+    limits: dict[str, Qty]
+    sidecar: bool = False
+
+
+def _pod_level_resources(o: _Object, spec: dict, regular: list[_ContainerResources],
+                         init: list[_ContainerResources]) -> dict[str, int]:
+    """spec.resources: defaulted as SetDefaults_Pod, validated as validatePodResources; the pod-level
+    requests in kube-scheduler's units (empty when the pod sets none), which replace the containers' sum."""
+    if spec.get("resources") is None:
+        return {}
+    rpath = "spec.resources"
+    resources = o.map(spec.get("resources"), rpath)
+    if resources.get("claims") is not None:
+        o.add(_child(rpath, "claims"), _forbidden("claims cannot be set for Resources at pod-level"))
+    requests, limits = _requirements(o, resources, rpath, _pod_resource_name)
+    agg_requests = _aggregate([c.requests for c in regular], [(c.requests, c.sidecar) for c in init])
+    agg_limits = _aggregate([c.limits for c in regular], [(c.limits, c.sidecar) for c in init])
+    everyone = regular + init
+
+    # Defaulting first, as the API server decodes then validates: defaultHugePagePodLimits, defaultPodRequests,
+    # defaultPodLimits (pkg/apis/core/v1/defaults.go).
+    if requests or limits:
+        for name, agg in agg_limits.items():
+            if _is_hugepages(name) and name not in requests and name not in limits:
+                limits[name] = agg
+    if limits:
+        for name, agg in agg_requests.items():
+            if name not in requests and is_supported_pod_level_resource(name) and _is_overcommit_allowed(name):
+                requests[name] = agg
+        for name, limit in limits.items():
+            requests.setdefault(name, limit)
+    if not any(is_supported_pod_level_resource(n) for n in limits) and any(is_supported_pod_level_resource(n) for n in requests):
+        for name, agg in agg_limits.items():
+            if (name not in limits and is_supported_pod_level_resource(name) and _is_overcommit_allowed(name)
+                    and all(name in c.limits for c in everyone)):
+                limits[name] = agg
+    if isinstance(spec.get("resources"), dict):
+        # The stored manifest says what the API server would: the defaulted requests and limits.
+        for key, values in (("requests", requests), ("limits", limits)):
+            given = spec["resources"].get(key) if isinstance(spec["resources"].get(key), dict) else {}
+            if values and set(values) != set(given):
+                spec["resources"][key] = {**{n: str(q) for n, q in values.items()}, **given}
+
+    _within_limits(o, rpath, requests, limits)
+    # As validatePodResourceConsistency: the pod's requests cover what its containers ask for together,
+    # its hugepage limits what they may use together, and no container may exceed the pod's limits.
+    for name, agg in agg_requests.items():
+        if name in requests and agg.amount > requests[name].amount:
+            o.add(f"{rpath}.requests[{name}]",
+                  _invalid(str(requests[name]), f"must be greater than or equal to aggregate container requests of {agg}"))
+    for name, agg in agg_limits.items():
+        if _is_hugepages(name) and name in limits and agg.amount > limits[name].amount:
+            o.add(f"{rpath}.limits[{name}]",
+                  _invalid(str(limits[name]), f"must be greater than or equal to aggregate container limits of {agg}"))
+    for i, c in enumerate(regular):
+        for name, limit in c.limits.items():
+            if name in limits and limit.amount > limits[name].amount:
+                # Upstream builds this path from the pod-level resources path, so it reads like this.
+                o.add(f"{rpath}.containers[{i}][{name}].limits",
+                      _invalid(str(limit), f"must be less than or equal to pod limits of {limits[name]}"))
+    return {name: _scaled(name, q.amount) for name, q in requests.items() if is_supported_pod_level_resource(name)}
 
 
 # ---- pods ---------------------------------------------------------------------------------------
-def _container(o: _Object, c: dict, path: str, init: bool, host_network: bool) -> Container:
+def _container(o: _Object, c: dict, path: str, init: bool, host_network: bool
+               ) -> tuple[Container, _ContainerResources]:
     name = o.required_str(c.get("name"), _child(path, "name"))
     if name:
         _check(o, _child(path, "name"), name, is_dns1123_label(name))
@@ -438,6 +565,7 @@ def _container(o: _Object, c: dict, path: str, init: bool, host_network: bool) -
     rpath = _child(path, "resources")
     resources = o.map(c.get("resources"), rpath)
     requests, limits = _requirements(o, resources, rpath, _container_resource_name)
+    _within_limits(o, rpath, requests, limits)
     # As SetDefaults_Pod: a resource with a limit and no request requests its limit.
     effective = {**limits, **requests}
     ports = []
@@ -470,7 +598,9 @@ def _container(o: _Object, c: dict, path: str, init: bool, host_network: bool) -
         if restart_policy not in (None, "Always"):
             o.add(_child(path, "restartPolicy"), _unsupported(restart_policy, ("Always",)))
             restart_policy = None
-    return Container(name=name, image=image, requests=_units(effective), ports=tuple(ports), restart_policy=restart_policy)
+    container = Container(name=name, image=image, requests=_units(effective), ports=tuple(ports),
+                          restart_policy=restart_policy)
+    return container, _ContainerResources(effective, limits, sidecar=restart_policy == "Always")
 
 
 def _requirement(o: _Object, r: dict, path: str, field_selector: bool) -> Requirement:
@@ -627,6 +757,7 @@ def _pod(o: _Object, obj: dict) -> PodSpec:
     spec_is_map = obj.get("spec") is None or isinstance(obj.get("spec"), dict)  # else that is the one problem
     host_network = o.bool(spec.get("hostNetwork"), "spec.hostNetwork")
     containers, init_containers = [], []
+    exact: dict[bool, list[_ContainerResources]] = {False: [], True: []}  # per container, for spec.resources
     for field_name, into, init in (("containers", containers, False), ("initContainers", init_containers, True)):
         cpath = _child("spec", field_name)
         seq = o.list(spec.get(field_name), cpath)
@@ -635,7 +766,9 @@ def _pod(o: _Object, obj: dict) -> PodSpec:
         for i in range(len(seq)):
             c = o.item(seq, i, cpath)
             if c is not None:
-                into.append(_container(o, c, _child(cpath, i), init, host_network))
+                container, resources = _container(o, c, _child(cpath, i), init, host_network)
+                into.append(container)
+                exact[init].append(resources)
     seen: dict[str, str] = {}
     for field_name, group in (("initContainers", init_containers), ("containers", containers)):
         for i, c in enumerate(group):
@@ -644,10 +777,7 @@ def _pod(o: _Object, obj: dict) -> PodSpec:
             elif c.name:
                 seen[c.name] = f"spec.{field_name}[{i}]"
     overhead = _units(_resource_list(o, spec.get("overhead"), "spec.overhead", _container_resource_name))
-    if spec.get("resources") is not None:
-        # PodLevelResources would make resource.PodRequests use these instead of the containers' sum;
-        # PodSpec has no place for them, so refuse rather than schedule on the wrong numbers.
-        o.add("spec.resources", "pod-level resources are not supported: set requests on the containers")
+    pod_level_requests = _pod_level_resources(o, spec, exact[False], exact[True])
     node_selector = _labels(o, spec.get("nodeSelector"), "spec.nodeSelector", "PodSpec.spec.nodeSelector")
     required, preferred = _node_affinity(o, spec, "spec")
     tolerations = _tolerations(o, spec.get("tolerations"), "spec.tolerations")
@@ -671,7 +801,7 @@ def _pod(o: _Object, obj: dict) -> PodSpec:
         namespace=namespace, name=name, uid=uid, scheduler_name=scheduler_name, priority=priority,
         node_name=node_name, node_selector=node_selector, required_terms=required, preferred_terms=preferred,
         tolerations=tolerations, containers=tuple(containers), init_containers=tuple(init_containers),
-        overhead=overhead, deleting=deleting,
+        overhead=overhead, pod_level_requests=pod_level_requests, deleting=deleting,
     )
 
 

@@ -223,7 +223,7 @@ BAD_INPUTS = {
     "bad quantity": (
         "pods.yaml",
         NODE_A + "---\n" + POD_WEB.replace("cpu: 500m", "cpu: abc"),
-        ['pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"'],
+        ['pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests[cpu]: invalid quantity "abc"'],
     ),
     "missing name": (
         "noname.yaml",
@@ -246,7 +246,7 @@ BAD_INPUTS = {
         "apiVersion: v1\nkind: Pod\nmetadata: {name: web, labels: {app: 3}}\nspec:\n  priority: high\n  containers: nginx\n",
         ['types.yaml: doc 1 (Node n1): spec.unschedulable: expected a boolean, got string "yes"',
          "types.yaml: doc 1 (Node n1): spec.taints: expected a list, got a map",
-         "types.yaml: doc 1 (Node n1): status.allocatable.cpu: invalid quantity: expected a string or a number, got a list",
+         "types.yaml: doc 1 (Node n1): status.allocatable[cpu]: invalid quantity: expected a string or a number, got a list",
          "types.yaml: doc 2 (Pod default/web): metadata.labels.app: cannot unmarshal number into Go struct field "
          "ObjectMeta.metadata.labels of type string",
          'types.yaml: doc 2 (Pod default/web): spec.containers: expected a list, got string "nginx"',
@@ -257,7 +257,7 @@ BAD_INPUTS = {
         "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: node-b}\n"
         "- apiVersion: v1\n  kind: Pod\n  metadata: {name: web}\n  spec: {containers: [{name: c, image: i, "
         "resources: {requests: {memory: 1Zi}}}]}\n",
-        ['list.yaml: doc 1 (Pod default/web): items[1].spec.containers[0].resources.requests.memory: '
+        ['list.yaml: doc 1 (Pod default/web): items[1].spec.containers[0].resources.requests[memory]: '
          'invalid quantity "1Zi"'],
     ),
 }
@@ -280,7 +280,7 @@ BAD_INPUTS.update({
     ),
     "quantity past any int64": (
         "inf.yaml", NODE_A + "---\n" + POD_WEB.replace("cpu: 500m", "cpu: 1e999999999"),
-        ['inf.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests.cpu: Invalid value: "1e999999999": too large'],
+        ['inf.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests[cpu]: Invalid value: "1e999999999": too large'],
     ),
     "infinite float": (
         "float.yaml", NODE_A + "---\n" + POD_WEB.replace("spec:\n", "spec:\n  priority: 1.0e+999999999\n"),
@@ -350,7 +350,7 @@ def test_a_problem_in_one_file_keeps_the_other_files_out_too(workdir):
     write(workdir, "bad.yaml", POD_WEB.replace("name: web", "name: bad").replace("cpu: 500m", "cpu: -1"))
     r = cli("apply", "-f", "good.yaml", "-f", "bad.yaml")
     assert r.code == 1
-    assert r.err.splitlines()[0].startswith("bad.yaml: doc 1 (Pod default/bad): spec.containers[0].resources.requests.cpu: ")
+    assert r.err.splitlines()[0].startswith("bad.yaml: doc 1 (Pod default/bad): spec.containers[0].resources.requests[cpu]: ")
     assert counts() == (0, 0, 0)
     assert not any(queues.get_queue().lengths().values()) and queues.get_queue().keys() == set()
 
@@ -461,7 +461,7 @@ def test_through_manage_py_exit_codes_and_text(workdir):
     r = manage("apply", "-f", "pods.yaml", cwd=workdir)
     assert r.code == 1, r
     assert r.out == ""
-    assert r.err == ('pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"\n'
+    assert r.err == ('pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests[cpu]: invalid quantity "abc"\n'
                      "error: 1 problem found; nothing was applied\n")
     assert not Pod.objects.filter(name="api").exists()
 

@@ -162,3 +162,16 @@ def test_an_alias_bomb_through_manage_py_explain_is_one_line_and_no_traceback(in
                     "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n")
     r = manage("explain", "--cluster", "cluster.yaml", "--pod", "pod.yaml", "--profile", str(bomb), cwd=CASES / "default")
     assert (r.code, r.out, r.err) == (1, "", f"{bomb}: a: YAML anchors are not allowed (&a) (line 3, column 4)\n"), r
+
+
+def test_pod_level_requests_are_what_node_resources_fit_checks(tmp_path):
+    (tmp_path / "cluster.yaml").write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '2', memory: 4Gi, pods: '110'}}\n")
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  resources: {requests: {cpu: '%s'}}\n"
+           "  containers: [{name: a, image: i, resources: {requests: {cpu: 500m}}}]\n")
+    (tmp_path / "big.yaml").write_text(pod % "3")  # the containers ask 500m; the pod as a whole asks 3
+    (tmp_path / "fits.yaml").write_text(pod % "1500m")
+    big = cli("explain", "--cluster", str(tmp_path / "cluster.yaml"), "--pod", str(tmp_path / "big.yaml"))
+    assert big.code == 0 and json.loads(big.out)["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+    fits = cli("explain", "--cluster", str(tmp_path / "cluster.yaml"), "--pod", str(tmp_path / "fits.yaml"))
+    assert fits.code == 0 and json.loads(fits.out)["selected"] == "n1"

@@ -64,7 +64,7 @@ BAD = [
         ["pods.yaml: doc 1: kind: Required value",
          "pods.yaml: doc 1: apiVersion: Required value",
          "pods.yaml: doc 2: invalid YAML: expected '<document start>', but found '<block mapping start>' (line 4, column 2)",
-         'pods.yaml: doc 3 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"'],
+         'pods.yaml: doc 3 (Pod default/web): spec.containers[0].resources.requests[cpu]: invalid quantity "abc"'],
         id="documents-after-a-syntax-error-are-still-checked",
     ),
     pytest.param(
@@ -90,17 +90,17 @@ BAD = [
     ),
     pytest.param(
         pod_with_requests("{cpu: abc}"),
-        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"'],
+        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests[cpu]: invalid quantity "abc"'],
         id="bad-quantity",
     ),
     pytest.param(
         pod_with_requests("{memory: 1K}"),  # parse_quantity alone would take "K"; Kubernetes does not
-        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests.memory: invalid quantity "1K"'],
+        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests[memory]: invalid quantity "1K"'],
         id="bad-quantity-suffix",
     ),
     pytest.param(
         pod_with_requests("{cpu: -1}"),
-        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests.cpu: '
+        ['pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests[cpu]: '
          'Invalid value: -1: must be greater than or equal to 0'],
         id="negative-request",
     ),
@@ -172,12 +172,6 @@ BAD = [
         "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: [a]\n",
         ["pods.yaml: doc 1 (Pod default/web): spec: expected a map, got a list"],
         id="spec-not-a-map",
-    ),
-    pytest.param(
-        pod_yaml("resources: {requests: {cpu: 1}}\n"),
-        ["pods.yaml: doc 1 (Pod default/web): spec.resources: pod-level resources are not supported: "
-         "set requests on the containers"],
-        id="pod-level-resources",
     ),
     pytest.param(
         "hello\n",
@@ -274,7 +268,7 @@ BAD = [
          'pods.yaml: doc 1 (Node n1): spec.taints[2].effect: Unsupported value: "Sometimes": supported values: '
          '"NoSchedule", "PreferNoSchedule", "NoExecute"',
          "pods.yaml: doc 1 (Node n1): spec.taints[4]: Duplicate value: \"c:NoSchedule\": taints must be unique by key and effect pair",
-         'pods.yaml: doc 1 (Node n1): status.allocatable.cpu: invalid quantity "1x"',
+         'pods.yaml: doc 1 (Node n1): status.allocatable[cpu]: invalid quantity "1x"',
          'pods.yaml: doc 1 (Node n1): status.allocatable[nvidia.com/gpu]: Invalid value: 1500m: must be an integer',
          "pods.yaml: doc 1 (Node n1): status.images[0].names[1]: expected a string, got number 1",
          'pods.yaml: doc 1 (Node n1): status.images[0].sizeBytes: expected an integer, got string "big"'],
@@ -307,16 +301,16 @@ def test_bad_json_is_one_problem_with_its_position():
 
 
 def test_a_problem_prints_file_doc_object_path_and_message():
-    p = Problem("pods.yaml", 2, "Pod", "default/web", "spec.containers[0].resources.requests.cpu", 'invalid quantity "abc"')
-    assert str(p) == 'pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"'
+    p = Problem("pods.yaml", 2, "Pod", "default/web", "spec.containers[0].resources.requests[cpu]", 'invalid quantity "abc"')
+    assert str(p) == 'pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests[cpu]: invalid quantity "abc"'
 
 
 def test_it_refuses_the_whole_file_and_lists_every_problem():
     text = pod_with_requests("{cpu: abc}") + "---\n" + pod_yaml(name="ok") + "---\n" + pod_with_requests("{memory: -1Gi}").replace("web", "w2")
     problems = problems_of(text)
     assert problems == [
-        'pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"',
-        'pods.yaml: doc 3 (Pod default/w2): spec.containers[0].resources.requests.memory: '
+        'pods.yaml: doc 1 (Pod default/web): spec.containers[0].resources.requests[cpu]: invalid quantity "abc"',
+        'pods.yaml: doc 3 (Pod default/w2): spec.containers[0].resources.requests[memory]: '
         'Invalid value: -1Gi: must be greater than or equal to 0',
     ]
 
@@ -324,7 +318,7 @@ def test_it_refuses_the_whole_file_and_lists_every_problem():
 def test_empty_documents_are_skipped_but_keep_their_numbers():
     text = "---\n" + pod_yaml() + "---\n---\n" + pod_with_requests("{cpu: abc}").replace("web", "w2")
     assert problems_of(text) == [
-        'pods.yaml: doc 3 (Pod default/w2): spec.containers[0].resources.requests.cpu: invalid quantity "abc"',
+        'pods.yaml: doc 3 (Pod default/w2): spec.containers[0].resources.requests[cpu]: invalid quantity "abc"',
     ]
     assert [p.spec.name for p in parse_documents("---\n" + pod_yaml() + "---\n---\n", "p.yaml")] == ["web"]
 
@@ -442,7 +436,7 @@ def test_parse_files_collects_problems_across_files_and_stdin(tmp_path):
     with pytest.raises(ManifestError) as info:
         parse_files([str(first), str(second), "-", str(tmp_path / "missing.yaml")], stdin_text=pod_yaml())
     assert [str(p) for p in info.value.problems] == [
-        f'{second}: doc 1 (Pod default/other): spec.containers[0].resources.requests.cpu: invalid quantity "abc"',
+        f'{second}: doc 1 (Pod default/other): spec.containers[0].resources.requests[cpu]: invalid quantity "abc"',
         f"<stdin>: doc 1 (Pod default/web): metadata.name: duplicate Pod default/web (also {first} doc 1)",
         f"{tmp_path / 'missing.yaml'}: cannot read: No such file or directory",
     ]
@@ -588,3 +582,83 @@ def test_a_stored_or_mirrored_pod_keeps_any_scheduler_name_the_api_server_accept
     pod.manifest["spec"]["schedulerName"] = "Team_A"  # upstream does not validate the field
     assert pod_from_manifest(pod.manifest).scheduler_name == "Team_A"
 
+
+# ---- pod-level resources (spec.resources, PodLevelResources: beta and on by default since 1.34) ----------
+def pod_level(resources: str, containers: str = "[{name: a, image: i}]", init: str = "") -> str:
+    return ("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n"
+            f"spec:\n  resources: {resources}\n  containers: {containers}\n" + (f"  initContainers: {init}\n" if init else ""))
+
+
+def ctr(name: str, requests: str = "{}", limits: str = "{}") -> str:
+    return f"{{name: {name}, image: i, resources: {{requests: {requests}, limits: {limits}}}}}"
+
+
+POD_LEVEL_OK = [
+    # (spec.resources, containers, init containers, pod requests, scoring's non-zero cpu/memory, stored spec.resources)
+    pytest.param("{requests: {cpu: '2', memory: 1Gi}}", f"[{ctr('a', '{cpu: 500m}')}, {ctr('b', '{cpu: 500m}')}]", "",
+                 {"cpu": 2000, "memory": 1 << 30}, {"cpu": 2000, "memory": 1 << 30},
+                 {"requests": {"cpu": "2", "memory": "1Gi"}}, id="requests-replace-the-containers-sum"),
+    pytest.param("{limits: {cpu: '2'}}", "[{name: a, image: i}]", "",
+                 {"cpu": 2000}, {"cpu": 2000, "memory": 200 << 20},
+                 {"limits": {"cpu": "2"}, "requests": {"cpu": "2"}}, id="no-container-requests-requests-default-to-limits"),
+    pytest.param("{limits: {cpu: '4', memory: 2Gi}}", f"[{ctr('a', '{cpu: 1}')}, {ctr('b', '{cpu: 1500m}')}]", "",
+                 {"cpu": 2500, "memory": 2 << 30}, {"cpu": 2500, "memory": 2 << 30},
+                 {"limits": {"cpu": "4", "memory": "2Gi"}, "requests": {"cpu": "2500m", "memory": "2Gi"}},
+                 id="requests-default-to-the-containers-sum-then-to-limits"),
+    pytest.param("{requests: {cpu: '2'}}", f"[{ctr('a', limits='{cpu: 1}')}, {ctr('b', limits='{cpu: 1}')}]", "",
+                 {"cpu": 2000}, {"cpu": 2000, "memory": 2 * (200 << 20)},
+                 {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}, id="limits-default-to-the-containers-sum"),
+    pytest.param("{requests: {cpu: '3'}}", f"[{ctr('a', '{cpu: 1}')}]", f"[{ctr('i', '{cpu: 2}')}]",
+                 {"cpu": 3000}, {"cpu": 3000, "memory": 200 << 20},
+                 {"requests": {"cpu": "3"}}, id="init-containers-count-in-the-aggregate"),
+    pytest.param("{requests: {memory: 1Gi}}", f"[{ctr('a', '{cpu: 250m, ephemeral-storage: 1Gi}')}]", "",
+                 {"cpu": 250, "memory": 1 << 30, "ephemeral-storage": 1 << 30}, {"cpu": 250, "memory": 1 << 30},
+                 {"requests": {"memory": "1Gi"}}, id="unnamed-resources-still-come-from-containers"),
+]
+
+
+@pytest.mark.parametrize("resources, containers, init, requests, nonzero, stored", POD_LEVEL_OK)
+def test_pod_level_resources_are_defaulted_and_counted_as_upstream(resources, containers, init, requests, nonzero, stored):
+    [parsed] = parse_documents(pod_level(resources, containers, init), "pods.yaml")
+    assert parsed.spec.requests == {**requests, "pods": 1}
+    assert parsed.spec.nonzero_requests == nonzero
+    assert parsed.manifest["spec"]["resources"] == stored
+    assert pod_from_manifest(parsed.manifest).requests == parsed.spec.requests  # what the loop rebuilds from the row
+
+
+SPEC_RESOURCES = "pods.yaml: doc 1 (Pod default/web): spec.resources"
+POD_LEVEL_BAD = [
+    pytest.param("{requests: {nvidia.com/gpu: 1, ephemeral-storage: 1Gi}}", "[{name: a, image: i}]",
+                 [SPEC_RESOURCES + '.requests[nvidia.com/gpu]: Unsupported value: nvidia.com/gpu: supported values: '
+                                   '"cpu", "hugepages-", "memory"',
+                  SPEC_RESOURCES + '.requests[ephemeral-storage]: Unsupported value: ephemeral-storage: supported values: '
+                                   '"cpu", "hugepages-", "memory"'], id="only-cpu-memory-hugepages"),
+    pytest.param("{requests: {foo: 1}}", "[{name: a, image: i}]",
+                 [SPEC_RESOURCES + ".requests[foo]: Invalid value: foo: must be a standard resource type or fully qualified"],
+                 id="not-a-resource-name"),
+    pytest.param("{requests: {cpu: '2'}, limits: {cpu: '1'}}", "[{name: a, image: i}]",
+                 [SPEC_RESOURCES + '.requests: Invalid value: "2": must be less than or equal to cpu limit of 1'],
+                 id="requests-above-limits"),
+    pytest.param("{requests: {cpu: '1'}}", f"[{ctr('a', '{cpu: 1}')}, {ctr('b', '{cpu: 500m}')}]",
+                 [SPEC_RESOURCES + '.requests[cpu]: Invalid value: "1": must be greater than or equal to aggregate '
+                                   "container requests of 1500m"], id="requests-below-the-containers-sum"),
+    pytest.param("{limits: {cpu: '1'}}", f"[{ctr('a', limits='{cpu: 2}')}]",
+                 [SPEC_RESOURCES + '.requests: Invalid value: "2": must be less than or equal to cpu limit of 1',
+                  SPEC_RESOURCES + '.containers[0][cpu].limits: Invalid value: "2": must be less than or equal to '
+                                   "pod limits of 1"], id="a-container-limit-above-the-pod-limit"),
+    pytest.param("{requests: {cpu: '3'}}", f"[{ctr('a', limits='{cpu: 1}')}, {ctr('b', limits='{cpu: 1}')}]",
+                 [SPEC_RESOURCES + '.requests: Invalid value: "3": must be less than or equal to cpu limit of 2'],
+                 id="requests-above-limits-defaulted-from-containers"),
+    pytest.param("{requests: {cpu: -1}}", "[{name: a, image: i}]",
+                 [SPEC_RESOURCES + ".requests[cpu]: Invalid value: -1: must be greater than or equal to 0"], id="negative"),
+    pytest.param("{requests: {cpu: '1'}, claims: [{name: gpu}]}", "[{name: a, image: i}]",
+                 [SPEC_RESOURCES + ".claims: Forbidden: claims cannot be set for Resources at pod-level"], id="claims"),
+    pytest.param("{requests: {hugepages-2Mi: 2Mi}, limits: {hugepages-2Mi: 2Mi}}", "[{name: a, image: i}]",
+                 [SPEC_RESOURCES + ": Forbidden: HugePages require cpu or memory"], id="hugepages-alone"),
+    pytest.param("5", "[{name: a, image: i}]", [SPEC_RESOURCES + ": expected a map, got number 5"], id="not-a-map"),
+]
+
+
+@pytest.mark.parametrize("resources, containers, expected", POD_LEVEL_BAD)
+def test_pod_level_resources_are_validated_with_the_api_servers_rules_and_words(resources, containers, expected):
+    assert problems_of(pod_level(resources, containers)) == expected
