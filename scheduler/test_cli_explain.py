@@ -175,3 +175,11 @@ def test_pod_level_requests_are_what_node_resources_fit_checks(tmp_path):
     assert big.code == 0 and json.loads(big.out)["message"] == "0/1 nodes are available: 1 Insufficient cpu."
     fits = cli("explain", "--cluster", str(tmp_path / "cluster.yaml"), "--pod", str(tmp_path / "fits.yaml"))
     assert fits.code == 0 and json.loads(fits.out)["selected"] == "n1"
+
+
+def test_a_profile_that_is_not_utf8_is_one_line_not_a_traceback(in_case, tmp_path):
+    in_case("default")
+    (tmp_path / "latin1.yaml").write_bytes(b"apiVersion: kubescheduler.config.k8s.io/v1\n# caf\xe9\n")
+    r = cli("explain", "--cluster", "cluster.yaml", "--pod", "pod.yaml", "--profile", str(tmp_path / "latin1.yaml"))
+    assert (r.code, r.out) == (1, "")
+    assert r.err == f"{tmp_path / 'latin1.yaml'}: not UTF-8 text (invalid continuation byte at byte 48)\n"
