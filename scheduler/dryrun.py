@@ -29,10 +29,12 @@ def explain_files(*, cluster: str, pod: str, profile: str | None = None, schedul
         raise DryRunError([f"{pod}: expected exactly one Pod, found {len(pod_objs)} object(s)"])
     if profile:
         try:
-            with open(profile) as f:
+            with open(profile, encoding="utf-8") as f:
                 config = load_config(f.read(), profile)
         except OSError as e:
             raise DryRunError([f"{e.filename}: {e.strerror}"]) from None
+        except UnicodeDecodeError as e:  # as `profiles import` says it
+            raise DryRunError([f"{profile}: not UTF-8 text ({e.reason} at byte {e.start})"]) from None
         except ConfigError as e:
             raise DryRunError(str(e).splitlines()) from None
     else:

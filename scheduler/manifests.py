@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import NamedTuple
 
 import yaml
 from kubernetes.utils import parse_quantity
@@ -46,8 +47,11 @@ from scheduler.engine.pods import (
     Requirement,
     Taint,
     Toleration,
+    is_supported_pod_level_resource,
 )
 from scheduler.engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource
+from scheduler.engine.yaml_safe import DecodeProblem, child_path, load_json, load_yaml
+from scheduler.quantities import format_of, go_string
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -55,6 +59,7 @@ DEFAULT_NAMESPACE = "default"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 INT64_MAX = (1 << 63) - 1
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+UID_MAX_LENGTH = 64  # Pod.uid and the uid columns of the audit tables
 
 LIST_KINDS = {"List": None, "NodeList": "Node", "PodList": "Pod"}  # list kind -> implied item kind
 TAINT_EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
@@ -70,7 +75,7 @@ class Problem:
     doc: int  # 1-based document number in the file; 0 for the file as a whole
     kind: str
     ns_name: str  # "default/web" for pods, "node-a" for nodes, "" if unknown
-    path: str  # "spec.containers[0].resources.requests.cpu"; "" for the document as a whole
+    path: str  # "spec.containers[0].resources.requests[cpu]"; "" for the document as a whole
     message: str
 
     def __str__(self) -> str:
@@ -103,15 +108,7 @@ class ParsedPod:
 
 
 # ---- field paths and typed access ---------------------------------------------------------------
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def _child(path: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    if not _PLAIN_KEY.match(key):
-        return f"{path}[{key}]"  # as field.Path.Key: "labels[kubernetes.io/hostname]"
-    return f"{path}.{key}" if path else key
+_child = child_path  # the decoder's field paths and ours read the same
 
 
 def _describe(value) -> str:
@@ -133,8 +130,11 @@ def _describe(value) -> str:
 class _Object:
     """Problems found in one object, and typed getters that record a problem instead of raising."""
 
-    def __init__(self, prefix: str = ""):
+    def __init__(self, prefix: str = "", from_user: bool = False):
         self.prefix = prefix  # "items[3]" for an object inside a List
+        # A file a user applies, rather than an object the API server already accepted (the kube
+        # mirror) or one we stored: schedboard's own, stricter rules apply to it.
+        self.from_user = from_user
         self.kind = ""
         self.ns_name = ""
         self.found: list[tuple[str, str]] = []  # (path, message)
@@ -162,9 +162,9 @@ class _Object:
     def str(self, value, path: str, default: str = "") -> str:
         return self._typed(value, path, lambda v: isinstance(v, str), "a string", default)
 
-    def required_str(self, value, path: str) -> str:
+    def required_str(self, value, path: str, detail: str = "") -> str:
         if value is None or value == "":
-            self.add(path, "required")
+            self.add(path, _required(detail))
             return ""
         return self.str(value, path)
 
@@ -181,14 +181,23 @@ class _Object:
             return default
         return got
 
-    def string_map(self, value, path: str) -> dict[str, str]:
-        """A map[string]string such as labels or nodeSelector."""
+    def string_map(self, value, path: str, go_field: str) -> dict[str, str]:
+        """A map[string]string such as labels or nodeSelector, decoded as the API server's JSON decoder does.
+
+        `go_field` names the Go struct field for its type errors ("ObjectMeta.metadata.labels"); a null
+        value decodes to "" (a no-op on a Go string), anything else that is not a string is refused.
+        """
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.add(path, _unmarshal(value, go_field, "map[string]string"))
+            return {}
         out: dict[str, str] = {}
-        for k, v in self.map(value, path).items():
-            if not isinstance(k, str):
-                self.add(path, f"expected string keys, got {_describe(k)}")
+        for k, v in value.items():
+            if v is None:
+                out[k] = value[k] = ""  # and so in the stored manifest, as the API server would return it
             elif not isinstance(v, str):
-                self.add(_child(path, k), f"expected a string, got {_describe(v)}")
+                self.add(_child(path, k), _unmarshal(v, go_field, "string"))
             else:
                 out[k] = v
         return out
@@ -205,14 +214,48 @@ class _Object:
 _INT64_TEXT = re.compile(r"[+-]?[0-9]+")  # used with fullmatch: Go's ParseInt takes no trailing newline
 
 
+# As field.Error's ErrorBody: the error type's words, the rejected value (strings quoted as Go's %q,
+# numbers and quantities bare), then the detail.
+def _go_value(value) -> str:
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
+
+
 def _invalid(value, detail: str) -> str:
-    """As field.Invalid: the rejected value, then why."""
-    return f"invalid value {json.dumps(value)}: {detail}"
+    """As field.Invalid."""
+    return f"Invalid value: {_go_value(value)}: {detail}"
 
 
 def _unsupported(value, supported: tuple[str, ...]) -> str:
     """As field.NotSupported."""
-    return f"unsupported value {json.dumps(value)}: supported values: " + ", ".join(json.dumps(v) for v in supported)
+    return f"Unsupported value: {_go_value(value)}: supported values: " + ", ".join(json.dumps(v) for v in supported)
+
+
+def _required(detail: str = "") -> str:
+    """As field.Required."""
+    return f"Required value: {detail}" if detail else "Required value"
+
+
+def _forbidden(detail: str) -> str:
+    """As field.Forbidden."""
+    return f"Forbidden: {detail}"
+
+
+def _duplicate(value, detail: str = "") -> str:
+    """As field.Duplicate."""
+    return f"Duplicate value: {_go_value(value)}" + (f": {detail}" if detail else "")
+
+
+def _too_long(max_bytes: int) -> str:
+    """As field.TooLong."""
+    return f"Too long: must have at most {max_bytes} bytes"
+
+
+_GO_JSON_KIND = {bool: "bool", int: "number", float: "number", str: "string", list: "array", dict: "object"}
+
+
+def _unmarshal(value, go_field: str, go_type: str) -> str:
+    """As encoding/json's UnmarshalTypeError inside a struct, which the API server returns for a wrong type."""
+    return f"cannot unmarshal {_GO_JSON_KIND.get(type(value), 'value')} into Go struct field {go_field} of type {go_type}"
 
 
 def _check(o: _Object, path: str, value: str, errors: list[str]) -> None:
@@ -220,23 +263,53 @@ def _check(o: _Object, path: str, value: str, errors: list[str]) -> None:
         o.add(path, _invalid(value, e))
 
 
-def _labels(o: _Object, value, path: str) -> dict[str, str]:
-    """As ValidateLabels: qualified-name keys, label values."""
-    labels = o.string_map(value, path)
+def _labels(o: _Object, value, path: str, go_field: str) -> dict[str, str]:
+    """As ValidateLabels: qualified-name keys and label values, both reported on the map's path."""
+    labels = o.string_map(value, path, go_field)
     for k, v in labels.items():
         _check(o, path, k, is_qualified_name(k))
-        _check(o, _child(path, k), v, is_valid_label_value(v))
+        _check(o, path, v, is_valid_label_value(v))
     return labels
+
+
+TOTAL_ANNOTATION_SIZE_LIMIT_B = 256 * (1 << 10)  # apimachinery's TotalAnnotationSizeLimitB
+
+
+def _annotations(o: _Object, value, path: str) -> dict[str, str]:
+    """As ValidateAnnotations: keys are qualified names whatever their case; keys and values 256 KiB at most."""
+    annotations = o.string_map(value, path, "ObjectMeta.metadata.annotations")
+    for k in annotations:
+        _check(o, path, k, is_qualified_name(k.lower()))
+    # Go's len(string): UTF-8 bytes (a lone surrogate, which Go reads as U+FFFD, counts 3 as well).
+    size = sum(len(k.encode("utf-8", "surrogatepass")) + len(v.encode("utf-8", "surrogatepass"))
+               for k, v in annotations.items())
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT_B:
+        o.add(path, _too_long(TOTAL_ANNOTATION_SIZE_LIMIT_B))
+    return annotations
 
 
 # ---- quantities (as k8s.io/apimachinery/pkg/api/resource) ----------------------------------------
 # As ParseQuantity: sign, digits with an optional fraction, then a binary suffix (Ki..Ei), a decimal
 # one (n u m k M G T P E) or a decimal exponent (e3, E-2). parse_quantity alone is laxer ("1K", " 1").
 _QUANTITY = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+_NANO = Decimal("1e-9")
+# Past this many integer digits no quantity fits an int64 even in units, so "too large" is known from
+# the exponent alone, before any integer arithmetic: "1e999999999" would be a billion-digit int.
+_MAX_QUANTITY_DIGITS = 20
 
 
-def _quantity(o: _Object, value, path: str) -> tuple[Decimal, str] | None:
-    """A quantity as a Decimal plus its text, or None after recording why not."""
+class Qty(NamedTuple):
+    """A parsed quantity: its exact amount and the Format its suffix gives it (for printing it as Go does)."""
+
+    amount: Decimal
+    fmt: str
+
+    def __str__(self) -> str:
+        return go_string(self.amount, self.fmt)
+
+
+def _quantity(o: _Object, value, path: str) -> Qty | None:
+    """A quantity, or None after recording why not."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         o.add(path, f"invalid quantity: expected a string or a number, got {_describe(value)}")
         return None
@@ -245,10 +318,13 @@ def _quantity(o: _Object, value, path: str) -> tuple[Decimal, str] | None:
         o.add(path, f"invalid quantity {json.dumps(text)}")
         return None
     try:
-        return parse_quantity(text), text
+        amount = parse_quantity(text)
     except ValueError:
         o.add(path, f"invalid quantity {json.dumps(text)}")
         return None
+    if 0 < amount.copy_abs() < _NANO:
+        amount = _NANO.copy_sign(amount)  # as ParseQuantity: precision below 1n rounds up to 1n
+    return Qty(amount, format_of(text))
 
 
 def _scaled(resource: str, amount: Decimal) -> int:
@@ -267,63 +343,229 @@ def _is_overcommit_allowed(name: str) -> bool:
     return native and not name.startswith("hugepages-")
 
 
-def _resource_list(o: _Object, value, path: str, container: bool) -> dict[str, tuple[Decimal, str]]:
-    """A ResourceList checked as ValidateResourceQuantityValue (and the container name rules)."""
-    out: dict[str, tuple[Decimal, str]] = {}
+# As helper.IsStandardResourceName: the unprefixed names the API knows (compute and quota).
+STANDARD_RESOURCES = frozenset({
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage",
+    "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "services", "replicationcontrollers",
+    "resourcequotas", "secrets", "configmaps", "persistentvolumeclaims", "storage", "requests.storage",
+    "services.nodeports", "services.loadbalancers",
+})
+
+
+def _is_hugepages(name: str) -> bool:
+    return name.startswith("hugepages-")
+
+
+def _resource_name(name: str) -> list[str]:
+    """As validateResourceName. A ResourceName is a Stringer: upstream prints it unquoted."""
+    errors = [f"Invalid value: {name}: {e}" for e in is_qualified_name(name)]
+    if not errors and "/" not in name and name not in STANDARD_RESOURCES and not _is_hugepages(name):
+        errors.append(f"Invalid value: {name}: must be a standard resource type or fully qualified")
+    return errors
+
+
+def _container_resource_name(name: str) -> list[str]:
+    """As validateContainerResourceName: the problems with a resource name in a container's requests or limits."""
+    errors = _resource_name(name)
+    if is_qualified_name(name):
+        return errors
+    if "/" not in name:
+        if name not in STANDARD_CONTAINER_RESOURCES and not _is_hugepages(name):
+            errors.append(f"Invalid value: {name}: must be a standard resource for containers")
+    elif "kubernetes.io/" not in name and not is_extended_resource(name):
+        errors.append(f"Invalid value: {name}: doesn't follow extended resource name standard")
+    return errors
+
+
+# As resource.SupportedPodLevelResources, sorted as sets.List prints them.
+SUPPORTED_POD_LEVEL_RESOURCES = ("cpu", "hugepages-", "memory")
+
+
+def _pod_resource_name(name: str) -> list[str]:
+    """As validatePodResourceName: a valid resource name that PodLevelResources supports."""
+    errors = _resource_name(name)
+    if not errors and not is_supported_pod_level_resource(name):
+        errors.append(f"Unsupported value: {name}: supported values: "
+                      + ", ".join(json.dumps(v) for v in SUPPORTED_POD_LEVEL_RESOURCES))
+    return errors
+
+
+def _resource_list(o: _Object, value, path: str, name_check: Callable[[str], list[str]] | None = None
+                   ) -> dict[str, Qty]:
+    """A ResourceList checked as ValidateResourceQuantityValue, names by `name_check` (problems, value shown bare).
+
+    Without a name check (a node's capacity) only prefixed names must be qualified names.
+    """
+    out: dict[str, Qty] = {}
     for name, raw in o.map(value, path).items():
-        if not isinstance(name, str):
-            o.add(path, f"expected resource names, got {_describe(name)}")
+        qpath = f"{path}[{name}]"  # a ResourceList is a map: upstream's field.Path.Key, always in brackets
+        if name_check:
+            name_errors = name_check(name)
+        else:
+            name_errors = [f"Invalid value: {name}: {e}" for e in is_qualified_name(name)] if "/" in name else []
+        if name_errors:
+            for e in name_errors:
+                o.add(qpath, e)
             continue
-        qpath = _child(path, name)
-        if container and "/" not in name and name not in STANDARD_CONTAINER_RESOURCES and not name.startswith("hugepages-"):
-            o.add(qpath, f"invalid resource name {json.dumps(name)}: must be a standard resource for containers")
+        q = _quantity(o, raw, qpath)
+        if q is None:
             continue
-        if "/" in name and (name_errs := is_qualified_name(name)):
-            o.add(qpath, f"invalid resource name {json.dumps(name)}: {name_errs[0]}")
+        # ValidateNonnegativeQuantity and the integer check print the Quantity itself, unquoted.
+        if q.amount < 0:
+            o.add(qpath, f"Invalid value: {q}: must be greater than or equal to 0")
             continue
-        parsed = _quantity(o, raw, qpath)
-        if parsed is None:
-            continue
-        amount, text = parsed
-        if amount < 0:
-            o.add(qpath, _invalid(text, "must be greater than or equal to 0"))
+        if q.amount.adjusted() >= _MAX_QUANTITY_DIGITS or _scaled(name, q.amount) > INT64_MAX:
+            o.add(qpath, _invalid(str(raw), "too large"))
             continue
         # As ValidateResourceQuantityValue: MilliValue() % 1000 for integer resources.
-        if _is_integer_resource(name) and math.ceil(amount * 1000) % 1000:
-            o.add(qpath, _invalid(text, "must be an integer"))
+        if _is_integer_resource(name) and math.ceil(q.amount * 1000) % 1000:
+            o.add(qpath, f"Invalid value: {q}: must be an integer")
             continue
-        if _scaled(name, amount) > INT64_MAX:
-            o.add(qpath, _invalid(text, "too large"))
-            continue
-        out[name] = parsed
+        out[name] = q
     return out
 
 
-def _units(resources: dict[str, tuple[Decimal, str]]) -> dict[str, int]:
-    return {name: _scaled(name, amount) for name, (amount, _) in resources.items()}
+def _units(resources: dict[str, Qty]) -> dict[str, int]:
+    return {name: _scaled(name, q.amount) for name, q in resources.items()}
+
+
+def _requirements(o: _Object, resources: dict, rpath: str, name_check: Callable[[str], list[str]]
+                  ) -> tuple[dict[str, Qty], dict[str, Qty]]:
+    """A ResourceRequirements' (requests, limits), names and quantities checked; see _within_limits."""
+    requests = _resource_list(o, resources.get("requests"), _child(rpath, "requests"), name_check)
+    limits = _resource_list(o, resources.get("limits"), _child(rpath, "limits"), name_check)
+    return requests, limits
+
+
+def _within_limits(o: _Object, rpath: str, requests: dict[str, Qty], limits: dict[str, Qty]) -> None:
+    """As validateResourceRequirements: each request against its limit, and hugepages only with cpu or memory."""
+    req_path, lim_path = _child(rpath, "requests"), _child(rpath, "limits")
+    for res, q in requests.items():
+        limit = limits.get(res)
+        # Upstream reports these on the requests (and limits) map, not on the resource's key.
+        if limit is not None:
+            if q.amount != limit.amount and not _is_overcommit_allowed(res):
+                o.add(req_path, _invalid(str(q), f"must be equal to {res} limit of {limit}"))
+            elif q.amount > limit.amount:
+                o.add(req_path, _invalid(str(q), f"must be less than or equal to {res} limit of {limit}"))
+        elif not _is_overcommit_allowed(res):
+            o.add(lim_path, _required("Limit must be set for non overcommitable resources"))
+    names = set(requests) | set(limits)
+    if any(_is_hugepages(n) for n in names) and not names & {CPU, MEMORY}:
+        o.add(rpath, _forbidden("HugePages require cpu or memory"))
+
+
+# ---- pod-level resources (PodLevelResources: beta and on by default since 1.34) ---------------------
+def _qadd(into: dict[str, Qty], more: dict[str, Qty]) -> None:
+    # As addResourceList with Quantity.Add: the sum keeps the first non-zero operand's format.
+    for name, q in more.items():
+        have = into.get(name)
+        into[name] = q if have is None else Qty(have.amount + q.amount, have.fmt if have.amount else q.fmt)
+
+
+def _qmax(into: dict[str, Qty], other: dict[str, Qty]) -> None:
+    for name, q in other.items():
+        if name not in into or q.amount > into[name].amount:
+            into[name] = q
+
+
+def _aggregate(regular: list[dict[str, Qty]], init: list[tuple[dict[str, Qty], bool]]) -> dict[str, Qty]:
+    """As AggregateContainerRequests / AggregateContainerLimits (sidecars count in both phases), exactly."""
+    total: dict[str, Qty] = {}
+    for res in regular:
+        _qadd(total, res)
+    sidecars: dict[str, Qty] = {}
+    init_max: dict[str, Qty] = {}
+    for res, sidecar in init:
+        if sidecar:
+            _qadd(total, res)
+            _qadd(sidecars, res)
+            need = dict(sidecars)
+        else:
+            need = dict(res)
+            _qadd(need, sidecars)
+        _qmax(init_max, need)
+    _qmax(total, init_max)
+    return total
+
+
+@dataclass
+class _ContainerResources:
+    requests: dict[str, Qty]  # after SetDefaults_Pod (a limit without a request requests the limit)
+    limits: dict[str, Qty]
+    sidecar: bool = False
+
+
+def _pod_level_resources(o: _Object, spec: dict, regular: list[_ContainerResources],
+                         init: list[_ContainerResources]) -> dict[str, int]:
+    """spec.resources: defaulted as SetDefaults_Pod, validated as validatePodResources; the pod-level
+    requests in kube-scheduler's units (empty when the pod sets none), which replace the containers' sum."""
+    if spec.get("resources") is None:
+        return {}
+    rpath = "spec.resources"
+    resources = o.map(spec.get("resources"), rpath)
+    if resources.get("claims") is not None:
+        o.add(_child(rpath, "claims"), _forbidden("claims cannot be set for Resources at pod-level"))
+    requests, limits = _requirements(o, resources, rpath, _pod_resource_name)
+    agg_requests = _aggregate([c.requests for c in regular], [(c.requests, c.sidecar) for c in init])
+    agg_limits = _aggregate([c.limits for c in regular], [(c.limits, c.sidecar) for c in init])
+    everyone = regular + init
+
+    # Defaulting first, as the API server decodes then validates: defaultHugePagePodLimits, defaultPodRequests,
+    # defaultPodLimits (pkg/apis/core/v1/defaults.go).
+    if requests or limits:
+        for name, agg in agg_limits.items():
+            if _is_hugepages(name) and name not in requests and name not in limits:
+                limits[name] = agg
+    if limits:
+        for name, agg in agg_requests.items():
+            if name not in requests and is_supported_pod_level_resource(name) and _is_overcommit_allowed(name):
+                requests[name] = agg
+        for name, limit in limits.items():
+            requests.setdefault(name, limit)
+    if not any(is_supported_pod_level_resource(n) for n in limits) and any(is_supported_pod_level_resource(n) for n in requests):
+        for name, agg in agg_limits.items():
+            if (name not in limits and is_supported_pod_level_resource(name) and _is_overcommit_allowed(name)
+                    and all(name in c.limits for c in everyone)):
+                limits[name] = agg
+    if isinstance(spec.get("resources"), dict):
+        # The stored manifest says what the API server would: the defaulted requests and limits.
+        for key, values in (("requests", requests), ("limits", limits)):
+            given = spec["resources"].get(key) if isinstance(spec["resources"].get(key), dict) else {}
+            if values and set(values) != set(given):
+                spec["resources"][key] = {**{n: str(q) for n, q in values.items()}, **given}
+
+    _within_limits(o, rpath, requests, limits)
+    # As validatePodResourceConsistency: the pod's requests cover what its containers ask for together,
+    # its hugepage limits what they may use together, and no container may exceed the pod's limits.
+    for name, agg in agg_requests.items():
+        if name in requests and agg.amount > requests[name].amount:
+            o.add(f"{rpath}.requests[{name}]",
+                  _invalid(str(requests[name]), f"must be greater than or equal to aggregate container requests of {agg}"))
+    for name, agg in agg_limits.items():
+        if _is_hugepages(name) and name in limits and agg.amount > limits[name].amount:
+            o.add(f"{rpath}.limits[{name}]",
+                  _invalid(str(limits[name]), f"must be greater than or equal to aggregate container limits of {agg}"))
+    for i, c in enumerate(regular):
+        for name, limit in c.limits.items():
+            if name in limits and limit.amount > limits[name].amount:
+                # Upstream builds this path from the pod-level resources path, so it reads like this.
+                o.add(f"{rpath}.containers[{i}][{name}].limits",
+                      _invalid(str(limit), f"must be less than or equal to pod limits of {limits[name]}"))
+    return {name: _scaled(name, q.amount) for name, q in requests.items() if is_supported_pod_level_resource(name)}
 
 
 # ---- pods ---------------------------------------------------------------------------------------
-def _container(o: _Object, c: dict, path: str, init: bool, host_network: bool) -> Container:
+def _container(o: _Object, c: dict, path: str, init: bool, host_network: bool
+               ) -> tuple[Container, _ContainerResources]:
     name = o.required_str(c.get("name"), _child(path, "name"))
     if name:
         _check(o, _child(path, "name"), name, is_dns1123_label(name))
     image = o.required_str(c.get("image"), _child(path, "image"))  # as validateContainers
     rpath = _child(path, "resources")
     resources = o.map(c.get("resources"), rpath)
-    requests = _resource_list(o, resources.get("requests"), _child(rpath, "requests"), container=True)
-    limits = _resource_list(o, resources.get("limits"), _child(rpath, "limits"), container=True)
-    for res, (amount, text) in requests.items():
-        qpath = _child(_child(rpath, "requests"), res)
-        limit = limits.get(res)
-        # As ValidateContainerResourceRequirements.
-        if limit is not None:
-            if amount != limit[0] and not _is_overcommit_allowed(res):
-                o.add(qpath, _invalid(text, f"must be equal to {res} limit of {limit[1]}"))
-            elif amount > limit[0]:
-                o.add(qpath, _invalid(text, f"must be less than or equal to {res} limit of {limit[1]}"))
-        elif not _is_overcommit_allowed(res):
-            o.add(_child(_child(rpath, "limits"), res), "required: Limit must be set for non overcommitable resources")
+    requests, limits = _requirements(o, resources, rpath, _container_resource_name)
+    _within_limits(o, rpath, requests, limits)
     # As SetDefaults_Pod: a resource with a limit and no request requests its limit.
     effective = {**limits, **requests}
     ports = []
@@ -336,11 +578,11 @@ def _container(o: _Object, c: dict, path: str, init: bool, host_network: bool) -
         ipath = _child(ppath, i)
         container_port = o.int(p.get("containerPort"), _child(ipath, "containerPort"), 0)
         if not 1 <= container_port <= 65535:
-            o.add(_child(ipath, "containerPort"), "required: must be between 1 and 65535, inclusive"
-                  if not container_port else f"invalid value {container_port}: must be between 1 and 65535, inclusive")
+            o.add(_child(ipath, "containerPort"), _required()
+                  if not container_port else _invalid(container_port, "must be between 1 and 65535, inclusive"))
         host_port = o.int(p.get("hostPort"), _child(ipath, "hostPort"), 0)
         if host_port and not 1 <= host_port <= 65535:
-            o.add(_child(ipath, "hostPort"), f"invalid value {host_port}: must be between 1 and 65535, inclusive")
+            o.add(_child(ipath, "hostPort"), _invalid(host_port, "must be between 1 and 65535, inclusive"))
             host_port = 0
         if host_network and not host_port:
             host_port = container_port  # as defaultHostNetworkPorts
@@ -356,7 +598,9 @@ def _container(o: _Object, c: dict, path: str, init: bool, host_network: bool) -
         if restart_policy not in (None, "Always"):
             o.add(_child(path, "restartPolicy"), _unsupported(restart_policy, ("Always",)))
             restart_policy = None
-    return Container(name=name, image=image, requests=_units(effective), ports=tuple(ports), restart_policy=restart_policy)
+    container = Container(name=name, image=image, requests=_units(effective), ports=tuple(ports),
+                          restart_policy=restart_policy)
+    return container, _ContainerResources(effective, limits, sidecar=restart_policy == "Always")
 
 
 def _requirement(o: _Object, r: dict, path: str, field_selector: bool) -> Requirement:
@@ -374,7 +618,7 @@ def _requirement(o: _Object, r: dict, path: str, field_selector: bool) -> Requir
         # As ValidateNodeFieldSelectorRequirement.
         if op in (OP_IN, OP_NOT_IN):
             if len(raw_values) != 1:
-                o.add(vpath, "must be only one value when `operator` is 'In' or 'NotIn' for node field selector")
+                o.add(vpath, _required("must be only one value when `operator` is 'In' or 'NotIn' for node field selector"))
         else:
             o.add(_child(path, "operator"), _invalid(op, "not a valid selector operator"))
         if key != "metadata.name":
@@ -386,13 +630,13 @@ def _requirement(o: _Object, r: dict, path: str, field_selector: bool) -> Requir
     # As ValidateNodeSelectorRequirement.
     if op in (OP_IN, OP_NOT_IN):
         if not raw_values:
-            o.add(vpath, "required: must be specified when `operator` is 'In' or 'NotIn'")
+            o.add(vpath, _required("must be specified when `operator` is 'In' or 'NotIn'"))
     elif op in (OP_EXISTS, OP_DOES_NOT_EXIST):
         if raw_values:
-            o.add(vpath, "forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+            o.add(vpath, _forbidden("may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
     elif op in (OP_GT, OP_LT):
         if len(raw_values) != 1:
-            o.add(vpath, "required: must be specified single value when `operator` is 'Lt' or 'Gt'")
+            o.add(vpath, _required("must be specified single value when `operator` is 'Lt' or 'Gt'"))
         elif values and not (_INT64_TEXT.fullmatch(values[0]) and -INT64_MAX - 1 <= int(values[0]) <= INT64_MAX):
             # As labels.NewRequirement, which the scheduler's node affinity matching goes through.
             o.add(_child(vpath, 0), _invalid(values[0], "for 'Gt', 'Lt' operators, the value must be an integer"))
@@ -427,7 +671,7 @@ def _node_affinity(o: _Object, spec: dict, path: str):
         tpath = _child(rpath, "nodeSelectorTerms")
         seq = o.list(selector.get("nodeSelectorTerms"), tpath)
         if not seq:
-            o.add(tpath, "required: must have at least one node selector term")
+            o.add(tpath, _required("must have at least one node selector term"))
         terms = []
         for i in range(len(seq)):
             t = o.item(seq, i, tpath)
@@ -444,7 +688,7 @@ def _node_affinity(o: _Object, spec: dict, path: str):
         ipath = _child(ppath, i)
         weight = o.int(p.get("weight"), _child(ipath, "weight"), 0)
         if not 1 <= weight <= 100:
-            o.add(_child(ipath, "weight"), f"invalid value {weight}: must be in the range 1-100")
+            o.add(_child(ipath, "weight"), _invalid(weight, "must be in the range 1-100"))
         pref = o.map(p.get("preference"), _child(ipath, "preference"))
         preferred.append(PreferredTerm(weight=weight, preference=_term(o, pref, _child(ipath, "preference"))))
     return required, tuple(preferred)
@@ -487,7 +731,7 @@ def _tolerations(o: _Object, value, path: str) -> tuple[Toleration, ...]:
 def _metadata(o: _Object, obj: dict, namespaced: bool) -> tuple[dict, str, str]:
     meta = o.map(obj.get("metadata"), "metadata")
     if obj.get("metadata") is None or isinstance(obj.get("metadata"), dict):
-        name = o.required_str(meta.get("name"), "metadata.name")
+        name = o.required_str(meta.get("name"), "metadata.name", "name or generateName is required")
     else:
         name = ""  # the metadata problem already says it all
     namespace = ""
@@ -503,35 +747,38 @@ def _metadata(o: _Object, obj: dict, namespaced: bool) -> tuple[dict, str, str]:
 
 def _pod(o: _Object, obj: dict) -> PodSpec:
     meta, namespace, name = _metadata(o, obj, namespaced=True)
-    _labels(o, meta.get("labels"), "metadata.labels")
+    _labels(o, meta.get("labels"), "metadata.labels", "ObjectMeta.metadata.labels")
+    _annotations(o, meta.get("annotations"), "metadata.annotations")
     uid = o.str(meta.get("uid"), "metadata.uid")
+    if len(uid) > UID_MAX_LENGTH:  # our column's size; the API server's uids are 36-character UUIDs
+        o.add("metadata.uid", _too_long(UID_MAX_LENGTH))
     deleting = meta.get("deletionTimestamp") is not None
     spec = o.map(obj.get("spec"), "spec")
     spec_is_map = obj.get("spec") is None or isinstance(obj.get("spec"), dict)  # else that is the one problem
     host_network = o.bool(spec.get("hostNetwork"), "spec.hostNetwork")
     containers, init_containers = [], []
+    exact: dict[bool, list[_ContainerResources]] = {False: [], True: []}  # per container, for spec.resources
     for field_name, into, init in (("containers", containers, False), ("initContainers", init_containers, True)):
         cpath = _child("spec", field_name)
         seq = o.list(spec.get(field_name), cpath)
         if not init and not spec.get(field_name) and spec_is_map:
-            o.add(cpath, "required: a pod needs at least one container")
+            o.add(cpath, _required())
         for i in range(len(seq)):
             c = o.item(seq, i, cpath)
             if c is not None:
-                into.append(_container(o, c, _child(cpath, i), init, host_network))
+                container, resources = _container(o, c, _child(cpath, i), init, host_network)
+                into.append(container)
+                exact[init].append(resources)
     seen: dict[str, str] = {}
     for field_name, group in (("initContainers", init_containers), ("containers", containers)):
         for i, c in enumerate(group):
             if c.name and c.name in seen:
-                o.add(f"spec.{field_name}[{i}].name", f"duplicate value {json.dumps(c.name)} (also {seen[c.name]})")
+                o.add(f"spec.{field_name}[{i}].name", _duplicate(c.name))
             elif c.name:
                 seen[c.name] = f"spec.{field_name}[{i}]"
-    overhead = _units(_resource_list(o, spec.get("overhead"), "spec.overhead", container=True))
-    if spec.get("resources") is not None:
-        # PodLevelResources would make resource.PodRequests use these instead of the containers' sum;
-        # PodSpec has no place for them, so refuse rather than schedule on the wrong numbers.
-        o.add("spec.resources", "pod-level resources are not supported: set requests on the containers")
-    node_selector = _labels(o, spec.get("nodeSelector"), "spec.nodeSelector")
+    overhead = _units(_resource_list(o, spec.get("overhead"), "spec.overhead", _container_resource_name))
+    pod_level_requests = _pod_level_resources(o, spec, exact[False], exact[True])
+    node_selector = _labels(o, spec.get("nodeSelector"), "spec.nodeSelector", "PodSpec.spec.nodeSelector")
     required, preferred = _node_affinity(o, spec, "spec")
     tolerations = _tolerations(o, spec.get("tolerations"), "spec.tolerations")
     # Without the PriorityClass objects we cannot resolve spec.priorityClassName: a pod that names a
@@ -541,6 +788,12 @@ def _pod(o: _Object, obj: dict) -> PodSpec:
     if class_name:
         _check(o, "spec.priorityClassName", class_name, is_dns1123_subdomain(class_name))
     scheduler_name = o.str(spec.get("schedulerName"), "spec.schedulerName") or DEFAULT_SCHEDULER_NAME
+    if o.from_user:
+        # The API server takes any string here; schedboard does not: the name keys a profile, labels
+        # metrics and events, and is shown and exported on every page. A profile name is a DNS-1123
+        # subdomain in practice, so the same rule and upstream's words for it. Pods mirrored from a
+        # cluster are taken as the API server took them.
+        _check(o, "spec.schedulerName", scheduler_name, is_dns1123_subdomain(scheduler_name))
     node_name = o.str(spec.get("nodeName"), "spec.nodeName")
     if node_name:
         _check(o, "spec.nodeName", node_name, is_dns1123_subdomain(node_name))
@@ -548,7 +801,7 @@ def _pod(o: _Object, obj: dict) -> PodSpec:
         namespace=namespace, name=name, uid=uid, scheduler_name=scheduler_name, priority=priority,
         node_name=node_name, node_selector=node_selector, required_terms=required, preferred_terms=preferred,
         tolerations=tolerations, containers=tuple(containers), init_containers=tuple(init_containers),
-        overhead=overhead, deleting=deleting,
+        overhead=overhead, pod_level_requests=pod_level_requests, deleting=deleting,
     )
 
 
@@ -573,7 +826,8 @@ def _default_pod_manifest(m: dict) -> None:
 # ---- nodes --------------------------------------------------------------------------------------
 def _node(o: _Object, obj: dict) -> NodeSpec:
     meta, _, name = _metadata(o, obj, namespaced=False)
-    labels = _labels(o, meta.get("labels"), "metadata.labels")
+    labels = _labels(o, meta.get("labels"), "metadata.labels", "ObjectMeta.metadata.labels")
+    _annotations(o, meta.get("annotations"), "metadata.annotations")
     spec = o.map(obj.get("spec"), "spec")
     unschedulable = o.bool(spec.get("unschedulable"), "spec.unschedulable")
     taints = []
@@ -586,23 +840,22 @@ def _node(o: _Object, obj: dict) -> NodeSpec:
             continue
         ipath = _child(tpath, i)
         # As ValidateNodeTaints.
-        key = o.required_str(t.get("key"), _child(ipath, "key"))
-        if key:
-            _check(o, _child(ipath, "key"), key, is_qualified_name(key))
+        key = o.str(t.get("key"), _child(ipath, "key"))  # an empty key fails the name rules, as upstream
+        _check(o, _child(ipath, "key"), key, is_qualified_name(key))
         value = o.str(t.get("value"), _child(ipath, "value"))
         _check(o, _child(ipath, "value"), value, is_valid_label_value(value))
         effect = o.required_str(t.get("effect"), _child(ipath, "effect"))
         if effect and effect not in TAINT_EFFECTS:
             o.add(_child(ipath, "effect"), _unsupported(effect, TAINT_EFFECTS))
         if (key, effect) in seen:
-            o.add(ipath, f"duplicate taint {key}:{effect}: taints must be unique by key and effect pair")
+            o.add(ipath, _duplicate(f"{key}:{effect}", "taints must be unique by key and effect pair"))
             continue
         seen.add((key, effect))
         taints.append(Taint(key=key, value=value, effect=effect))
     status = o.map(obj.get("status"), "status")
     # The kubelet reports both; allocatable is what the scheduler uses, capacity the fallback.
     source = "allocatable" if status.get("allocatable") is not None else "capacity"
-    allocatable = _units(_resource_list(o, status.get(source), f"status.{source}", container=False))
+    allocatable = _units(_resource_list(o, status.get(source), f"status.{source}"))
     images = []
     ipath = "status.images"
     seq = o.list(status.get("images"), ipath)
@@ -647,9 +900,10 @@ def _jsonable_key(key) -> str:
     return str(key)
 
 
-def _parse_object(obj, prefix: str = "", implied_kind: str | None = None) -> tuple[_Object, ParsedNode | ParsedPod | None]:
+def _parse_object(obj, prefix: str = "", implied_kind: str | None = None, *, from_user: bool = False
+                  ) -> tuple[_Object, ParsedNode | ParsedPod | None]:
     """One Node or Pod object: its problems, and the parsed result when there are none."""
-    o = _Object(prefix)
+    o = _Object(prefix, from_user)
     if not isinstance(obj, dict):
         o.add("", f"expected a Kubernetes object (a map with apiVersion and kind), got {_describe(obj)}")
         return o, None
@@ -660,9 +914,9 @@ def _parse_object(obj, prefix: str = "", implied_kind: str | None = None) -> tup
     kind = o.str(obj.get("kind"), "kind")
     api_version = o.str(obj.get("apiVersion"), "apiVersion")
     if "kind" not in obj or obj.get("kind") == "":
-        o.add("kind", "required")
+        o.add("kind", _required())
     if "apiVersion" not in obj or obj.get("apiVersion") == "":
-        o.add("apiVersion", "required")
+        o.add("apiVersion", _required())
     if kind and kind not in ("Node", "Pod"):
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         name, ns = meta.get("name"), meta.get("namespace")
@@ -727,7 +981,9 @@ def _load_documents(text: str, filename: str) -> tuple[list, list[Problem]]:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")) or filename.endswith(".json"):
         try:
-            return [json.loads(text)], []
+            return [load_json(text)], []
+        except DecodeProblem as e:
+            return [None], [Problem(filename, 1, "", "", e.path, e.message + e.where)]
         except json.JSONDecodeError as e:
             if filename.endswith(".json") or stripped.startswith("["):
                 message = f"invalid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
@@ -737,8 +993,12 @@ def _load_documents(text: str, filename: str) -> tuple[list, list[Problem]]:
     problems: list[Problem] = []
     for n, (first_line, chunk) in enumerate(_split_documents(text), start=1):
         try:
-            doc = yaml.safe_load(chunk)
+            doc = load_yaml(chunk)
             docs.append(_EMPTY if doc is None else doc)
+        except DecodeProblem as e:
+            where = f" (line {first_line + e.line}, column {e.column})" if e.line is not None else ""
+            problems.append(Problem(filename, n, "", "", e.path, e.message + where))
+            docs.append(None)
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark or e.context_mark
             where = f" (line {first_line + mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -762,16 +1022,16 @@ def _parse_text(text: str, filename: str) -> tuple[list[_Located], list[Problem]
             lo.kind = doc["kind"]
             items = lo.list(doc.get("items"), "items")
             if not doc.get("apiVersion"):
-                lo.add("apiVersion", "required")
+                lo.add("apiVersion", _required())
             elif doc.get("apiVersion") != "v1":
                 lo.add("apiVersion", f"unsupported apiVersion {json.dumps(doc.get('apiVersion'))} for {lo.kind} (only v1)")
             problems += _problems_of(lo, filename, n)
             for k, item in enumerate(items):
-                o, parsed = _parse_object(item, f"items[{k}]", LIST_KINDS[doc["kind"]])
+                o, parsed = _parse_object(item, f"items[{k}]", LIST_KINDS[doc["kind"]], from_user=True)
                 problems += _problems_of(o, filename, n)
                 located.append(_Located(filename, n, f"items[{k}]", o.kind, o.ident, parsed))
             continue
-        o, parsed = _parse_object(doc)
+        o, parsed = _parse_object(doc, from_user=True)
         problems += _problems_of(o, filename, n)
         located.append(_Located(filename, n, "", o.kind, o.ident, parsed))
     return located, problems
@@ -793,7 +1053,24 @@ def _duplicates(located: list[_Located]) -> list[Problem]:
             where += f", {earlier.prefix}"
         path = f"{loc.prefix}.metadata.name" if loc.prefix else "metadata.name"
         problems.append(Problem(loc.file, loc.doc, kind, ident, path, f"duplicate {kind} {ident} (also {where})"))
+    # Two pods with one uid would both be bound under it: the audit's one-binding-per-uid rule refuses
+    # the second, forever. The API server gives every pod its own uid; a file that repeats one is wrong.
+    owners: dict[str, _Located] = {}
+    for loc in located:
+        uid = loc.parsed.spec.uid if isinstance(loc.parsed, ParsedPod) else ""
+        if not uid:
+            continue
+        earlier = owners.setdefault(uid, loc)
+        if earlier is loc or earlier.ident == loc.ident:
+            continue  # the same pod twice is reported above
+        path = f"{loc.prefix}.metadata.uid" if loc.prefix else "metadata.uid"
+        problems.append(Problem(loc.file, loc.doc, "Pod", loc.ident, path, uid_taken(uid, earlier.ident)))
     return problems
+
+
+def uid_taken(uid: str, owner: str) -> str:
+    """The problem with a pod whose metadata.uid is already another pod's."""
+    return _duplicate(uid, f"already the uid of Pod {owner}")
 
 
 def _result(located: list[_Located], problems: list[Problem], files: list[str]) -> list[ParsedNode | ParsedPod]:

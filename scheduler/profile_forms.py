@@ -19,6 +19,7 @@ from .engine.config import (API_VERSION, BIND_PLUGINS, DEFAULT_MULTI_POINT, MODE
                             default_profile)
 from .engine.plugin_args import (REQUESTED_TO_CAPACITY_RATIO, NodeAffinityArgs, NodeResourcesBalancedAllocationArgs,
                                  NodeResourcesFitArgs)
+from .engine.yaml_safe import DecodeProblem, load_yaml
 
 # One row per plugin the page can switch: ours, plus upstream's queue sort and binder.
 FORM_PLUGINS = [n for n, _ in DEFAULT_MULTI_POINT if n in MODELLED_POINTS or n in QUEUE_SORT_PLUGINS + BIND_PLUGINS]
@@ -63,7 +64,9 @@ class ProfileForm(forms.Form):
         if not text:
             return None
         try:
-            return yaml.safe_load(text)
+            return load_yaml(text)
+        except DecodeProblem as exc:
+            raise forms.ValidationError(f"not accepted: {exc}") from None
         except yaml.YAMLError as exc:
             raise forms.ValidationError(f"not YAML: {exc}") from None
 

@@ -7,6 +7,7 @@ cluster events) is published after commit.
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from dataclasses import dataclass, field as dataclass_field
 from datetime import datetime
@@ -16,7 +17,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
-from .manifests import ManifestError, ParsedNode, ParsedPod, Problem
+from .manifests import ManifestError, ParsedNode, ParsedPod, Problem, uid_taken
 from .models import ClusterEvent, Node, Pod
 from .profiles import scheduler_names
 from .reservations import add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage
@@ -107,9 +108,13 @@ def cluster_apply(objects: list[ParsedNode | ParsedPod], *, filename: str = "-")
         for obj in objects:
             if isinstance(obj, ParsedNode):
                 _node_apply(obj, result, node_events)
+        # Which pods already hold the uids this apply names: one query, not one per pod.
+        uids = {obj.spec.uid for obj in objects if isinstance(obj, ParsedPod) and obj.spec.uid}
+        uid_owners = {uid: f"{ns}/{name}" for uid, ns, name in
+                      Pod.objects.filter(uid__in=uids).values_list("uid", "namespace", "name")} if uids else {}
         for obj in objects:
             if isinstance(obj, ParsedPod):
-                problem = _pod_apply(obj, result, to_queue, ours)
+                problem = _pod_apply(obj, result, to_queue, ours, uid_owners)
                 if problem:
                     problems.append(problem)
         if problems:
@@ -145,14 +150,26 @@ def _node_apply(parsed: ParsedNode, result: ApplyResult, node_events: list) -> N
     node_events.append((ClusterEvent.NODE_UPDATE, name))
 
 
-def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set[str]) -> Problem | None:
+def _problem(parsed: ParsedPod, field_path: str, message: str) -> Problem:
+    file, doc, prefix = parsed.origin
+    return Problem(file=file, doc=doc, kind="Pod", ns_name=parsed.spec.key,
+                   path=f"{prefix}.{field_path}" if prefix else field_path, message=message)
+
+
+def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set[str],
+               uid_owners: dict[str, str]) -> Problem | None:
     spec = parsed.spec
     manifest = parsed.manifest
     meta = manifest.setdefault("metadata", {})
     pod = Pod.objects.select_for_update().filter(namespace=spec.namespace, name=spec.name).first()
     usage = pod_usage_fields(spec)
     if pod is None:
+        owner = uid_owners.get(spec.uid)
+        if owner is not None and owner != spec.key:
+            # A second pod under one uid would never bind (one Binding per uid) and stall its batch.
+            return _problem(parsed, "metadata.uid", uid_taken(spec.uid, owner))
         uid = spec.uid or meta.get("uid") or str(uuid.uuid4())
+        uid_owners[uid] = spec.key
         meta["uid"] = uid
         created = parse_datetime(str(meta.get("creationTimestamp") or "")) or timezone.now()
         meta["creationTimestamp"] = created.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -174,14 +191,14 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
         if pending:
             to_queue.append((pod.key, spec.priority))
         return None
-    # An update. As the API server: a pod's spec is (mostly) immutable once it exists.
+    # An update. As the API server: a pod's spec is (mostly) immutable once it exists, its uid entirely.
+    if spec.uid and spec.uid != pod.uid:
+        return _problem(parsed, "metadata.uid", f"Invalid value: {json.dumps(spec.uid)}: field is immutable")
     meta["uid"] = pod.uid
     meta["creationTimestamp"] = pod.manifest.get("metadata", {}).get("creationTimestamp")
     placed = pod.node_name or pod.assumed_node
     if placed and (usage != {f: getattr(pod, f) for f in usage} or (spec.node_name and spec.node_name != pod.node_name)):
-        file, doc, prefix = parsed.origin
-        return Problem(file=file, doc=doc, kind="Pod", ns_name=pod.key, path=f"{prefix}.spec" if prefix else "spec",
-                       message="Forbidden: pod updates may not change the resources or node of a scheduled pod")
+        return _problem(parsed, "spec", "Forbidden: pod updates may not change the resources or node of a scheduled pod")
     if pod.manifest == manifest:
         result.record("Pod", spec.namespace, spec.name, "unchanged")
         return None

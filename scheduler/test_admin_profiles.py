@@ -421,6 +421,40 @@ def test_admin_import_of_a_bad_file_names_each_problem_with_its_path_and_changes
     assert list(SchedulerConfigVersion.objects.values_list("number", flat=True)) == [1]
 
 
+HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+@pytest.mark.parametrize("text, problem", [
+    (HEADER + "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n",
+     "hostile.yaml: a: YAML anchors are not allowed (&a) (line 3, column 4)"),
+    (HEADER + "profiles: " + "[" * 2000 + "]" * 2000 + "\n",
+     "hostile.yaml: profiles" + "[0]" * 99 + ": nested more than 100 levels deep (line 3, column 110)"),
+    (HEADER + "percentageOfNodesToScore: " + "1" * 5000 + "\n",
+     "hostile.yaml: percentageOfNodesToScore: integer with more than 4300 digits (line 3, column 27)"),
+    (HEADER + "percentageOfNodesToScore: .inf\n",
+     "hostile.yaml: percentageOfNodesToScore: .inf: not a finite number (JSON has no infinity or NaN) (line 3, column 27)"),
+    (HEADER + "profiles: !!set {a}\n", "hostile.yaml: profiles: YAML tag !!set is not allowed: only strings, numbers, "
+                                      "booleans, null, lists and maps (line 3, column 11)"),
+    (HEADER + "profiles:\n- schedulerName: a\n  schedulerName: b\n",
+     'hostile.yaml: profiles[0]: key "schedulerName" already set in map (line 5, column 3)'),
+])
+def test_admin_import_of_hostile_yaml_shows_the_problem_in_the_form_and_saves_nothing(staff, text, problem):
+    config_version_create(config=default_config(), reason="before")
+    response = staff.post(BASE + "import/", {"file": _upload("hostile.yaml", text), "reason": "oops"})
+    assert response.status_code == 200  # the form again, with the problem: never a server error
+    assert problems_on(response) == [problem]
+    assert list(SchedulerConfigVersion.objects.values_list("number", flat=True)) == [1]
+
+
+def test_admin_profile_edit_refuses_an_alias_in_added_affinity(staff):
+    data = form_data(staff, PROFILE)
+    data.update(added_affinity="a: &x [1]\nb: *x\n", reason="bomb")
+    response = save(staff, data)
+    assert response.status_code == 200
+    assert "a: YAML anchors are not allowed (&amp;x) (line 1, column 4)" in response.content.decode()
+    assert not SchedulerConfigVersion.objects.exists()
+
+
 def test_admin_export_downloads_the_active_version_and_the_action_any_version(staff):
     config_version_create(config=load_config(MULTI), reason="one")
     config_version_create(config=default_config(), reason="two")

@@ -223,14 +223,14 @@ BAD_INPUTS = {
     "bad quantity": (
         "pods.yaml",
         NODE_A + "---\n" + POD_WEB.replace("cpu: 500m", "cpu: abc"),
-        ['pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"'],
+        ['pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests[cpu]: invalid quantity "abc"'],
     ),
     "missing name": (
         "noname.yaml",
         "apiVersion: v1\nkind: Node\nmetadata: {labels: {a: b}}\nstatus: {allocatable: {cpu: '4'}}\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {namespace: default}\nspec: {containers: [{name: c, image: nginx}]}\n",
-        ["noname.yaml: doc 1 (Node): metadata.name: required",
-         "noname.yaml: doc 2 (Pod): metadata.name: required"],
+        ["noname.yaml: doc 1 (Node): metadata.name: Required value: name or generateName is required",
+         "noname.yaml: doc 2 (Pod): metadata.name: Required value: name or generateName is required"],
     ),
     "duplicate names": (
         "dup.yaml",
@@ -246,8 +246,9 @@ BAD_INPUTS = {
         "apiVersion: v1\nkind: Pod\nmetadata: {name: web, labels: {app: 3}}\nspec:\n  priority: high\n  containers: nginx\n",
         ['types.yaml: doc 1 (Node n1): spec.unschedulable: expected a boolean, got string "yes"',
          "types.yaml: doc 1 (Node n1): spec.taints: expected a list, got a map",
-         "types.yaml: doc 1 (Node n1): status.allocatable.cpu: invalid quantity: expected a string or a number, got a list",
-         "types.yaml: doc 2 (Pod default/web): metadata.labels.app: expected a string, got number 3",
+         "types.yaml: doc 1 (Node n1): status.allocatable[cpu]: invalid quantity: expected a string or a number, got a list",
+         "types.yaml: doc 2 (Pod default/web): metadata.labels.app: cannot unmarshal number into Go struct field "
+         "ObjectMeta.metadata.labels of type string",
          'types.yaml: doc 2 (Pod default/web): spec.containers: expected a list, got string "nginx"',
          'types.yaml: doc 2 (Pod default/web): spec.priority: expected an integer, got string "high"'],
     ),
@@ -256,10 +257,75 @@ BAD_INPUTS = {
         "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: node-b}\n"
         "- apiVersion: v1\n  kind: Pod\n  metadata: {name: web}\n  spec: {containers: [{name: c, image: i, "
         "resources: {requests: {memory: 1Zi}}}]}\n",
-        ['list.yaml: doc 1 (Pod default/web): items[1].spec.containers[0].resources.requests.memory: '
+        ['list.yaml: doc 1 (Pod default/web): items[1].spec.containers[0].resources.requests[memory]: '
          'invalid quantity "1Zi"'],
     ),
 }
+
+# Hostile YAML and JSON: refused while decoding, with the document, field path and line (issue 9, point 7).
+POD_WITH = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  annotations:\n    {}\nspec: {{containers: [{{name: c, image: i}}]}}\n"
+ALIAS_BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n    b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n    c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]"
+BAD_INPUTS.update({
+    "alias bomb": (
+        "bomb.yaml", NODE_A + "---\n" + POD_WITH.format(ALIAS_BOMB),
+        ["bomb.yaml: doc 2: metadata.annotations.a: YAML anchors are not allowed (&a) (line 11, column 8)"],
+    ),
+    "deep nesting": (
+        "deep.yaml", NODE_A + "---\n" + POD_WITH.format("a: " + "[" * 5000 + "]" * 5000),
+        ["deep.yaml: doc 2: metadata.annotations.a" + "[0]" * 97 + ": nested more than 100 levels deep (line 11, column 105)"],
+    ),
+    "huge integer": (
+        "int.yaml", NODE_A + "---\n" + POD_WITH.format("a: " + "7" * 5000),
+        ["int.yaml: doc 2: metadata.annotations.a: integer with more than 4300 digits (line 11, column 8)"],
+    ),
+    "quantity past any int64": (
+        "inf.yaml", NODE_A + "---\n" + POD_WEB.replace("cpu: 500m", "cpu: 1e999999999"),
+        ['inf.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests[cpu]: Invalid value: "1e999999999": too large'],
+    ),
+    "infinite float": (
+        "float.yaml", NODE_A + "---\n" + POD_WEB.replace("spec:\n", "spec:\n  priority: 1.0e+999999999\n"),
+        ["float.yaml: doc 2: spec.priority: 1.0e+999999999: not a finite number (JSON has no infinity or NaN) (line 10, column 13)"],
+    ),
+    "binary and set tags": (
+        "tags.yaml", POD_WITH.format("a: !!binary aGVsbG8=") + "---\n" + POD_WITH.format("s: !!set {x, y}"),
+        ["tags.yaml: doc 1: metadata.annotations.a: YAML tag !!binary is not allowed: only strings, numbers, booleans, "
+         "null, lists and maps (line 6, column 8)",
+         "tags.yaml: doc 2: metadata.annotations.s: YAML tag !!set is not allowed: only strings, numbers, booleans, "
+         "null, lists and maps (line 14, column 8)"],
+    ),
+    "duplicate keys": (
+        "dupkeys.yaml", NODE_A + "---\n" + POD_WEB.replace("image: nginx", "image: nginx\n    image: evil"),
+        ['dupkeys.yaml: doc 2: spec.containers[0]: key "image" already set in map (line 13, column 5)'],
+    ),
+    "null map key": (
+        "nullkey.yaml", POD_WITH.format("~: x"),
+        ["nullkey.yaml: doc 1: metadata.annotations: map key null is not a string (line 6, column 5)"],
+    ),
+    "JSON deep nesting": (
+        "hostile.json", '{"apiVersion": "v1", "kind": "List", "items": [' + "[" * 200 + "]" * 200 + "]}",
+        ["hostile.json: doc 1: nested more than 100 levels deep (line 1, column 146)"],
+    ),
+    "scheduler name not a DNS subdomain": (
+        "sched.yaml", NODE_A + "---\n" + POD_WEB.replace("spec:\n", "spec:\n  schedulerName: \"=1+1\"\n"),
+        ['sched.yaml: doc 2 (Pod default/web): spec.schedulerName: Invalid value: "=1+1": a lowercase RFC 1123 subdomain '
+         "must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+         "character (e.g. 'example.com', regex used for validation is "
+         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"],
+    ),
+    "annotations not a map": (
+        "annot.yaml", NODE_A + "---\n" + POD_WITH.format("").replace("  annotations:\n    \n", "  annotations: 5\n"),
+        ["annot.yaml: doc 2 (Pod default/web): metadata.annotations: cannot unmarshal number into Go struct field "
+         "ObjectMeta.metadata.annotations of type map[string]string"],
+    ),
+    "JSON NaN": (
+        "nan.json", '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"}, "spec": {"priority": NaN}}',
+        ["nan.json: doc 1: spec.priority: NaN: not a finite number (JSON has no infinity or NaN)"],
+    ),
+    "JSON duplicate key": (
+        "dup.json", '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "name": "evil"}}',
+        ['dup.json: doc 1: metadata: key "name" already set in map'],
+    ),
+})
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUTS), ids=list(BAD_INPUTS))
@@ -284,7 +350,7 @@ def test_a_problem_in_one_file_keeps_the_other_files_out_too(workdir):
     write(workdir, "bad.yaml", POD_WEB.replace("name: web", "name: bad").replace("cpu: 500m", "cpu: -1"))
     r = cli("apply", "-f", "good.yaml", "-f", "bad.yaml")
     assert r.code == 1
-    assert r.err.splitlines()[0].startswith("bad.yaml: doc 1 (Pod default/bad): spec.containers[0].resources.requests.cpu: ")
+    assert r.err.splitlines()[0].startswith("bad.yaml: doc 1 (Pod default/bad): spec.containers[0].resources.requests[cpu]: ")
     assert counts() == (0, 0, 0)
     assert not any(queues.get_queue().lengths().values()) and queues.get_queue().keys() == set()
 
@@ -300,6 +366,57 @@ def test_changing_the_requests_of_a_scheduled_pod_is_refused_whole(workdir):
                                   "the resources or node of a scheduled pod"]
     node = Node.objects.get(name="node-a")
     assert (node.alloc_cpu, node.req_cpu) == (4000, 500)  # the node's change was rolled back too
+
+
+POD_A_UID = POD_WEB.replace("name: web, namespace: default", "name: a, namespace: default, uid: u-1")
+POD_B_UID = POD_WEB.replace("name: web, namespace: default", "name: b, namespace: shop, uid: u-1")
+
+
+def test_a_pod_whose_uid_is_another_existing_pods_is_refused_whole(workdir):
+    write(workdir, "a.yaml", POD_A_UID)
+    assert cli("apply", "-f", "a.yaml").code == 0
+    before_counts, before_queue = counts(), queue_state()
+    write(workdir, "b.yaml", NODE_A + "---\n" + POD_B_UID)
+    r = cli("apply", "-f", "b.yaml")
+    assert (r.code, r.out) == (1, "")
+    assert r.err.splitlines() == [
+        'b.yaml: doc 2 (Pod shop/b): metadata.uid: Duplicate value: "u-1": already the uid of Pod default/a',
+    ]
+    assert counts() == before_counts and queue_state() == before_queue  # the node in the same file is not applied
+    assert list(Pod.objects.values_list("namespace", "name", "uid")) == [("default", "a", "u-1")]
+
+
+def test_two_new_pods_with_one_uid_in_one_apply_are_refused_whole(workdir):
+    write(workdir, "a.yaml", POD_A_UID)
+    write(workdir, "b.yaml", POD_B_UID)
+    r = cli("apply", "-f", "a.yaml", "-f", "b.yaml")
+    assert r.code == 1
+    assert r.err.splitlines()[0] == 'b.yaml: doc 1 (Pod shop/b): metadata.uid: Duplicate value: "u-1": already the uid of Pod default/a'
+    assert counts() == (0, 0, 0)
+
+
+def test_two_new_pods_with_one_uid_reaching_the_service_together_are_refused_whole():
+    from scheduler.manifests import ManifestError, parse_documents
+    from scheduler.services import cluster_apply
+
+    # Parsed apart (so the parser's own check cannot see both), applied in one call.
+    objects = parse_documents(POD_A_UID, "a.yaml") + parse_documents(POD_B_UID, "b.yaml")
+    with pytest.raises(ManifestError) as info:
+        cluster_apply(objects)
+    assert [str(p) for p in info.value.problems] == [
+        'b.yaml: doc 1 (Pod shop/b): metadata.uid: Duplicate value: "u-1": already the uid of Pod default/a']
+    assert counts() == (0, 0, 0)
+
+
+def test_reapplying_a_pod_with_another_uid_is_refused_as_the_api_server_does(workdir):
+    write(workdir, "a.yaml", POD_A_UID)
+    assert cli("apply", "-f", "a.yaml").code == 0
+    write(workdir, "a.yaml", POD_A_UID.replace("uid: u-1", "uid: u-2"))
+    r = cli("apply", "-f", "a.yaml")
+    assert r.code == 1
+    assert r.err.splitlines()[0] == 'a.yaml: doc 1 (Pod default/a): metadata.uid: Invalid value: "u-2": field is immutable'
+    assert Pod.objects.get(name="a").uid == "u-1"
+    assert cli("apply", "-f", "-", stdin=POD_A_UID.replace(", uid: u-1", "")).out == "pod/a unchanged\n"
 
 
 # ---- delete -------------------------------------------------------------------------------------
@@ -344,7 +461,7 @@ def test_through_manage_py_exit_codes_and_text(workdir):
     r = manage("apply", "-f", "pods.yaml", cwd=workdir)
     assert r.code == 1, r
     assert r.out == ""
-    assert r.err == ('pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests.cpu: invalid quantity "abc"\n'
+    assert r.err == ('pods.yaml: doc 2 (Pod default/web): spec.containers[0].resources.requests[cpu]: invalid quantity "abc"\n'
                      "error: 1 problem found; nothing was applied\n")
     assert not Pod.objects.filter(name="api").exists()
 
@@ -354,3 +471,19 @@ def test_through_manage_py_exit_codes_and_text(workdir):
     assert (r.code, r.out, r.err) == (1, "", 'Error from server (NotFound): pods "web" not found\n'), r
     r = manage("delete", "node", "nope", cwd=workdir)
     assert (r.code, r.err) == (1, 'Error from server (NotFound): nodes "nope" not found\n'), r
+
+
+def test_an_alias_bomb_through_manage_py_is_one_line_exit_1_and_no_traceback(workdir):
+    write(workdir, "before.yaml", NODE_A)
+    assert manage("apply", "-f", "before.yaml", cwd=workdir).code == 0
+    before = counts()
+    # 512 bytes that expand to 9**10 strings: refused at the first anchor, before anything is built.
+    bomb = POD_WITH.format("a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+        f"    {c}: &{c} [{','.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefghi", "bcdefghij")).rstrip())
+    assert len(bomb) <= 512
+    write(workdir, "bomb.yaml", POD_WEB + "---\n" + bomb)
+    r = manage("apply", "-f", "bomb.yaml", cwd=workdir)
+    assert (r.code, r.out) == (1, ""), r
+    assert r.err == ("bomb.yaml: doc 2: metadata.annotations.a: YAML anchors are not allowed (&a) (line 15, column 8)\n"
+                     "error: 1 problem found; nothing was applied\n")
+    assert counts() == before and not Pod.objects.exists()

@@ -128,3 +128,58 @@ def test_through_manage_py(in_case):
     case = in_case("invalid-profile")
     r = manage(*case_args("invalid-profile"), cwd=case)
     assert (r.code, r.out, r.err) == (1, "", (case / "expected.stderr").read_text()), r
+
+
+HOSTILE = "a: &a [x, x]\nb: *a\n"  # the smallest alias bomb: refused at its anchor
+
+
+@pytest.mark.parametrize("option, text, expected", [
+    ("--cluster", "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels: {a: &a x, b: *a}\n",
+     "hostile.yaml: doc 1: metadata.labels.a: YAML anchors are not allowed (&a) (line 5, column 15)"),
+    ("--pod", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  priority: " + "9" * 5000 + "\n",
+     "hostile.yaml: doc 1: spec.priority: integer with more than 4300 digits (line 5, column 13)"),
+    ("--profile", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n" + HOSTILE,
+     "hostile.yaml: a: YAML anchors are not allowed (&a) (line 3, column 4)"),
+    ("--profile", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: "
+     + "[" * 300 + "]" * 300 + "\n", "hostile.yaml: profiles" + "[0]" * 99
+     + ": nested more than 100 levels deep (line 3, column 110)"),
+])
+def test_hostile_yaml_in_any_input_is_refused_like_apply(in_case, tmp_path, option, text, expected):
+    in_case("default")
+    (tmp_path / "hostile.yaml").write_text(text)
+    args = {"--cluster": "cluster.yaml", "--pod": "pod.yaml", "--profile": None}
+    args[option] = "hostile.yaml"
+    argv = ["explain"] + [a for k, v in args.items() if v for a in (k, str(tmp_path / v) if v == "hostile.yaml" else v)]
+    r = cli(*argv)
+    assert (r.code, r.out) == (1, "")
+    assert r.err.splitlines() == [f"{tmp_path}/{expected}"]
+
+
+def test_an_alias_bomb_through_manage_py_explain_is_one_line_and_no_traceback(in_case, tmp_path):
+    in_case("default")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                    "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n")
+    r = manage("explain", "--cluster", "cluster.yaml", "--pod", "pod.yaml", "--profile", str(bomb), cwd=CASES / "default")
+    assert (r.code, r.out, r.err) == (1, "", f"{bomb}: a: YAML anchors are not allowed (&a) (line 3, column 4)\n"), r
+
+
+def test_pod_level_requests_are_what_node_resources_fit_checks(tmp_path):
+    (tmp_path / "cluster.yaml").write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '2', memory: 4Gi, pods: '110'}}\n")
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  resources: {requests: {cpu: '%s'}}\n"
+           "  containers: [{name: a, image: i, resources: {requests: {cpu: 500m}}}]\n")
+    (tmp_path / "big.yaml").write_text(pod % "3")  # the containers ask 500m; the pod as a whole asks 3
+    (tmp_path / "fits.yaml").write_text(pod % "1500m")
+    big = cli("explain", "--cluster", str(tmp_path / "cluster.yaml"), "--pod", str(tmp_path / "big.yaml"))
+    assert big.code == 0 and json.loads(big.out)["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+    fits = cli("explain", "--cluster", str(tmp_path / "cluster.yaml"), "--pod", str(tmp_path / "fits.yaml"))
+    assert fits.code == 0 and json.loads(fits.out)["selected"] == "n1"
+
+
+def test_a_profile_that_is_not_utf8_is_one_line_not_a_traceback(in_case, tmp_path):
+    in_case("default")
+    (tmp_path / "latin1.yaml").write_bytes(b"apiVersion: kubescheduler.config.k8s.io/v1\n# caf\xe9\n")
+    r = cli("explain", "--cluster", "cluster.yaml", "--pod", "pod.yaml", "--profile", str(tmp_path / "latin1.yaml"))
+    assert (r.code, r.out) == (1, "")
+    assert r.err == f"{tmp_path / 'latin1.yaml'}: not UTF-8 text (invalid continuation byte at byte 48)\n"

@@ -266,6 +266,43 @@ def test_import_from_a_real_command_line_exits_1_on_a_bad_file(tmp_path):
     assert ok.code == 0 and active_version_number() == 1
 
 
+CONFIG_HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+@pytest.mark.parametrize("text, problem", [
+    (CONFIG_HEADER + "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n",
+     "a: YAML anchors are not allowed (&a) (line 3, column 4)"),
+    (CONFIG_HEADER + "profiles:\n- pluginConfig: " + "{a: " * 500 + "1" + "}" * 500 + "\n",
+     "profiles[0].pluginConfig" + ".a" * 97 + ": nested more than 100 levels deep (line 4, column 405)"),
+    (CONFIG_HEADER + "podMaxBackoffSeconds: " + "9" * 4301 + "\n",
+     "podMaxBackoffSeconds: integer with more than 4300 digits (line 3, column 23)"),
+    (CONFIG_HEADER + "podMaxBackoffSeconds: -.inf\n",
+     "podMaxBackoffSeconds: -.inf: not a finite number (JSON has no infinity or NaN) (line 3, column 23)"),
+    (CONFIG_HEADER + "profiles:\n- schedulerName: !!binary aGVsbG8=\n",
+     "profiles[0].schedulerName: YAML tag !!binary is not allowed: only strings, numbers, booleans, null, lists and maps "
+     "(line 4, column 18)"),
+    (CONFIG_HEADER + "kind: KubeSchedulerConfiguration\n", 'key "kind" already set in map (line 3, column 1)'),
+    (CONFIG_HEADER + "? [a]\n: b\n", "map key a list or map is not a string (line 3, column 3)"),
+])
+def test_import_of_hostile_yaml_names_the_field_and_problem_and_changes_nothing(tmp_path, text, problem):
+    config_version_create(config=most_allocated(), reason="before")
+    f = tmp_path / "hostile.yaml"
+    f.write_text(text)
+    result = cli("profiles", "import", str(f), "--reason", "hostile")
+    assert (result.code, result.out) == (1, "")
+    assert result.err.splitlines() == [f"{f}: {problem}"]
+    assert list(SchedulerConfigVersion.objects.values_list("number", "active")) == [(1, True)]
+
+
+def test_import_of_an_alias_bomb_from_a_real_command_line_exits_1_without_a_traceback(tmp_path):
+    f = tmp_path / "bomb.yaml"
+    f.write_text(CONFIG_HEADER + "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+                 "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n")
+    result = manage("profiles", "import", str(f), "--reason", "bomb")
+    assert (result.code, result.out, result.err) == (1, "", f"{f}: a: YAML anchors are not allowed (&a) (line 3, column 4)\n")
+    assert not SchedulerConfigVersion.objects.exists()
+
+
 @pytest.mark.parametrize("content, stdin, error", [
     (b"apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n# caf\xe9\n", False,
      "not UTF-8 text (invalid continuation byte at byte 81)"),

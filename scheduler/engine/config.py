@@ -30,6 +30,7 @@ from .plugin_args import (
     UtilizationShapePoint,
 )
 from .pods import NodeSelectorTerm, PreferredTerm, Requirement
+from .yaml_safe import DecodeProblem, load_yaml
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -940,7 +941,9 @@ def _load_profile(ctx: _Ctx, raw: Any, path: str, single: bool) -> tuple[Profile
 
 def _parse_text(text: str, filename: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
+    except DecodeProblem as exc:
+        raise ConfigError([(exc.path, exc.message + exc.where)], filename) from None
     except yaml.YAMLError as exc:
         raise ConfigError([("", f"error parsing {filename}: {exc}")], filename) from None
 

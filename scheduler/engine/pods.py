@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from .resources import CPU, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, PODS
 
+HUGEPAGES_PREFIX = "hugepages-"
+
 Resources = dict[str, int]
 
 # Label selector operators (NodeSelectorRequirement.operator).
@@ -91,18 +93,23 @@ class PodSpec:
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
     overhead: Resources = field(default_factory=dict)
+    # spec.resources.requests (PodLevelResources), defaulted as the API server does: for the resources
+    # it names (cpu, memory, hugepages-*) these replace what the containers add up to.
+    pod_level_requests: Resources = field(default_factory=dict)
     deleting: bool = False  # metadata.deletionTimestamp set
-    # Computed from the containers in __post_init__ (as resource.PodRequests does).
+    # Computed from the containers and pod-level requests in __post_init__ (as resource.PodRequests does).
     requests: Resources = field(init=False)
     nonzero_requests: Resources = field(init=False)
     host_ports: tuple[HostPort, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.requests = pod_requests(self.containers, self.init_containers, self.overhead)
+        self.requests = pod_requests(self.containers, self.init_containers, self.overhead, self.pod_level_requests)
         self.requests[PODS] = 1
+        # As NonMissingContainerRequests: each container without a cpu/memory request counts the default,
+        # and a pod-level request still replaces the sum (so a pod-level cpu request is the pod's cpu).
         defaulted = tuple(_with_nonzero_defaults(c) for c in self.containers)
         defaulted_init = tuple(_with_nonzero_defaults(c) for c in self.init_containers)
-        full = pod_requests(defaulted, defaulted_init, self.overhead)
+        full = pod_requests(defaulted, defaulted_init, self.overhead, self.pod_level_requests)
         self.nonzero_requests = {CPU: full.get(CPU, 0), MEMORY: full.get(MEMORY, 0)}
         self.host_ports = tuple(p for c in self.containers + self.init_containers for p in c.ports if p.port > 0)
 
@@ -126,12 +133,18 @@ def _max(into: Resources, other: Resources) -> None:
             into[name] = value
 
 
-def pod_requests(containers, init_containers, overhead: Resources) -> Resources:
+def is_supported_pod_level_resource(name: str) -> bool:
+    """As resource.IsSupportedPodLevelResource: what spec.resources may name."""
+    return name in (CPU, MEMORY) or name.startswith(HUGEPAGES_PREFIX)
+
+
+def pod_requests(containers, init_containers, overhead: Resources, pod_level: Resources | None = None) -> Resources:
     """The pod's effective requests, as k8s.io/component-helpers resource.PodRequests.
 
     Regular containers add up; an init container runs alone (with the sidecars started
     before it), so the pod needs the larger of the two; sidecars (restartPolicy Always)
-    run for the pod's whole life and count in both; overhead comes on top.
+    run for the pod's whole life and count in both; pod-level requests then replace the
+    result for the resources they name (applyPodLevelResources); overhead comes on top.
     """
     reqs: Resources = {}
     for c in containers:
@@ -148,6 +161,9 @@ def pod_requests(containers, init_containers, overhead: Resources) -> Resources:
             _add(need, sidecars)
         _max(init_max, need)
     _max(reqs, init_max)
+    for name, value in (pod_level or {}).items():
+        if is_supported_pod_level_resource(name):
+            reqs[name] = value
     _add(reqs, overhead)
     return reqs
 

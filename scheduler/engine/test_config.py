@@ -520,3 +520,19 @@ def test_a_stored_score_weight_of_zero_is_upstreams_one():
     profile = ProfileConfig(scheduler_name="p", filters=[], scores=[("ImageLocality", 0)])
     assert profile.scores == [("ImageLocality", 1)]
     assert load_config(dump_config(SchedulerConfig(profiles=[profile]))).profiles[0] == profile
+
+
+# ---- hostile YAML: refused by the shared decoder, with the field path and line -------------------
+
+@pytest.mark.parametrize("body, problem", [
+    ("profiles: &p [{schedulerName: a}]\n", "profiles: YAML anchors are not allowed (&p) (line 3, column 11)"),
+    ("podMaxBackoffSeconds: " + "1" * 4301 + "\n", "podMaxBackoffSeconds: integer with more than 4300 digits (line 3, column 23)"),
+    ("podMaxBackoffSeconds: .nan\n", "podMaxBackoffSeconds: .nan: not a finite number (JSON has no infinity or NaN) (line 3, column 23)"),
+    ("profiles: [{schedulerName: a, schedulerName: b}]\n",
+     'profiles[0]: key "schedulerName" already set in map (line 3, column 31)'),
+    ("profiles: " + "[" * 101 + "]" * 101 + "\n", "profiles" + "[0]" * 99 + ": nested more than 100 levels deep (line 3, column 110)"),
+])
+def test_load_config_refuses_hostile_yaml_before_decoding(body, problem):
+    with pytest.raises(ConfigError) as info:
+        load_config("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n" + body, "c.yaml")
+    assert str(info.value) == f"c.yaml: {problem}"
