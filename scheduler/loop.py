@@ -805,6 +805,7 @@ def reconcile(*, queue=None) -> dict:
 def recount() -> dict:
     """The periodic recount of every node's usage (beat, SCHEDBOARD_RECOUNT_SECONDS): repairs drift, counts it."""
     report = usage_recount(on_repair=lambda resource: metrics.usage_drift_repaired.labels(resource).inc())
+    metrics.usage_recounts.inc()
     if report["repaired"]:
         # Nodes that got room back may fit pods waiting as unschedulable.
         get_queue().move_all_to_active_or_backoff(ClusterEvent.NODE_UPDATE)

@@ -84,6 +84,9 @@ retention_deleted_rows = Counter(
     "schedboard_retention_deleted_rows", "Rows deleted by retention, by kind of row.", ["kind"])
 
 # schedboard's own: what the safety nets found and repaired (not kube-scheduler metrics).
+usage_recounts = Counter(
+    "usage_recounts", "Passes of the usage recount over every node (with usage_drift_repaired: how often it looked, "
+    "and what it found).", namespace="schedboard")
 usage_drift_repaired = Counter(
     "usage_drift_repaired", "Node usage values the recount found different from what the node's bound and assumed "
     "pods take, and repaired, by resource.", ["resource"], namespace="schedboard")

@@ -121,9 +121,11 @@ CATALOGUE: dict[str, Hostile] = {h.kind: h for h in [
             _one("negative-request"),
             lambda i: _pod_yaml(f"hostile-{i}-negative-request", requests='          cpu: "-1"\n'),
             lambda i: [_pod_body(f"hostile-{i}-negative-request", requests={"cpu": "-1"})]),
-    Hostile("annotation-int-key", "an annotation whose key is an integer",
-            _one("annotation-int-key"),
-            lambda i: _pod_yaml(f"hostile-{i}-annotation-int-key", metadata_extra="  annotations:\n    5: x\n")),
+    # (An integer key is not hostile: kubectl, like sigs.k8s.io/yaml, makes it the string "5".)
+    Hostile("annotation-bad-key", "an annotation whose key is not a qualified name",
+            _one("annotation-bad-key"),
+            lambda i: _pod_yaml(f"hostile-{i}-annotation-bad-key", metadata_extra='  annotations:\n    "not a key!": x\n'),
+            lambda i: [_pod_body(f"hostile-{i}-annotation-bad-key", annotations={"not a key!": "x"})]),
 ]}
 
 KINDS = list(CATALOGUE)

@@ -623,7 +623,7 @@ class KubeRun:
             "mirror_disagrees_with_api": len(mirror_disagrees), "mirror_disagreements": mirror_disagrees[:SAMPLE],
             "pods_pending_with_room": len(with_room), "pending_with_room": with_room[:SAMPLE],
             "usage_drift_nodes": len(drift), "usage_drift": drift[:SAMPLE],
-            "drift_repaired": h.drift_repaired(),
+            "drift_repaired": h.drift_repaired(), "recount_passes": h.recounts(),
             "bind_failures": {
                 "pods_annotated": self.plan.counts["bind_failure_pods"],
                 **(self.webhook.report() if self.webhook else {}),

@@ -30,6 +30,9 @@ from .verdict import recovery
 
 PROXY, RESTART = "proxy", "restart"
 METRIC_DRIFT_REPAIRED = "schedboard_usage_drift_repaired_total"
+METRIC_RECOUNTS = "schedboard_usage_recounts_total"
+# The recount's period in a run: often enough that it runs several times within a short run's faults.
+RECOUNT_SECONDS = "5"
 BASE_DIR = Path(__file__).resolve().parents[2]
 
 
@@ -303,7 +306,7 @@ class Harness:
 
         return worker_env(database_url=self.client_url(), redis_url=settings.REDIS_URL, queue_prefix=self.prefix,
                           SCHEDBOARD_LIVE_PREFIX=f"{self.prefix}:live", PROMETHEUS_MULTIPROC_DIR=str(self.metrics_dir),
-                          **extra)
+                          **{"SCHEDBOARD_RECOUNT_SECONDS": RECOUNT_SECONDS, **extra})
 
     def start_workers(self, **extra_env: str) -> None:
         self.processes = Processes(self.options.workers, self.env(**extra_env), self.log_dir).start()
@@ -345,7 +348,13 @@ class Harness:
         return list(self.proxy.events) if self.proxy is not None else []
 
     def drift_repaired(self) -> float | None:
-        return metric_total(str(self.metrics_dir), METRIC_DRIFT_REPAIRED)
+        """Usage values the recount repaired; None if it never ran (0 if it ran and found nothing)."""
+        if not self.recounts():
+            return None
+        return metric_total(str(self.metrics_dir), METRIC_DRIFT_REPAIRED) or 0.0
+
+    def recounts(self) -> int:
+        return int(metric_total(str(self.metrics_dir), METRIC_RECOUNTS) or 0)
 
     def worker_logs_tail(self) -> str:
         return self.processes.wp.logs() if self.processes else ""

@@ -337,7 +337,7 @@ class SimulatedRun:
             "bound_without_binding": bound_without_binding,
             "pods_pending_with_room": len(with_room), "pending_with_room": with_room[:SAMPLE],
             "usage_drift_nodes": len(drift), "usage_drift": drift[:SAMPLE],
-            "drift_repaired": h.drift_repaired(),
+            "drift_repaired": h.drift_repaired(), "recount_passes": h.recounts(),
             "bind_failures": {
                 "pods_annotated": self.plan.counts["bind_failure_pods"],
                 "injected_failures_seen": Attempt.objects.filter(
