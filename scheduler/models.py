@@ -50,6 +50,9 @@ class Node(models.Model):
         return self.name
 
 
+POD_UID_CONSTRAINT = "pod_unique_uid"
+
+
 class Pod(models.Model):
     PENDING, RUNNING = "Pending", "Running"
 
@@ -90,7 +93,12 @@ class Pod(models.Model):
 
     class Meta:
         ordering = ["namespace", "name"]
-        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="pod_unique_namespace_name")]
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name"], name="pod_unique_namespace_name"),
+            # One pod per uid, as the API server's: apply checks it first with its own words, this closes
+            # the race between two applies (a second pod under one uid could never be bound).
+            models.UniqueConstraint(fields=["uid"], condition=~models.Q(uid=""), name=POD_UID_CONSTRAINT),
+        ]
         indexes = [
             models.Index(fields=["node_name"], name="pod_node_name"),
             models.Index(fields=["assumed_node"], name="pod_assumed_node"),

@@ -12,13 +12,13 @@ import uuid
 from dataclasses import dataclass, field as dataclass_field
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from .manifests import ManifestError, ParsedNode, ParsedPod, Problem, uid_taken
-from .models import ClusterEvent, Node, Pod
+from .models import POD_UID_CONSTRAINT, ClusterEvent, Node, Pod
 from .profiles import scheduler_names
 from .reservations import add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage
 
@@ -99,6 +99,17 @@ def _node_columns(parsed: ParsedNode) -> dict:
 
 def cluster_apply(objects: list[ParsedNode | ParsedPod], *, filename: str = "-") -> ApplyResult:
     """Apply parsed Nodes and Pods in one transaction: nodes first, then pods; nothing on any problem."""
+    try:
+        return _cluster_apply(objects)
+    except IntegrityError as exc:
+        if POD_UID_CONSTRAINT not in str(exc):
+            raise
+        # Another apply committed a pod with one of these uids after we looked: look again, and the
+        # duplicate is reported as a problem like any other (nothing of this apply was kept).
+        return _cluster_apply(objects)
+
+
+def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
     result = ApplyResult([], [], [])
     to_queue: list[tuple[str, int]] = []
     node_events: list[tuple[str, str]] = []
@@ -109,9 +120,7 @@ def cluster_apply(objects: list[ParsedNode | ParsedPod], *, filename: str = "-")
             if isinstance(obj, ParsedNode):
                 _node_apply(obj, result, node_events)
         # Which pods already hold the uids this apply names: one query, not one per pod.
-        uids = {obj.spec.uid for obj in objects if isinstance(obj, ParsedPod) and obj.spec.uid}
-        uid_owners = {uid: f"{ns}/{name}" for uid, ns, name in
-                      Pod.objects.filter(uid__in=uids).values_list("uid", "namespace", "name")} if uids else {}
+        uid_owners = _uid_owners({obj.spec.uid for obj in objects if isinstance(obj, ParsedPod) and obj.spec.uid})
         for obj in objects:
             if isinstance(obj, ParsedPod):
                 problem = _pod_apply(obj, result, to_queue, ours, uid_owners)
@@ -126,6 +135,13 @@ def cluster_apply(objects: list[ParsedNode | ParsedPod], *, filename: str = "-")
         raise ManifestError(problems)
     transaction.on_commit(lambda: _publish(to_queue, node_events))
     return result
+
+
+def _uid_owners(uids: set[str]) -> dict[str, str]:
+    """uid -> "ns/name" of the pods that already hold these uids."""
+    if not uids:
+        return {}
+    return {uid: f"{ns}/{name}" for uid, ns, name in Pod.objects.filter(uid__in=uids).values_list("uid", "namespace", "name")}
 
 
 def _node_apply(parsed: ParsedNode, result: ApplyResult, node_events: list) -> None:

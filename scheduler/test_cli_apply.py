@@ -408,6 +408,29 @@ def test_two_new_pods_with_one_uid_reaching_the_service_together_are_refused_who
     assert counts() == (0, 0, 0)
 
 
+def test_a_pod_committed_with_the_same_uid_by_a_concurrent_apply_is_refused_as_a_duplicate(monkeypatch):
+    """Two applies look at the uids at once, neither sees the other's pod: the database refuses the second
+    insert (the uid is unique), and that apply looks again and reports the duplicate like any other."""
+    from scheduler import services
+    from scheduler.manifests import ManifestError, parse_documents
+
+    services.cluster_apply(parse_documents(POD_A_UID, "a.yaml"))
+    looks = []
+    real = services._uid_owners
+
+    def stale_first_look(uids):  # the first look predates the other apply's commit
+        looks.append(uids)
+        return {} if len(looks) == 1 else real(uids)
+
+    monkeypatch.setattr(services, "_uid_owners", stale_first_look)
+    with pytest.raises(ManifestError) as info:
+        services.cluster_apply(parse_documents(POD_B_UID, "b.yaml"))
+    assert [str(p) for p in info.value.problems] == [
+        'b.yaml: doc 1 (Pod shop/b): metadata.uid: Duplicate value: "u-1": already the uid of Pod default/a']
+    assert len(looks) == 2
+    assert list(Pod.objects.values_list("namespace", "name")) == [("default", "a")]
+
+
 def test_reapplying_a_pod_with_another_uid_is_refused_as_the_api_server_does(workdir):
     write(workdir, "a.yaml", POD_A_UID)
     assert cli("apply", "-f", "a.yaml").code == 0

@@ -591,8 +591,8 @@ def test_one_pod_event_that_raises_does_not_stop_the_rest_of_its_watch_batch(mir
     from scheduler.kube.mirror import PodStore
     from scheduler.models import Event, Node, Pod
 
-    too_long_uid = "u" * 100  # the API would never send it; the row refuses it (varchar 64)
-    events = [("ADDED", kube_pod("first", node_name="node-a")), ("ADDED", kube_pod("bad", uid=too_long_uid)),
+    # The API would never send two pods with one uid; the rows refuse it (one pod per uid).
+    events = [("ADDED", kube_pod("first", node_name="node-a")), ("ADDED", kube_pod("bad", uid="uid-first")),
               ("ADDED", kube_pod("last", node_name="node-a"))]
     failed = mirror_problems("failed")
     store = PodStore(queue=queues.get_queue())
@@ -603,7 +603,7 @@ def test_one_pod_event_that_raises_does_not_stop_the_rest_of_its_watch_batch(mir
     assert Node.objects.get(name="node-a").req_cpu == 1000
     assert mirror_problems("failed") == failed + 1
     event = Event.objects.get(involved_name="bad", reason="FailedMirror")
-    assert event.type == "Warning" and "DataError: value too long for type character varying(64)" in event.message
+    assert event.type == "Warning" and 'duplicate key value violates unique constraint "pod_unique_uid"' in event.message
     assert "cannot mirror Pod default/bad: applying it raised" in caplog.text
 
 
