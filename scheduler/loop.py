@@ -774,8 +774,13 @@ def reconcile(*, queue=None) -> dict:
     # binding is in flight (marked by its binder) is left alone: the binder's outcome settles it, or
     # the mirror seeing the pod bound. Only a mark older than the binding timeout (its binder died and
     # its job was lost with Redis) is freed; no binder sends a binding that late (see _bind_batch).
+    # Only a binding that goes out of this database needs that (a call to an API server cannot be taken
+    # back): on the simulated cluster the binding is this database's own conditional write, which simply
+    # finds the reservation gone, so a dead worker's pod is freed after the assume TTL as any other.
     stale = now - timedelta(seconds=settings.SCHEDBOARD_ASSUME_TTL_SECONDS)
     expirable = Q(binding_at__isnull=True) | Q(binding_at__lt=now - timedelta(seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS))
+    if not get_backend().mirrors_bindings:
+        expirable = Q()
     for pod in Pod.objects.filter(expirable, node_name="", assumed_at__lt=stale).exclude(assumed_node=""):
         if release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=_usage(pod),
                            condition=expirable & Q(assumed_at__lt=stale)):

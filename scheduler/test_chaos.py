@@ -30,8 +30,10 @@ def run_chaos(*args: str, timeout: float) -> dict:
     env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "REDIS_URL": settings.REDIS_URL,
                 "DATABASE_URL": os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + name,
                 "DJANGO_SECRET_KEY": "chaos-test", "SCHEDBOARD_EAGER": "0",
-                # Short leases so that a short run settles: a killed worker's pods come back after 10 s.
-                "SCHEDBOARD_INFLIGHT_LEASE_SECONDS": "10", "SCHEDBOARD_ASSUME_TTL_SECONDS": "10"})
+                # Short leases so that a short run settles: a killed worker's pods come back after 10 s, a
+                # binding in flight whose job was lost with Redis (kubernetes) is freed after 20 s.
+                "SCHEDBOARD_INFLIGHT_LEASE_SECONDS": "10", "SCHEDBOARD_ASSUME_TTL_SECONDS": "10",
+                "SCHEDBOARD_BINDING_TIMEOUT_SECONDS": "20"})
     result = subprocess.run([sys.executable, "manage.py", "chaos", *args, "--json"], cwd=BASE_DIR, env=env,
                             capture_output=True, text=True, timeout=timeout)
     assert result.stdout, f"exit {result.returncode}\n{result.stderr[-4000:]}"

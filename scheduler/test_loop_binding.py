@@ -167,6 +167,25 @@ def test_a_binding_left_in_flight_by_a_binder_that_died_is_sent_again_by_the_nex
     assert Node.objects.get(name="only").req_pods == 1
 
 
+def test_on_the_simulated_cluster_a_dead_binders_reservation_is_freed_after_the_assume_ttl_and_its_job_finds_it_gone(
+        backend):
+    """The binding there is this database's own conditional write: nothing went out that cannot be taken back,
+    so a worker killed mid-binding (its job redelivered an hour later, at Redis's visibility timeout) must not
+    hold the room for the binding timeout."""
+    backend(Sent())
+    apply(node("only", cpu="1"), pod("web", cpu="1"))
+    job = placed("web")
+    loop._mark_binding(job, timezone.now() - timedelta(seconds=100))  # marked, then the worker was SIGKILLed
+    age_reservation("web", seconds=100)
+
+    assert loop.reconcile()["expired"] == 1
+    web = Pod.objects.get(name="web")
+    assert (web.assumed_node, web.binding_at) == ("", None)
+    assert Node.objects.get(name="only").req_pods == 0
+    assert loop.bind_batch(job)["lost"] == 1  # the redelivered job: nothing bound, the pod is scheduled again
+    assert Pod.objects.get(name="web").node_name == ""
+
+
 def test_a_binding_mark_whose_job_was_lost_is_freed_after_the_binding_timeout_and_the_pod_requeued(
         backend, settings, caplog):
     backend(Cluster())

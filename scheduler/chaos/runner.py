@@ -43,7 +43,7 @@ class Options:
     nodes: int = 500
     workers: int = 2
     duration: float = 300.0
-    settle: float | None = None  # default: the in-flight lease + the assume TTL + 30 s
+    settle: float | None = None  # default: see settle_seconds()
     seed: int = 0
     kills: int = 20
     redis_flushes: int = 1
@@ -59,9 +59,15 @@ class Options:
     log_dir: str | None = None
 
     def settle_seconds(self) -> float:
+        """How long after the last fault every pod must be bound or pending with a reason: a killed worker's
+        pods come back after the in-flight lease, their reservations after the assume TTL; on kubernetes
+        a binding marked in flight whose job was lost with Redis is freed after the binding timeout."""
         if self.settle is not None:
             return self.settle
-        return settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS + settings.SCHEDBOARD_ASSUME_TTL_SECONDS + 30.0
+        held = settings.SCHEDBOARD_ASSUME_TTL_SECONDS
+        if self.backend == "kubernetes":
+            held = max(held, settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS)
+        return settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS + held + 30.0
 
 
 @dataclass
