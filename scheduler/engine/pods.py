@@ -104,7 +104,10 @@ class PodSpec:
         defaulted_init = tuple(_with_nonzero_defaults(c) for c in self.init_containers)
         full = pod_requests(defaulted, defaulted_init, self.overhead)
         self.nonzero_requests = {CPU: full.get(CPU, 0), MEMORY: full.get(MEMORY, 0)}
-        self.host_ports = tuple(p for c in self.containers + self.init_containers for p in c.ports if p.port > 0)
+        # As schedutil.GetHostPorts: only sidecar init containers (restartPolicy Always) hold their
+        # host ports for the pod's life; an ordinary init container has exited before the rest start.
+        sidecars = tuple(c for c in self.init_containers if c.restart_policy == "Always")
+        self.host_ports = tuple(p for c in sidecars + self.containers for p in c.ports if p.port > 0)
 
     @property
     def key(self) -> str:

@@ -286,14 +286,16 @@ def test_reference_schedule_picks_among_the_top_nodes():
 
 # ---- cases found by the property tests --------------------------------------------------------
 
-def test_prefilter_results_that_do_not_intersect_reject_the_pod_at_prefilter():
+def test_a_node_name_outside_the_node_affinity_prefilter_result_is_rejected_by_the_node_name_filter():
+    # Upstream's NodeName has no PreFilter: NodeAffinity narrows to n1 and NodeName's Filter rejects it.
     specs = [NodeSpec(f"n{i}", allocatable={"cpu": 1000, "memory": GI, "pods": 10}) for i in range(3)]
     use = [NodeUsage() for _ in specs]
     pod = PodSpec("default", "p", node_name="n0",
                   required_terms=(NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", ("n1",)),)),))
     profile = default_profile()
     ref = reference_pipeline(specs, use, pod, profile)
-    assert ref.message == "0/3 nodes are available: node(s) didn't satisfy plugin(s) [NodeAffinity NodeName] simultaneously."
+    assert ref.message == ("0/3 nodes are available: 1 node(s) didn't match the requested node name, "
+                           "2 node(s) didn't satisfy plugin(s) [NodeAffinity].")
     table = NodeTable(specs, use)
     decision = Algorithm(0).schedule(profile.build(), pod, table, all_nodes=True)
     assert explain(decision, table)["message"] == ref.message

@@ -25,8 +25,9 @@ MIN_NODE_SCORE = 0
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
-# The plugins with a PreFilter that can return a PreFilterResult (narrow the nodes).
-_NARROWING = ("NodeName", "NodeAffinity")
+# The plugins with a PreFilter that can return a PreFilterResult (narrow the nodes). Upstream's
+# NodeName has none: its Filter alone rejects the other nodes.
+_NARROWING = ("NodeAffinity",)
 
 
 @dataclass
@@ -114,8 +115,6 @@ def _normalize(name: str, raw: list[int]) -> list[int]:
 
 
 def _pre_filter(name: str, pod: PodSpec):
-    if name == "NodeName":
-        return f.node_name_pre_filter(pod)
     return f.node_affinity_pre_filter(pod)
 
 
