@@ -32,13 +32,15 @@ _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
 
 
 class RowCounts:
-    """A multiset of node rows: how many of something sit on each node, with cached arrays."""
+    """A multiset of node rows: how many of something sit on each node, with cached arrays, and
+    once asked for, the same counts summed per topology domain of one key (kept up to date)."""
 
-    __slots__ = ("counts", "_arrays")
+    __slots__ = ("counts", "_arrays", "_domain")
 
     def __init__(self) -> None:
         self.counts: dict[int, int] = {}
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self._domain: tuple[str, np.ndarray, np.ndarray] | None = None  # (key, node codes, per-code sums)
 
     def add(self, row: int, delta: int) -> None:
         left = self.counts.get(row, 0) + delta
@@ -47,6 +49,22 @@ class RowCounts:
         else:
             del self.counts[row]
         self._arrays = None
+        if self._domain is not None:
+            code = self._domain[1][row]
+            if code >= 0:
+                self._domain[2][code] += delta
+
+    def per_domain(self, key: str, codes: np.ndarray, size: int) -> np.ndarray:
+        """Per value code of topology key `key` (node value codes `codes`, -1 where a node lacks the
+        key), the sum of the counts: built once, then kept up to date by add(). Do not modify."""
+        if self._domain is None or self._domain[0] != key:
+            rows, many = self.arrays()
+            node_codes = codes[rows]
+            keep = node_codes >= 0
+            sums = np.zeros(size, dtype=np.int64)
+            np.add.at(sums, node_codes[keep], many[keep])
+            self._domain = (key, codes, sums)
+        return self._domain[2]
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows, how many on each), rows distinct."""
@@ -79,9 +97,10 @@ class _Group:
 
 
 class _Query:
-    """A per-node count of the pods whose group passes `accepts`, in `namespaces` (None: all)."""
+    """A per-node count of the pods whose group passes `accepts`, in `namespaces` (None: all), and
+    sums of it per topology domain for the node subsets asked about (`domains`)."""
 
-    __slots__ = ("key", "namespaces", "accepts", "counts", "groups")
+    __slots__ = ("key", "namespaces", "accepts", "counts", "groups", "domains")
 
     def __init__(self, key, namespaces: frozenset[str] | None, accepts: Callable[[_Group], bool], n: int):
         self.key = key
@@ -89,6 +108,14 @@ class _Query:
         self.accepts = accepts
         self.counts = np.zeros(n, dtype=np.int64)
         self.groups: set[_Group] = set()
+        # (domain key, include key) -> (node codes, included nodes, per-code sums, per-code presence)
+        self.domains: dict[object, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def bump(self, row: int, delta: int) -> None:
+        self.counts[row] += delta
+        for codes, keep, sums, _ in self.domains.values():
+            if keep[row]:
+                sums[codes[row]] += delta
 
 
 class _Entry:
@@ -136,7 +163,7 @@ class PodIndex:
             group = self._new_group(key, pod.namespace, dict(labels), pod.deleting)
         group.rows.add(row, 1)
         for q in group.queries:
-            q.counts[row] += 1
+            q.bump(row, 1)
         # As podWithAffinity / podWithRequiredAntiAffinity: the spec decides, parsed or not.
         with_affinity = pod.pod_affinity is not None or pod.pod_anti_affinity is not None
         with_required_anti = pod.pod_anti_affinity is not None and len(pod.pod_anti_affinity.required) != 0
@@ -200,7 +227,7 @@ class PodIndex:
         group = entry.group
         group.rows.add(entry.row, -1)
         for q in group.queries:
-            q.counts[entry.row] -= 1
+            q.bump(entry.row, -1)
         if not group.rows.counts:
             gkey = (group.namespace, tuple(sorted(group.labels.items())), group.deleting)
             del self._groups[gkey]
@@ -254,6 +281,24 @@ class PodIndex:
         if len(self._queries) > MAX_QUERIES:
             self._drop_query(next(iter(self._queries)))
         return q.counts
+
+    def count_per_domain(self, key: object, namespaces: frozenset[str] | None,
+                         accepts: Callable[[str, Mapping[str, str], bool], bool], domain_key: object,
+                         codes: np.ndarray, size: int, include: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """count() summed per topology domain over the included nodes: (per-code sums, per-code
+        presence of an included node), for node codes `codes` (-1: no domain) in [0, size).
+        `domain_key` names the codes and the include mask (the same key, the same arrays); the sums
+        are then kept up to date with the counts. Do not modify what is returned."""
+        per_node = self.count(key, namespaces, accepts)
+        q = self._queries[key]
+        cached = q.domains.get(domain_key)
+        if cached is None:
+            keep = include & (codes >= 0)
+            kept = codes[keep]
+            sums = np.rint(np.bincount(kept, weights=per_node[keep], minlength=size)).astype(np.int64)
+            present = np.bincount(kept, minlength=size) > 0
+            cached = q.domains[domain_key] = (codes, keep, sums, present)
+        return cached[2], cached[3]
 
     def _drop_query(self, key: object) -> None:
         q = self._queries.pop(key)

@@ -12,7 +12,7 @@ class Domains:
     """The domains of one topology key: `codes[row]` is the node's value code (-1: the node lacks the
     key), `values[code]` the value."""
 
-    __slots__ = ("key", "codes", "values", "size", "_slots")
+    __slots__ = ("key", "codes", "values", "size", "_slots", "_has_key", "_take")
 
     def __init__(self, nodes: NodeTable, key: str):
         col = nodes.label(key)
@@ -21,6 +21,9 @@ class Domains:
         self.values = list(col.vocab)  # vocab is insertion-ordered: code i is the i-th value
         self.size = len(self.values)
         self._slots: np.ndarray | None = None
+        self._has_key = self.codes >= 0
+        # Each node's index into a per-value vector with one extra slot (at `size`) for "no key".
+        self._take = np.where(self._has_key, self.codes, self.size)
 
     def slots(self) -> np.ndarray:
         """Each node's value slot, reading a missing key as the value "" (as Go's map lookup does):
@@ -31,7 +34,8 @@ class Domains:
         return self._slots
 
     def has_key(self) -> np.ndarray:
-        return self.codes >= 0
+        """Nodes having the key (shared: do not modify)."""
+        return self._has_key
 
     def sums(self, per_node: np.ndarray, include: np.ndarray | None = None) -> np.ndarray:
         """Per value code, the sum of `per_node` over the (included) nodes having the key."""
@@ -52,22 +56,19 @@ class Domains:
         out[codes] = True
         return out
 
-    def sums_at_rows(self, rows: np.ndarray, many: np.ndarray) -> np.ndarray:
-        """Per value code, the sum of `many` over `rows` (rows may repeat) whose node has the key."""
-        codes = self.codes[rows]
-        keep = codes >= 0
-        if not keep.all():
-            codes, many = codes[keep], many[keep]
+    def sums_and_present(self, per_node: np.ndarray, include: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """sums() and present() over the same included nodes, with one selection."""
+        keep = include & self._has_key
+        codes = self.codes[keep]
         if len(codes) == 0:
-            return np.zeros(self.size, dtype=np.int64)
-        return np.rint(np.bincount(codes, weights=many, minlength=self.size)).astype(np.int64)
+            return np.zeros(self.size, dtype=np.int64), np.zeros(self.size, dtype=bool)
+        sums = np.rint(np.bincount(codes, weights=per_node[keep], minlength=self.size)).astype(np.int64)
+        present = np.bincount(codes, minlength=self.size) > 0
+        return sums, present
 
-    def at_nodes(self, per_value: np.ndarray, default: int = 0) -> np.ndarray:
+    def at_nodes(self, per_value: np.ndarray, default=0) -> np.ndarray:
         """Each node's entry of a per-value vector (`default` where the node lacks the key)."""
-        if self.size == 0:
-            return np.full(len(self.codes), default, dtype=per_value.dtype)
-        out = per_value[np.maximum(self.codes, 0)]
-        return np.where(self.codes >= 0, out, default)
+        return np.append(per_value, np.asarray(default, dtype=per_value.dtype))[self._take]
 
 
 def domains(nodes: NodeTable, key: str) -> Domains:

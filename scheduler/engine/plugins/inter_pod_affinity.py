@@ -22,6 +22,7 @@ import numpy as np
 
 from ..framework import SKIP, FilterResult, PluginError, PreFilterRejected, cycle_state
 from ..nodes import NodeTable
+from ..pod_index import RowCounts
 from ..pod_info import EMPTY_POD_INFO, AffinityTerm, PodInfo, incoming_term, pod_info
 from ..pods import PodSpec
 from ..resources import MAX_NODE_SCORE
@@ -64,7 +65,7 @@ class TopologyCounts:
             self.by_key[key] = self.by_key[key] + per_value
             self.present[key] = self.present[key] | touched
         else:
-            self.by_key[key] = per_value
+            self.by_key[key] = per_value.copy()  # never alias the index's own vectors
             self.present[key] = touched
 
     def __len__(self) -> int:
@@ -120,33 +121,39 @@ def _matches_all(terms, namespace: str, labels) -> bool:
     return all(t.matches(namespace, labels, _NO_NAMESPACE_LABELS) for t in terms)
 
 
-def _term_count(nodes: NodeTable, term: AffinityTerm) -> np.ndarray:
-    """Per node, the existing pods an incoming pod's (unrolled) term matches."""
-    return nodes.pods.count(("term", term), None if term.all_namespaces else term.namespaces,
-                            lambda ns, labels, deleting: term.matches(ns, labels, _NO_NAMESPACE_LABELS))
+def _term_query(term: AffinityTerm):
+    """The pod index question for an incoming pod's (unrolled) term: the existing pods it matches."""
+    return (("term", term), None if term.all_namespaces else term.namespaces,
+            lambda ns, labels, deleting: term.matches(ns, labels, _NO_NAMESPACE_LABELS))
 
 
-def _add_per_node(counts: TopologyCounts, nodes: NodeTable, key: str, per_node: np.ndarray, factor: int = 1) -> None:
-    """Add factor * per_node[node] under (key, the node's value) for every node with a count and
-    the key (each such pod makes a map entry upstream, even when factor is 0)."""
+def _all_terms_query(terms: tuple[AffinityTerm, ...]):
+    """The pod index question for podMatchesAllAffinityTerms: the existing pods matching every term."""
+    return (("all", terms), _namespaces_of(terms),
+            lambda ns, labels, deleting: all(t.matches(ns, labels, _NO_NAMESPACE_LABELS) for t in terms))
+
+
+def _add_matching(counts: TopologyCounts, nodes: NodeTable, key: str, query, factor: int = 1) -> None:
+    """Add factor * (existing pods the query matches) under (key, value) for every node with the key
+    and such pods (each such pod makes a map entry upstream, even when factor is 0). The index keeps
+    the per-domain sums up to date between cycles."""
     d = domains(nodes, key)
-    touched_nodes = d.has_key() & (per_node != 0)
-    if not touched_nodes.any():
+    sums, _ = nodes.pods.count_per_domain(*query, ("domains", key), d.codes, d.size, d.has_key())
+    touched = sums != 0
+    if not touched.any():
         return
-    counts.add(nodes, key, d.sums(per_node * factor, touched_nodes), d.present(touched_nodes))
+    counts.add(nodes, key, sums * factor, touched)
 
 
-def _add_at_rows(counts: TopologyCounts, nodes: NodeTable, key: str, rows: np.ndarray, many: np.ndarray,
-                 factor: int = 1) -> None:
-    """Add factor * many[i] under (key, value of node rows[i]) where that node has the key."""
+def _add_term(counts: TopologyCounts, nodes: NodeTable, key: str, rows: RowCounts, factor: int = 1) -> None:
+    """Add factor * (existing pods carrying a term) under (key, value) for each node with the key;
+    the index keeps the per-domain sums of each term up to date."""
     d = domains(nodes, key)
-    codes = d.codes[rows]
-    has = codes >= 0
-    if not has.any():
+    per_value = rows.per_domain(key, d.codes, d.size)
+    touched = per_value != 0
+    if not touched.any():
         return
-    touched = np.zeros(d.size, dtype=bool)
-    touched[codes[has]] = True
-    counts.add(nodes, key, d.sums_at_rows(rows[has], many[has] * factor), touched)
+    counts.add(nodes, key, per_value * factor, touched)
 
 
 class InterPodAffinity:
@@ -184,20 +191,17 @@ class InterPodAffinity:
         if index.pods_with_required_anti_affinity:
             for term, rows in index.required_anti_affinity.items():
                 if term.matches(pod.namespace, pod.labels, ns_labels):
-                    _add_at_rows(existing, nodes, term.topology_key, *rows.arrays())
+                    _add_term(existing, nodes, term.topology_key, rows)
 
         # As getIncomingAffinityAntiAffinityCounts: existing pods matching ALL required affinity
         # terms count once per term; those matching each anti-affinity term count for that term.
         affinity = TopologyCounts()
         if required:
-            per_node = nodes.pods.count(
-                ("all", required), _namespaces_of(required),
-                lambda ns, labels, deleting: all(t.matches(ns, labels, _NO_NAMESPACE_LABELS) for t in required))
             for t in required:
-                _add_per_node(affinity, nodes, t.topology_key, per_node)
+                _add_matching(affinity, nodes, t.topology_key, _all_terms_query(required))
         anti = TopologyCounts()
         for t in required_anti:
-            _add_per_node(anti, nodes, t.topology_key, _term_count(nodes, t))
+            _add_matching(anti, nodes, t.topology_key, _term_query(t))
         return PreFilterState(required, required_anti, ns_labels, existing, affinity, anti, pod)
 
     def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
@@ -264,10 +268,10 @@ class InterPodAffinity:
         # The incoming pod's preferred terms, against every existing pod.
         for w in info.preferred_affinity:
             t = incoming_term(w.term, objects.namespace_labels)
-            _add_per_node(score, nodes, t.topology_key, _term_count(nodes, t), w.weight)
+            _add_matching(score, nodes, t.topology_key, _term_query(t), w.weight)
         for w in info.preferred_anti_affinity:
             t = incoming_term(w.term, objects.namespace_labels)
-            _add_per_node(score, nodes, t.topology_key, _term_count(nodes, t), -w.weight)
+            _add_matching(score, nodes, t.topology_key, _term_query(t), -w.weight)
 
         # The existing pods' terms, against the incoming pod.
         hard = self.args.hard_pod_affinity_weight
@@ -275,13 +279,13 @@ class InterPodAffinity:
             if hard > 0:
                 for term, rows in index.required_affinity.items():
                     if term.matches(pod.namespace, pod.labels, ns_labels):
-                        _add_at_rows(score, nodes, term.topology_key, *rows.arrays(), hard)
+                        _add_term(score, nodes, term.topology_key, rows, hard)
             for (term, weight), rows in index.preferred_affinity.items():
                 if term.matches(pod.namespace, pod.labels, ns_labels):
-                    _add_at_rows(score, nodes, term.topology_key, *rows.arrays(), weight)
+                    _add_term(score, nodes, term.topology_key, rows, weight)
             for (term, weight), rows in index.preferred_anti_affinity.items():
                 if term.matches(pod.namespace, pod.labels, ns_labels):
-                    _add_at_rows(score, nodes, term.topology_key, *rows.arrays(), -weight)
+                    _add_term(score, nodes, term.topology_key, rows, -weight)
         if not len(score):
             return None  # as upstream: no node contributed anything, Skip
         return PreScoreState(score)

@@ -25,7 +25,17 @@ import numpy as np
 from ..framework import SKIP, FilterResult, PluginError, cycle_state
 from ..labels import Selector, SelectorError, as_selector, selector_from_set
 from ..nodes import NodeTable
-from ..pods import DO_NOT_SCHEDULE, HONOR, IGNORE, NO_EXECUTE, NO_SCHEDULE, SCHEDULE_ANYWAY, PodSpec, TopologySpreadConstraint
+from ..pods import (
+    DO_NOT_SCHEDULE,
+    HONOR,
+    IGNORE,
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    SCHEDULE_ANYWAY,
+    PodSpec,
+    TopologySpreadConstraint,
+    derived,
+)
 from ..resources import MAX_NODE_SCORE
 from ..topology import Domains, domains
 from .node_affinity import required_mask
@@ -109,13 +119,35 @@ def untolerated_mask(pod: PodSpec, nodes: NodeTable) -> np.ndarray:
     return nodes.taint_matrix[:, cols].any(axis=1)
 
 
+def _spread_query(selector: Selector, namespace: str):
+    """The pod index question countPodsMatchSelector asks: pods in `namespace`, not terminating,
+    whose labels the selector matches."""
+    return (("spread", namespace, selector.key), frozenset((namespace,)),
+            lambda ns, labels, deleting: not deleting and selector.matches(labels))
+
+
 def matching_pods_per_node(nodes: NodeTable, selector: Selector, namespace: str) -> np.ndarray:
-    """As countPodsMatchSelector on every node: pods in `namespace`, not terminating, whose labels the
-    selector matches; an empty selector counts nothing. The vector is the index's: do not modify."""
+    """As countPodsMatchSelector on every node; an empty selector counts nothing. The vector is the
+    index's: do not modify."""
     if selector.empty():
         return np.zeros(nodes.n, dtype=np.int64)
-    return nodes.pods.count(("spread", namespace, selector.key), frozenset((namespace,)),
-                            lambda ns, labels, deleting: not deleting and selector.matches(labels))
+    return nodes.pods.count(*_spread_query(selector, namespace))
+
+
+def matching_pods_per_domain(nodes: NodeTable, selector: Selector, namespace: str, codes: np.ndarray, size: int,
+                             include: np.ndarray, cache_as: object | None) -> tuple[np.ndarray, np.ndarray]:
+    """countPodsMatchSelector summed per domain over the included nodes, and which domains have an
+    included node. With `cache_as` (naming codes and include, which must then not depend on the pod)
+    the index keeps the sums up to date between cycles instead of recounting."""
+    if not selector.empty() and cache_as is not None:
+        return nodes.pods.count_per_domain(*_spread_query(selector, namespace), cache_as, codes, size, include)
+    keep = include & (codes >= 0)
+    kept = codes[keep]
+    present = np.bincount(kept, minlength=size) > 0
+    if selector.empty():
+        return np.zeros(size, dtype=np.int64), present
+    per_node = matching_pods_per_node(nodes, selector, namespace)
+    return np.rint(np.bincount(kept, weights=per_node[keep], minlength=size)).astype(np.int64), present
 
 
 class _Inclusion:
@@ -126,6 +158,11 @@ class _Inclusion:
         self.nodes = nodes
         self._affinity: np.ndarray | None = None
         self._tolerated: np.ndarray | None = None
+
+    def depends_on_pod(self, c: Constraint) -> bool:
+        """Whether the policies narrow the nodes for this pod (else the mask is the base one)."""
+        return ((c.node_affinity_policy == HONOR and bool(self.pod.node_selector or self.pod.required_terms is not None))
+                or (c.node_taints_policy == HONOR and bool(self.nodes.taints)))
 
     def mask(self, c: Constraint, base: np.ndarray) -> np.ndarray:
         """As matchNodeInclusionPolicies (NodeInclusionPolicyInPodTopologySpread, GA), over all nodes."""
@@ -244,7 +281,9 @@ class PodTopologySpread:
         """The pod's constraints with `action`: its own, else the defaults (buildDefaultConstraints).
         Raises SelectorError."""
         if pod.topology_spread_constraints:
-            return filter_constraints(pod.topology_spread_constraints, pod.labels, action)
+            # Parsed once per pod (and again if its constraints or labels are replaced).
+            return derived(pod, (PodTopologySpread, action), (pod.topology_spread_constraints, pod.labels),
+                           lambda: filter_constraints(pod.topology_spread_constraints, pod.labels, action))
         constraints = self._defaults_by_action[action]
         if constraints is None:
             constraints = filter_constraints(self.default_constraints, pod.labels, action)
@@ -279,12 +318,16 @@ class PodTopologySpread:
         eligible = doms[0].has_key()
         for d in doms[1:]:
             eligible = eligible & d.has_key()
+        all_keys = tuple(sorted({c.topology_key for c in constraints}))
         inclusion = _Inclusion(pod, nodes)
         out = []
         for c, d in zip(constraints, doms):
+            pod_specific = inclusion.depends_on_pod(c)
             include = inclusion.mask(c, eligible)
-            per_node = matching_pods_per_node(nodes, c.selector, pod.namespace)
-            cc = ConstraintCounts(c, d, d.sums(per_node, include), d.present(include), MAX_INT32)
+            match_num, counted = matching_pods_per_domain(
+                nodes, c.selector, pod.namespace, d.codes, d.size, include,
+                None if pod_specific else ("filter", c.topology_key, all_keys))
+            cc = ConstraintCounts(c, d, match_num, counted, MAX_INT32)
             cc._update_min()
             out.append(cc)
         return PreFilterState(out)
@@ -296,21 +339,21 @@ class PodTopologySpread:
         if not state.constraints:
             return FilterResult.all_pass(nodes.n)
         n = nodes.n
-        decided = np.zeros(n, dtype=bool)
-        missing = np.zeros(n, dtype=bool)
-        skewed = np.zeros(n, dtype=bool)
-        # As Filter: constraints in order; a node is judged by the first one it fails.
+        missing = skewed = decided = None
+        # As Filter: constraints in order; a node is judged by the first one it fails. The skew test
+        # is made once per domain, then read off for each node.
         for cc in state.constraints:
             c = cc.constraint
-            has = cc.domains.has_key()
-            lacks = ~has & ~decided
-            missing |= lacks
-            decided |= lacks
             self_match = 1 if c.selector.matches(pod.labels) else 0
-            match_num = cc.domains.at_nodes(cc.match_num)
-            fails = has & ~decided & (match_num + self_match - cc.global_min() > c.max_skew)
-            skewed |= fails
-            decided |= fails
+            fails_in_domain = cc.match_num + self_match - cc.global_min() > c.max_skew
+            lacks = ~cc.domains.has_key()
+            fails = cc.domains.at_nodes(fails_in_domain, False)
+            if decided is None:
+                missing, skewed, decided = lacks, fails, lacks | fails
+            else:
+                lacks = lacks & ~decided
+                fails = fails & ~decided
+                missing, skewed, decided = missing | lacks, skewed | fails, decided | lacks | fails
         return FilterResult.from_reasons(
             n, [(ERR_REASON_NODE_LABEL_NOT_MATCH, missing), (ERR_REASON_CONSTRAINTS_NOT_MATCH, skewed)],
             unresolvable=frozenset((ERR_REASON_NODE_LABEL_NOT_MATCH,)))
@@ -337,23 +380,25 @@ class PodTopologySpread:
         scored_rows = rows[~ignored]
         inclusion = _Inclusion(pod, nodes)
         eligible = has_all if require_all else np.ones(nodes.n, dtype=bool)
+        all_keys = tuple(sorted({c.topology_key for c in constraints})) if require_all else None
         weights, counts, registered_slots = [], [], []
         for c, d in zip(constraints, doms):
-            per_node = matching_pods_per_node(nodes, c.selector, pod.namespace)
             if c.topology_key == LABEL_HOSTNAME:
                 # As upstream: per-node counts are taken in Score, the size is the scored nodes.
                 weights.append(topology_normalizing_weight(len(scored_rows)))
-                counts.append(per_node)
+                counts.append(matching_pods_per_node(nodes, c.selector, pod.namespace))
                 registered_slots.append(None)
                 continue
             slots = d.slots()
             registered = np.zeros(d.size + 1, dtype=bool)
             registered[slots[scored_rows]] = True
             weights.append(topology_normalizing_weight(int(np.count_nonzero(registered))))
-            # As processAllNode: every node (not only the scored ones) whose value was registered.
-            include = inclusion.mask(c, eligible) & registered[slots]
-            sums = np.bincount(slots[include], weights=per_node[include], minlength=d.size + 1)
-            counts.append(np.rint(sums).astype(np.int64))
+            # As processAllNode: every node (not only the scored ones) whose value was registered;
+            # summing per slot first and then keeping the registered slots is the same.
+            sums, _ = matching_pods_per_domain(
+                nodes, c.selector, pod.namespace, slots, d.size + 1, inclusion.mask(c, eligible),
+                None if inclusion.depends_on_pod(c) else ("score", c.topology_key, all_keys))
+            counts.append(np.where(registered, sums, 0))
             registered_slots.append(registered)
         return PreScoreState(constraints, ignored, weights, counts, registered_slots)
 
