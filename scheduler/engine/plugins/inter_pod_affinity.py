@@ -68,6 +68,19 @@ class TopologyCounts:
             self.by_key[key] = per_value.copy()  # never alias the index's own vectors
             self.present[key] = touched
 
+    def bump(self, nodes: NodeTable, key: str, row: int, delta: int) -> None:
+        """As topologyToMatchedTermCount.update: add `delta` under (key, value of node `row`) if the
+        node has the key; an entry back at zero is deleted."""
+        d = domains(nodes, key)
+        code = d.codes[row]
+        if code < 0:
+            return
+        if key not in self.by_key:
+            self.by_key[key] = np.zeros(d.size, dtype=np.int64)
+            self.present[key] = np.zeros(d.size, dtype=bool)
+        self.by_key[key][code] += delta
+        self.present[key][code] = self.by_key[key][code] != 0
+
     def __len__(self) -> int:
         return sum(int(np.count_nonzero(p)) for p in self.present.values())
 
@@ -97,6 +110,21 @@ class PreFilterState:
     affinity: TopologyCounts
     anti_affinity: TopologyCounts
     pod: PodSpec
+
+
+    def update_with_pod(self, updated: PodSpec, row: int, nodes: NodeTable, delta: int) -> None:
+        """As preFilterState.updateWithPod (PreFilterExtensions AddPod / RemovePod, for preemption):
+        count `updated` placed on (delta +1) or taken off (-1) node `row`."""
+        info = pod_info(updated)
+        for t in info.required_anti_affinity:
+            if t.matches(self.pod.namespace, self.pod.labels, self.namespace_labels):
+                self.existing_anti_affinity.bump(nodes, t.topology_key, row, delta)
+        if _matches_all(self.required_affinity, updated.namespace, updated.labels):
+            for t in self.required_affinity:
+                self.affinity.bump(nodes, t.topology_key, row, delta)
+        for t in self.required_anti_affinity:
+            if t.matches(updated.namespace, updated.labels, _NO_NAMESPACE_LABELS):
+                self.anti_affinity.bump(nodes, t.topology_key, row, delta)
 
 
 @dataclass

@@ -327,7 +327,9 @@ class PodTopologySpread:
             match_num, counted = matching_pods_per_domain(
                 nodes, c.selector, pod.namespace, d.codes, d.size, include,
                 None if pod_specific else ("filter", c.topology_key, all_keys))
-            cc = ConstraintCounts(c, d, match_num, counted, MAX_INT32)
+            # Copies: the index keeps its own sums up to date, the state is this cycle's (and
+            # AddPod/RemovePod change it for preemption).
+            cc = ConstraintCounts(c, d, match_num.copy(), counted.copy(), MAX_INT32)
             cc._update_min()
             out.append(cc)
         return PreFilterState(out)
@@ -386,7 +388,7 @@ class PodTopologySpread:
             if c.topology_key == LABEL_HOSTNAME:
                 # As upstream: per-node counts are taken in Score, the size is the scored nodes.
                 weights.append(topology_normalizing_weight(len(scored_rows)))
-                counts.append(matching_pods_per_node(nodes, c.selector, pod.namespace))
+                counts.append(matching_pods_per_node(nodes, c.selector, pod.namespace).copy())
                 registered_slots.append(None)
                 continue
             slots = d.slots()

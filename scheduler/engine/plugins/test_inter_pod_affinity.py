@@ -456,3 +456,25 @@ def test_normalization_uses_the_actual_minimum_and_maximum():
 def test_hard_pod_affinity_weight_out_of_range_is_refused():
     with pytest.raises(ValueError, match=r"hardPodAffinityWeight: Invalid value: 101: not in valid range \[0, 100\]"):
         InterPodAffinity(InterPodAffinityArgs(hard_pod_affinity_weight=101))
+
+
+def test_add_pod_and_remove_pod_update_the_pre_filter_state_for_preemption():
+    # As TestPreFilterStateAddRemovePod: adding a pod and removing it again gives the state back.
+    label1, label2, label3 = {"region": "r1", "zone": "z11"}, {"region": "r1", "zone": "z12"}, {"region": "r2", "zone": "z21"}
+    anti_complex = [term("region", expr("foo", "In", "bar", "buzz")), term("zone", expr("service", "NotIn", "bar", "security", "test"))]
+    anti_foo_bar = [term("region", expr("foo", "In", "bar"))]
+    table = cluster({"nodeA": label1, "nodeB": label2, "nodeC": label3},
+                    [pod({"foo": "bar"}, on="nodeA"), pod(on="nodeC", anti=anti_foo_bar)])
+    incoming = pod({"foo": "bar"}, anti=anti_complex)
+    state = CycleState()
+    with state.active():
+        InterPodAffinity().pre_filter(incoming, table)
+    s = state.read(PRE_FILTER_STATE_KEY)
+    before = (s.existing_anti_affinity.as_dict(table), s.anti_affinity.as_dict(table))
+    assert before == ({("region", "r2"): 1}, {("region", "r1"): 1, ("zone", "z11"): 1, ("zone", "z21"): 1})
+    added = pod({"foo": "bar"}, on="nodeA", anti=anti_complex)
+    s.update_with_pod(added, table.index["nodeA"], table, +1)
+    assert s.existing_anti_affinity.as_dict(table) == {("region", "r2"): 1, ("region", "r1"): 1, ("zone", "z11"): 1}
+    assert s.anti_affinity.as_dict(table) == {("region", "r1"): 2, ("zone", "z11"): 2, ("zone", "z21"): 1}
+    s.update_with_pod(added, table.index["nodeA"], table, -1)
+    assert (s.existing_anti_affinity.as_dict(table), s.anti_affinity.as_dict(table)) == before

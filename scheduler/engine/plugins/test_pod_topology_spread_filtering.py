@@ -459,3 +459,15 @@ def test_add_pod_and_remove_pod_update_the_counts_for_preemption():
     assert state.constraints[0].match_nums() == {"node-a": 1, "node-b": 1}
     state.update_with_pod(added, incoming, 0, table, -1)
     assert [(cc.match_nums(), cc.min_match) for cc in state.constraints] == [({"node-a": 0, "node-b": 1}, 0)]
+
+
+def test_the_cycle_state_is_a_snapshot_that_later_pods_and_preemption_updates_do_not_share():
+    table = cluster(zoned(*FOUR), PODS_2_1_0_3)
+    incoming = pod(foo="", spreads=[spread(1, "zone")])
+    _, state = pre_filter(plugin(), incoming, table)
+    before = state.constraints[0].match_nums()
+    table.add_pod(table.index["node-x"], pod("later", on="node-x", foo=""))
+    assert state.constraints[0].match_nums() == before  # the decision still explains its own cycle
+    state.update_with_pod(pod("victim", on="node-a", foo=""), incoming, table.index["node-a"], table, -1)
+    _, fresh = pre_filter(plugin(), incoming, table)
+    assert fresh.constraints[0].match_nums() == {"zone1": 3, "zone2": 4}  # the index was not touched
