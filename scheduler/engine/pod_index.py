@@ -27,6 +27,8 @@ from .pods import PodSpec
 
 # How many distinct queries keep their count vectors up to date (least recently used dropped).
 MAX_QUERIES = 256
+# Empty pod groups kept before they are swept (when they are also most of the groups).
+SWEEP_EMPTY_GROUPS = 1024
 
 _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
 
@@ -86,14 +88,16 @@ class RowCounts:
 class _Group:
     """Pods with the same namespace, labels and terminating state."""
 
-    __slots__ = ("namespace", "labels", "deleting", "rows", "queries")
+    __slots__ = ("key", "namespace", "labels", "deleting", "rows", "queries", "size")
 
-    def __init__(self, namespace: str, labels: dict[str, str], deleting: bool):
+    def __init__(self, key: tuple, namespace: str, labels: dict[str, str], deleting: bool):
+        self.key = key
         self.namespace = namespace
         self.labels = labels
         self.deleting = deleting
         self.rows = RowCounts()
         self.queries: list[_Query] = []
+        self.size = 0  # pods in the group; an empty group is kept until the next sweep
 
 
 class _Query:
@@ -136,6 +140,7 @@ class PodIndex:
         self.n = n
         self._entries: dict[str, _Entry] = {}
         self._groups: dict[tuple, _Group] = {}
+        self._empty_groups = 0
         self._groups_by_namespace: dict[str, set[_Group]] = {}
         self._queries: OrderedDict[object, _Query] = OrderedDict()
         self._queries_by_namespace: dict[str | None, set[_Query]] = {}
@@ -154,29 +159,34 @@ class PodIndex:
     # ---- changes -------------------------------------------------------------------------
     def add_pod(self, row: int, pod: PodSpec) -> None:
         """Index a pod bound or assumed on node `row` (a pod already indexed is moved)."""
-        if pod.key in self._entries:
-            self._remove_entry(pod.key)
+        pod_key = pod.key
+        if pod_key in self._entries:
+            self._remove_entry(pod_key)
         labels = pod.labels
         key = (pod.namespace, tuple(sorted(labels.items())) if labels else (), pod.deleting)
         group = self._groups.get(key)
         if group is None:
             group = self._new_group(key, pod.namespace, dict(labels), pod.deleting)
+        elif group.size == 0:
+            self._empty_groups -= 1
+        group.size += 1
         group.rows.add(row, 1)
         for q in group.queries:
             q.bump(row, 1)
         # As podWithAffinity / podWithRequiredAntiAffinity: the spec decides, parsed or not.
-        with_affinity = pod.pod_affinity is not None or pod.pod_anti_affinity is not None
-        with_required_anti = pod.pod_anti_affinity is not None and len(pod.pod_anti_affinity.required) != 0
-        info = pod_info(pod) if with_affinity else None
-        entry = _Entry(row, group, info, with_affinity, with_required_anti)
-        self._entries[pod.key] = entry
-        if with_affinity:
-            self._apply_terms(entry, +1)
+        anti = pod.pod_anti_affinity
+        if pod.pod_affinity is None and anti is None:
+            self._entries[pod_key] = _Entry(row, group, None, False, False)
+            return
+        entry = _Entry(row, group, pod_info(pod), True, anti is not None and len(anti.required) != 0)
+        self._entries[pod_key] = entry
+        self._apply_terms(entry, +1)
 
     def remove_pod(self, row: int, pod: PodSpec) -> None:
         """Undo add_pod for this pod (by key; the row it was indexed under wins). Unknown pods are ignored."""
-        if pod.key in self._entries:
-            self._remove_entry(pod.key)
+        pod_key = pod.key
+        if pod_key in self._entries:
+            self._remove_entry(pod_key)
 
     def load(self, placed: Iterable[tuple[int, PodSpec]]) -> None:
         """Replace everything with these (row, pod) pairs (a snapshot's bulk load)."""
@@ -199,10 +209,10 @@ class PodIndex:
         other = PodIndex(self.n)
         for key, e in self._entries.items():
             g = e.group
-            group = other._groups.get((g.namespace, tuple(sorted(g.labels.items())), g.deleting))
+            group = other._groups.get(g.key)
             if group is None:
-                group = other._new_group((g.namespace, tuple(sorted(g.labels.items())), g.deleting),
-                                         g.namespace, g.labels, g.deleting)
+                group = other._new_group(g.key, g.namespace, g.labels, g.deleting)
+            group.size += 1
             group.rows.add(e.row, 1)
             entry = _Entry(e.row, group, e.info, e.with_affinity, e.with_required_anti)
             other._entries[key] = entry
@@ -211,7 +221,7 @@ class PodIndex:
         return other
 
     def _new_group(self, key: tuple, namespace: str, labels: dict[str, str], deleting: bool) -> _Group:
-        group = _Group(namespace, labels, deleting)
+        group = _Group(key, namespace, labels, deleting)
         self._groups[key] = group
         self._groups_by_namespace.setdefault(namespace, set()).add(group)
         # Queries already kept must count the new group's pods too, where it matches.
@@ -228,17 +238,27 @@ class PodIndex:
         group.rows.add(entry.row, -1)
         for q in group.queries:
             q.bump(entry.row, -1)
-        if not group.rows.counts:
-            gkey = (group.namespace, tuple(sorted(group.labels.items())), group.deleting)
-            del self._groups[gkey]
+        group.size -= 1
+        if group.size == 0:
+            # Empty groups stay (a pod that is forgotten often comes back with the same labels)
+            # until they are many, then all go at once.
+            self._empty_groups += 1
+            if self._empty_groups > SWEEP_EMPTY_GROUPS and 2 * self._empty_groups > len(self._groups):
+                self._sweep()
+        if entry.with_affinity:
+            self._apply_terms(entry, -1)
+
+    def _sweep(self) -> None:
+        """Drop every empty group (from its namespace and from the queries it matched)."""
+        for group in [g for g in self._groups.values() if g.size == 0]:
+            del self._groups[group.key]
             members = self._groups_by_namespace[group.namespace]
             members.discard(group)
             if not members:
                 del self._groups_by_namespace[group.namespace]
             for q in group.queries:
                 q.groups.discard(group)
-        if entry.with_affinity:
-            self._apply_terms(entry, -1)
+        self._empty_groups = 0
 
     def _apply_terms(self, entry: _Entry, sign: int) -> None:
         self.pods_with_affinity += sign

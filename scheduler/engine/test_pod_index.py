@@ -152,3 +152,17 @@ def test_the_default_selector_adds_the_owning_replicaset_or_statefulset_selector
     assert objects.default_selector(owned("ReplicaSet", "rs1", "extensions/v1beta1")).empty()
     not_controller = PodSpec("ns", "p", owner_references=(OwnerReference("apps/v1", "ReplicaSet", "rs1"),))
     assert objects.default_selector(not_controller).empty()
+
+
+def test_empty_groups_are_swept_once_they_are_many(monkeypatch):
+    monkeypatch.setattr(pod_index, "SWEEP_EMPTY_GROUPS", 3)
+    index = PodIndex(2)
+    ask(index, "ns1", SELECTORS[0])
+    for i in range(6):  # each pod its own labels, gone again: six empty groups, swept past three
+        p = PodSpec("ns1", f"s{i}", labels={"app": "a", "statefulset.kubernetes.io/pod-name": f"s{i}"})
+        index.add_pod(i % 2, p)
+        index.remove_pod(i % 2, p)
+    assert len(index._groups) < 6
+    keep = PodSpec("ns1", "keep", labels={"app": "a"})
+    index.add_pod(1, keep)
+    assert list(ask(index, "ns1", SELECTORS[0])) == [0, 1]
