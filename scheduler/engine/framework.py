@@ -7,9 +7,10 @@ a boolean mask, a score plugin with an int64 array over the candidate rows.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -25,6 +26,70 @@ DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 0  # 0 means adaptive
 # As pkg/scheduler/framework/types.go.
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+# Status codes of a rejected node (framework.Code). Only the two a Filter returns are modelled:
+# UnschedulableAndUnresolvable tells preemption that evicting pods on the node cannot help.
+UNSCHEDULABLE = "Unschedulable"
+UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
+
+
+class CycleState:
+    """What plugins keep for one pod during one scheduling cycle (upstream's CycleState): PreFilter
+    and PreScore write it, Filter, Score and NormalizeScore read it, and the Decision keeps it so a
+    failure can be explained afterwards (e.g. a spread constraint's per-domain counts).
+
+    The extension point methods keep their (pod, nodes) signatures; the Algorithm makes the cycle's
+    state current while it runs, and a plugin reaches it with `cycle_state()`.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str) -> Any:
+        """The value written under `key`, or None."""
+        return self._data.get(key)
+
+    def keys(self) -> list[str]:
+        return list(self._data)
+
+    def active(self) -> _Active:
+        """Make this the current cycle's state inside a `with` block (tests calling plugins directly)."""
+        return _Active(self)
+
+
+_CURRENT_CYCLE: ContextVar[CycleState | None] = ContextVar("schedboard_cycle_state", default=None)
+
+
+class _Active:
+    __slots__ = ("state", "_token")
+
+    def __init__(self, state: CycleState):
+        self.state = state
+
+    def __enter__(self) -> CycleState:
+        self._token = _CURRENT_CYCLE.set(self.state)
+        return self.state
+
+    def __exit__(self, *exc) -> None:
+        _CURRENT_CYCLE.reset(self._token)
+
+
+def cycle_state() -> CycleState:
+    """The current cycle's state; outside a cycle (a plugin called on its own) a fresh, unshared one,
+    so a plugin recomputes what its PreFilter or PreScore would have written."""
+    state = _CURRENT_CYCLE.get()
+    return state if state is not None else CycleState()
+
+
+class PluginError(Exception):
+    """A plugin's extension point returned an Error status: the cycle fails with an error (not
+    "unschedulable"), as upstream's "running <point> plugin <name>: <err>"."""
 
 
 _ALL_TRUE: dict[int, np.ndarray] = {}
@@ -49,18 +114,21 @@ class FilterResult:
     `reasons` pairs each reason string with the mask of nodes it applies to; a rejected node
     may carry several (e.g. "Insufficient cpu" and "Insufficient memory"). `all_passed` marks a
     verdict known to pass every node, so the pipeline can skip its mask arithmetic.
+    `unresolvable` names the reasons upstream returns as UnschedulableAndUnresolvable.
     """
 
     passed: np.ndarray
     reasons: list[tuple[str, np.ndarray]] = field(default_factory=list)
     all_passed: bool = field(default=False, compare=False, repr=False)
+    unresolvable: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     @classmethod
     def all_pass(cls, n: int) -> FilterResult:
         return cls(all_true(n), [], True)
 
     @classmethod
-    def from_reasons(cls, n: int, reasons: list[tuple[str, np.ndarray]]) -> FilterResult:
+    def from_reasons(cls, n: int, reasons: list[tuple[str, np.ndarray]],
+                     unresolvable: frozenset[str] = frozenset()) -> FilterResult:
         """Nodes fail where any reason applies."""
         failed = None
         kept = []
@@ -70,7 +138,11 @@ class FilterResult:
                 kept.append((text, mask))
         if failed is None:
             return cls.all_pass(n)
-        return cls(~failed, kept)
+        return cls(~failed, kept, unresolvable=unresolvable)
+
+    def code(self, reason: str) -> str:
+        """The status code a node rejected for `reason` gets."""
+        return UNSCHEDULABLE_AND_UNRESOLVABLE if reason in self.unresolvable else UNSCHEDULABLE
 
 
 @runtime_checkable
@@ -87,13 +159,27 @@ class PreFilterRejected:
     message: str
 
 
+class PreFilterSkip:
+    """A PreFilter verdict of Skip: the plugin's Filter is not run for this pod (every node passes it)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SKIP"
+
+
+SKIP = PreFilterSkip()
+
+
 @runtime_checkable
 class PreFilterPlugin(Protocol):
-    """A plugin that can narrow the nodes to look at before filtering (a PreFilterResult)."""
+    """A plugin with a PreFilter: it may narrow the nodes to look at (a PreFilterResult, as node
+    names), reject the pod outright, return SKIP, or None (all nodes, and run my Filter). It may
+    write the cycle's state for its Filter, and raise PluginError for an Error status."""
 
     name: ClassVar[str]
 
-    def pre_filter(self, pod: PodSpec, nodes: NodeTable) -> set[str] | PreFilterRejected | None: ...
+    def pre_filter(self, pod: PodSpec, nodes: NodeTable) -> set[str] | PreFilterRejected | PreFilterSkip | None: ...
 
 
 @runtime_checkable
@@ -182,6 +268,7 @@ class Decision:
     evaluated_nodes: int = 0
     error: str | None = None  # an internal error (not "unschedulable")
     pre_filter_msg: str | None = None  # a PreFilter rejected the pod outright
+    cycle_state: CycleState | None = field(default=None, repr=False)  # what the plugins kept this cycle
     # Extension point durations (scheduler_framework_extension_point_duration_seconds): PreFilter
     # always runs; Score only when there is more than one candidate, as upstream skips it then.
     pre_filter_seconds: float = 0.0
@@ -225,6 +312,11 @@ class Decision:
 ABSENT = -2  # rejected_by value for rows a PreFilterResult excluded
 
 
+def _go_quote(text: str) -> str:
+    """Go's %q for the plain ASCII names plugins have."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 if MIN_NODE_SCORE == 0:
     def _out_of_range(scores: np.ndarray) -> bool:
         # One reduction checks both bounds: a negative int64 reads as a huge uint64.
@@ -251,6 +343,16 @@ class Algorithm:
 
     def schedule(self, profile: Profile, pod: PodSpec, nodes: NodeTable, *, all_nodes: bool = False) -> Decision:
         """Run one scheduling algorithm pass. `all_nodes` disables the numFeasibleNodesToFind cut (explain)."""
+        state = CycleState()
+        token = _CURRENT_CYCLE.set(state)
+        try:
+            decision = self._schedule(profile, pod, nodes, all_nodes)
+        finally:
+            _CURRENT_CYCLE.reset(token)
+        decision.cycle_state = state
+        return decision
+
+    def _schedule(self, profile: Profile, pod: PodSpec, nodes: NodeTable, all_nodes: bool) -> Decision:
         n = nodes.n
         filters = profile.filters
         rejected_by = np.empty(n, dtype=np.int64)
@@ -262,31 +364,43 @@ class Algorithm:
         if n == 0:
             return decision
 
-        # PreFilter: a plugin may narrow the nodes (NodeAffinity on metadata.name, NodeName).
+        # PreFilter: a plugin may narrow the nodes (NodeAffinity on metadata.name), reject the pod,
+        # return Skip (its Filter is not run), or write the cycle state its Filter reads.
         # `considered` stays None while every node is considered (the common case).
         considered: np.ndarray | None = None
         narrowing: list[str] = []
         allowed_names: set[str] | None = None
+        skipped: set[str] | None = None
         started = perf_counter()
         for plugin in profile.pre_filters:
-            allowed = plugin.pre_filter(pod, nodes)
+            try:
+                allowed = plugin.pre_filter(pod, nodes)
+            except PluginError as err:
+                decision.pre_filter_seconds = perf_counter() - started
+                decision.error = f"running PreFilter plugin {_go_quote(plugin.name)}: {err}"
+                return decision
+            if allowed is None:
+                continue
+            if allowed is SKIP:
+                # As RunPreFilterPlugins: a plugin returning Skip has its Filter skipped.
+                skipped = {plugin.name} if skipped is None else skipped | {plugin.name}
+                continue
             if isinstance(allowed, PreFilterRejected):
                 decision.pre_filter_seconds = perf_counter() - started
                 return self._rejected_at_pre_filter(decision, plugin.name, allowed.message)
-            if allowed is not None:
-                narrowing.append(plugin.name)
-                # As RunPreFilterPlugins: results merge by intersecting node names.
-                allowed_names = set(allowed) if allowed_names is None else allowed_names & set(allowed)
-                if not allowed_names:
-                    names = sorted(narrowing)
-                    message = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1 else
-                               f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously")
-                    decision.pre_filter_seconds = perf_counter() - started
-                    return self._rejected_at_pre_filter(decision, narrowing[0], message)
-                mask = np.zeros(n, dtype=bool)
-                rows = [nodes.index[name] for name in allowed if name in nodes.index]
-                mask[rows] = True
-                considered = mask if considered is None else considered & mask
+            narrowing.append(plugin.name)
+            # As RunPreFilterPlugins: results merge by intersecting node names.
+            allowed_names = set(allowed) if allowed_names is None else allowed_names & set(allowed)
+            if not allowed_names:
+                names = sorted(narrowing)
+                message = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1 else
+                           f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously")
+                decision.pre_filter_seconds = perf_counter() - started
+                return self._rejected_at_pre_filter(decision, narrowing[0], message)
+            mask = np.zeros(n, dtype=bool)
+            rows = [nodes.index[name] for name in allowed if name in nodes.index]
+            mask[rows] = True
+            considered = mask if considered is None else considered & mask
         decision.pre_filter_seconds = perf_counter() - started
         if narrowing:
             rejected_by[~considered] = ABSENT
@@ -296,6 +410,9 @@ class Algorithm:
         # `remaining` stays None while no node has been rejected.
         remaining: np.ndarray | None = None if considered is None else considered.copy()
         for i, plugin in enumerate(filters):
+            if skipped is not None and plugin.name in skipped:
+                decision.filter_results[i] = FilterResult.all_pass(n)
+                continue
             result = plugin.filter(pod, nodes)
             decision.filter_results[i] = result
             if result.all_passed:
@@ -327,7 +444,13 @@ class Algorithm:
         started = perf_counter()
         totals = np.zeros(len(candidates), dtype=np.int64)
         for plugin, weight in profile.scores:
-            raw = plugin.score(pod, nodes, candidates)
+            try:
+                raw = plugin.score(pod, nodes, candidates)
+            except PluginError as err:
+                decision.error = f"running PreScore plugin {_go_quote(plugin.name)}: {err}"
+                decision.candidates = np.zeros(0, dtype=np.int64)
+                decision.score_seconds = perf_counter() - started
+                return decision
             if raw is None:
                 continue
             raw = np.asarray(raw, dtype=np.int64)

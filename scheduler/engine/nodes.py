@@ -14,6 +14,8 @@ import re
 
 import numpy as np
 
+from .cluster_objects import ClusterObjects
+from .pod_index import PodIndex
 from .pods import HostPort, PodSpec, Resources, Taint
 from .resources import CPU, MEMORY, PODS, STANDARD_RESOURCES
 
@@ -147,6 +149,10 @@ class NodeTable:
             for name, v in image_rows.items()
         }
         self._labels: dict[str, LabelColumn] = {}
+        # The pods on each node with their labels and affinity terms (PodTopologySpread and
+        # InterPodAffinity read them), and the other cluster objects those plugins read.
+        self.pods = PodIndex(n)
+        self.objects = ClusterObjects()
         self.reset_usage(usage)
 
     # ---- usage -------------------------------------------------------------------------
@@ -222,12 +228,14 @@ class NodeTable:
         return col if col is not None else np.zeros(self.n, dtype=np.int64)
 
     def add_pod(self, row: int, pod: PodSpec) -> None:
-        """Count an assumed or bound pod against node `row` (the cache's assume)."""
+        """Count an assumed or bound pod against node `row` (the cache's assume), and index it."""
         self._apply(row, pod.requests, pod.nonzero_requests[CPU], pod.nonzero_requests[MEMORY], pod.host_ports, +1)
+        self.pods.add_pod(row, pod)
 
     def remove_pod(self, row: int, pod: PodSpec) -> None:
         """Undo add_pod (the cache's forget, or a bound pod deleted)."""
         self._apply(row, pod.requests, pod.nonzero_requests[CPU], pod.nonzero_requests[MEMORY], pod.host_ports, -1)
+        self.pods.remove_pod(row, pod)
 
     def _apply(self, row, requested, nonzero_cpu, nonzero_memory, ports, sign) -> None:
         for r, v in requested.items():
@@ -279,6 +287,7 @@ class NodeTable:
         other.ports = {k: {row: list(ips) for row, ips in v.items()} for k, v in self.ports.items()}
         other.allocatable = dict(self.allocatable)
         other._min_free = dict(self._min_free)
+        other.pods = self.pods.copy()
         return other
 
     # ---- labels ------------------------------------------------------------------------

@@ -6,7 +6,10 @@ SchedulingBasic with templates node-default.yaml and pod-default.yaml): nodes of
 and 500Mi scheduled one after another with the default profile, each assumed into the cache
 before the next, as schedule_one does. No database, queue or binder: only schedulePod and assume.
 
-    python -m scheduler.engine.perf [--pods N] [--nodes N] [--placed N] [--seed N] [--no-gc-freeze]
+    python -m scheduler.engine.perf [--pods N] [--nodes N] [--placed N] [--seed N] [--no-gc-freeze] [--topology]
+
+--topology adds PodTopologySpread and InterPodAffinity where upstream's default profile has them
+(filters and scores at weight 2), to show what they cost pods that use neither.
 
 prints one JSON object.
 """
@@ -46,9 +49,26 @@ def basic_pod(name: str, namespace: str = "sched-test") -> PodSpec:
     )
 
 
-def build_scheduling_basic(nodes: int = 5000, placed: int = 1000, seed: int = 0) -> tuple[Cache, Profile, Callable[[int], PodSpec]]:
+TOPOLOGY_PLUGINS = ("PodTopologySpread", "InterPodAffinity")
+
+
+def upstream_default_profile():
+    """The default profile with PodTopologySpread and InterPodAffinity in upstream's places
+    (getDefaultPlugins: filters, and scores at weight 2), until the config layer models them."""
+    from .config import DEFAULT_MULTI_POINT, MODELLED_POINTS, ProfileConfig
+
+    points = dict(MODELLED_POINTS, **{name: frozenset({"preFilter", "filter", "preScore", "score"})
+                                      for name in TOPOLOGY_PLUGINS})
+    filters = [n for n, _ in DEFAULT_MULTI_POINT if "filter" in points.get(n, ())]
+    scores = [(n, w or 1) for n, w in DEFAULT_MULTI_POINT if "score" in points.get(n, ())]
+    return ProfileConfig(filters=filters, scores=scores)
+
+
+def build_scheduling_basic(nodes: int = 5000, placed: int = 1000, seed: int = 0, *,
+                           topology: bool = False) -> tuple[Cache, Profile, Callable[[int], PodSpec]]:
     """A cache over `nodes` default nodes with `placed` default pods on random nodes, the default
-    profile, and a factory making the i-th pod to schedule."""
+    profile (with `topology`, upstream's, including the two topology plugins), and a factory making
+    the i-th pod to schedule."""
     from .config import default_config
 
     specs = [NodeSpec(name=f"node-{i}", allocatable=dict(NODE_ALLOCATABLE)) for i in range(nodes)]
@@ -57,7 +77,7 @@ def build_scheduling_basic(nodes: int = 5000, placed: int = 1000, seed: int = 0)
     for i, row in enumerate(rng.integers(0, nodes, size=placed) if nodes else ()):
         table.add_pod(int(row), basic_pod(f"init-pod-{i}", namespace="init"))
     cache = Cache(table)
-    profile = default_config().profiles[0].build()
+    profile = upstream_default_profile().build() if topology else default_config().profiles[0].build()
 
     def make_pod(i: int) -> PodSpec:
         return basic_pod(f"pod-{i}")
@@ -65,14 +85,15 @@ def build_scheduling_basic(nodes: int = 5000, placed: int = 1000, seed: int = 0)
     return cache, profile, make_pod
 
 
-def run_engine(pods: int = 10000, nodes: int = 5000, placed: int = 1000, seed: int = 0, *, freeze_gc: bool = True) -> dict:
+def run_engine(pods: int = 10000, nodes: int = 5000, placed: int = 1000, seed: int = 0, *, freeze_gc: bool = True,
+               topology: bool = False) -> dict:
     """Schedule `pods` pods one after another (schedulePod, then assume) and time it.
 
     With `freeze_gc`, the objects built before the clock starts (the cluster and the pods, which a
     running scheduler keeps in its informer caches for good) are moved out of the cyclic GC's
     sight (gc.freeze), so its full collections do not rescan them.
     """
-    cache, profile, make_pod = build_scheduling_basic(nodes=nodes, placed=placed, seed=seed)
+    cache, profile, make_pod = build_scheduling_basic(nodes=nodes, placed=placed, seed=seed, topology=topology)
     algorithm = Algorithm(seed=seed)
     batch = [make_pod(i) for i in range(pods)]  # building pods is the informer's work, not timed
     latencies = np.zeros(pods, dtype=np.float64)
@@ -95,7 +116,7 @@ def run_engine(pods: int = 10000, nodes: int = 5000, placed: int = 1000, seed: i
         if freeze_gc:
             gc.unfreeze()
     ms = latencies * 1000.0
-    return {
+    out = {
         "workload": "SchedulingBasic",
         "nodes": nodes,
         "placed": placed,
@@ -112,6 +133,9 @@ def run_engine(pods: int = 10000, nodes: int = 5000, placed: int = 1000, seed: i
             "mean": round(float(ms.mean()), 4) if pods else None,
         },
     }
+    if topology:
+        out["profile"] = "default + PodTopologySpread + InterPodAffinity"
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,8 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--placed", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-gc-freeze", action="store_true", help="leave the setup objects to the cyclic GC")
+    parser.add_argument("--topology", action="store_true",
+                        help="add PodTopologySpread and InterPodAffinity as upstream's default profile has them")
     args = parser.parse_args(argv)
-    result = run_engine(pods=args.pods, nodes=args.nodes, placed=args.placed, seed=args.seed, freeze_gc=not args.no_gc_freeze)
+    result = run_engine(pods=args.pods, nodes=args.nodes, placed=args.placed, seed=args.seed,
+                        freeze_gc=not args.no_gc_freeze, topology=args.topology)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -6,16 +6,17 @@ reads a raw manifest.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from .labels import OP_IN, OP_NOT_IN, LabelSelector, merge_label_keys
 from .resources import CPU, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, PODS
 
 HUGEPAGES_PREFIX = "hugepages-"
 
 Resources = dict[str, int]
 
-# Label selector operators (NodeSelectorRequirement.operator).
-OP_IN, OP_NOT_IN, OP_EXISTS, OP_DOES_NOT_EXIST, OP_GT, OP_LT = "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"
+# Node selector operators (NodeSelectorRequirement.operator); In/NotIn are metav1's too.
+OP_EXISTS, OP_DOES_NOT_EXIST, OP_GT, OP_LT = "Exists", "DoesNotExist", "Gt", "Lt"
 
 # Taint effects.
 NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "PreferNoSchedule", "NoExecute"
@@ -78,6 +79,63 @@ class Container:
     restart_policy: str | None = None  # "Always" on an init container makes it a sidecar
 
 
+# TopologySpreadConstraint.whenUnsatisfiable.
+DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
+# NodeInclusionPolicy (nodeAffinityPolicy, nodeTaintsPolicy).
+HONOR, IGNORE = "Honor", "Ignore"
+
+
+@dataclass(frozen=True)
+class TopologySpreadConstraint:
+    """A v1.TopologySpreadConstraint as stored. None stands for an unset (nil) field: the plugin
+    defaults minDomains to 1, nodeAffinityPolicy to Honor and nodeTaintsPolicy to Ignore."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str = DO_NOT_SCHEDULE
+    label_selector: LabelSelector | None = None  # None: nil, selects nothing
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PodAffinityTerm:
+    """A v1.PodAffinityTerm. The scheduler reads label_selector as stored: kube-apiserver has already
+    merged matchLabelKeys / mismatchLabelKeys into it at creation (see with_label_keys_merged)."""
+
+    topology_key: str
+    label_selector: LabelSelector | None = None  # None: nil, matches no pod
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None  # None: nil; LabelSelector(): every namespace
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True)
+class PodAffinity:
+    """v1.PodAffinity or v1.PodAntiAffinity (the same shape): requiredDuringScheduling... and
+    preferredDuringScheduling...IgnoredDuringExecution."""
+
+    required: tuple[PodAffinityTerm, ...] = ()
+    preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
+@dataclass(frozen=True)
+class OwnerReference:
+    api_version: str
+    kind: str
+    name: str
+    controller: bool = False
+
+
 @dataclass
 class PodSpec:
     namespace: str
@@ -97,6 +155,11 @@ class PodSpec:
     # it names (cpu, memory, hugepages-*) these replace what the containers add up to.
     pod_level_requests: Resources = field(default_factory=dict)
     deleting: bool = False  # metadata.deletionTimestamp set
+    labels: dict[str, str] = field(default_factory=dict)
+    owner_references: tuple[OwnerReference, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    pod_affinity: PodAffinity | None = None  # spec.affinity.podAffinity (None: unset)
+    pod_anti_affinity: PodAffinity | None = None  # spec.affinity.podAntiAffinity
     # Computed from the containers and pod-level requests in __post_init__ (as resource.PodRequests does).
     requests: Resources = field(init=False)
     nonzero_requests: Resources = field(init=False)
@@ -111,11 +174,22 @@ class PodSpec:
         defaulted_init = tuple(_with_nonzero_defaults(c) for c in self.init_containers)
         full = pod_requests(defaulted, defaulted_init, self.overhead, self.pod_level_requests)
         self.nonzero_requests = {CPU: full.get(CPU, 0), MEMORY: full.get(MEMORY, 0)}
-        self.host_ports = tuple(p for c in self.containers + self.init_containers for p in c.ports if p.port > 0)
+        # As schedutil.GetHostPorts: only sidecar init containers (restartPolicy Always) hold their
+        # host ports for the pod's life; an ordinary init container has exited before the rest start.
+        sidecars = tuple(c for c in self.init_containers if c.restart_policy == "Always")
+        self.host_ports = tuple(p for c in sidecars + self.containers for p in c.ports if p.port > 0)
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def controller(self) -> OwnerReference | None:
+        """As metav1.GetControllerOf: the first owner reference marked as the controller."""
+        for ref in self.owner_references:
+            if ref.controller:
+                return ref
+        return None
 
     @property
     def images(self) -> tuple[str, ...]:
@@ -192,3 +266,33 @@ def derived(pod: PodSpec, key: object, sources: tuple, make):
     value = make()
     memo[key] = (sources, value)
     return value
+
+
+def with_label_keys_merged(pod: PodSpec) -> PodSpec:
+    """The pod as kube-apiserver stores it on creation (pkg/registry/core/pod/strategy.go):
+    matchLabelKeys of pod (anti-)affinity terms merged into their labelSelector as `key In (value)`,
+    mismatchLabelKeys as `key NotIn (value)` (MatchLabelKeysInPodAffinity, GA), and matchLabelKeys of
+    topology spread constraints as `key In (value)` (MatchLabelKeysInPodTopologySpreadSelectorMerge,
+    on by default since 1.34). Keys the pod has no label for add nothing; a nil selector stays nil.
+    The keys themselves stay in the spec, as upstream keeps them."""
+
+    def term(t: PodAffinityTerm) -> PodAffinityTerm:
+        if not t.match_label_keys and not t.mismatch_label_keys:
+            return t
+        sel = merge_label_keys(t.label_selector, t.match_label_keys, OP_IN, pod.labels)
+        sel = merge_label_keys(sel, t.mismatch_label_keys, OP_NOT_IN, pod.labels)
+        return replace(t, label_selector=sel)
+
+    def affinity(a: PodAffinity | None) -> PodAffinity | None:
+        if a is None:
+            return None
+        return PodAffinity(tuple(term(t) for t in a.required),
+                           tuple(WeightedPodAffinityTerm(w.weight, term(w.term)) for w in a.preferred))
+
+    constraints = tuple(
+        replace(c, label_selector=merge_label_keys(c.label_selector, c.match_label_keys, OP_IN, pod.labels))
+        if c.match_label_keys else c
+        for c in pod.topology_spread_constraints
+    )
+    return replace(pod, pod_affinity=affinity(pod.pod_affinity), pod_anti_affinity=affinity(pod.pod_anti_affinity),
+                   topology_spread_constraints=constraints)

@@ -8,9 +8,11 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from .cluster_objects import ClusterObjects
 from .config import ProfileConfig, default_profile
 from .explain import explain
 from .framework import Algorithm
+from .labels import LabelSelector, LabelSelectorRequirement
 from .nodes import ImageState, NodeSpec, NodeTable, NodeUsage
 from .plugin_args import (
     LEAST_ALLOCATED,
@@ -23,6 +25,9 @@ from .plugin_args import (
     ScoringStrategy,
     UtilizationShapePoint,
 )
+from .perf import upstream_default_profile
+from .plugins.inter_pod_affinity import InterPodAffinityArgs
+from .plugins.pod_topology_spread import PodTopologySpreadArgs
 from .pods import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -30,11 +35,16 @@ from .pods import (
     Container,
     HostPort,
     NodeSelectorTerm,
+    OwnerReference,
+    PodAffinity,
+    PodAffinityTerm,
     PodSpec,
     PreferredTerm,
     Requirement,
     Taint,
     Toleration,
+    TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
 )
 from .reference import resources as ref_resources
 from .reference.pipeline import reference_pipeline, reference_schedule
@@ -286,14 +296,217 @@ def test_reference_schedule_picks_among_the_top_nodes():
 
 # ---- cases found by the property tests --------------------------------------------------------
 
-def test_prefilter_results_that_do_not_intersect_reject_the_pod_at_prefilter():
+def test_a_node_name_outside_the_node_affinity_prefilter_result_is_rejected_by_the_node_name_filter():
+    # Upstream's NodeName has no PreFilter: NodeAffinity narrows to n1 and NodeName's Filter rejects it.
     specs = [NodeSpec(f"n{i}", allocatable={"cpu": 1000, "memory": GI, "pods": 10}) for i in range(3)]
     use = [NodeUsage() for _ in specs]
     pod = PodSpec("default", "p", node_name="n0",
                   required_terms=(NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", ("n1",)),)),))
     profile = default_profile()
     ref = reference_pipeline(specs, use, pod, profile)
-    assert ref.message == "0/3 nodes are available: node(s) didn't satisfy plugin(s) [NodeAffinity NodeName] simultaneously."
+    assert ref.message == ("0/3 nodes are available: 1 node(s) didn't match the requested node name, "
+                           "2 node(s) didn't satisfy plugin(s) [NodeAffinity].")
     table = NodeTable(specs, use)
     decision = Algorithm(0).schedule(profile.build(), pod, table, all_nodes=True)
     assert explain(decision, table)["message"] == ref.message
+
+
+# ---- PodTopologySpread and InterPodAffinity --------------------------------------------------------
+# Clusters whose nodes carry topology labels and hold labelled pods (some with their own affinity
+# terms), incoming pods with random spread constraints and (anti-)affinity terms, under the default
+# profile with both plugins where upstream has them, and under random profiles with random args.
+
+TOPO_KEYS = ("kubernetes.io/hostname", "topology.kubernetes.io/zone", "rack", "zone", "missing-key")
+NAMESPACES = ("default", "other", "unknown")
+NAMESPACE_LABELS = {"default": {"team": "a"}, "other": {"team": "b"}}
+POD_LABEL_VALUES = {"app": ("a", "b"), "tier": ("x", "y", "")}
+
+
+def random_labels(rng: random.Random) -> dict[str, str]:
+    return {k: rng.choice(vs) for k, vs in POD_LABEL_VALUES.items() if rng.random() < 0.6}
+
+
+def random_selector(rng: random.Random) -> LabelSelector | None:
+    roll = rng.random()
+    if roll < 0.12:
+        return None  # nil: selects nothing
+    if roll < 0.24:
+        return LabelSelector()  # empty: selects everything (and counts nothing for spreading)
+    labels = {k: rng.choice(vs) for k, vs in POD_LABEL_VALUES.items() if rng.random() < 0.4}
+    exprs = []
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        key = rng.choice(list(POD_LABEL_VALUES) + ["other"])
+        op = rng.choice(["In", "NotIn", "Exists", "DoesNotExist"])
+        values = tuple(rng.sample(("a", "b", "x", "y"), rng.randint(1, 2))) if op in ("In", "NotIn") else ()
+        exprs.append(LabelSelectorRequirement(key, op, values))
+    return LabelSelector.of(labels, exprs)
+
+
+def random_term(rng: random.Random) -> PodAffinityTerm:
+    return PodAffinityTerm(
+        topology_key=rng.choice(TOPO_KEYS), label_selector=random_selector(rng),
+        namespaces=rng.choice([(), (), ("other",), ("default", "other")]),
+        namespace_selector=rng.choice([None, None, LabelSelector(),
+                                       LabelSelector.of(match_expressions=[LabelSelectorRequirement("team", "In", ("a",))])]),
+    )
+
+
+def random_affinity(rng: random.Random, odds: float) -> PodAffinity | None:
+    if rng.random() >= odds:
+        return None
+    return PodAffinity(
+        required=tuple(random_term(rng) for _ in range(rng.choice([0, 1, 1, 2]))),
+        preferred=tuple(WeightedPodAffinityTerm(rng.randint(1, 100), random_term(rng))
+                        for _ in range(rng.choice([0, 1, 2]))),
+    )
+
+
+def random_topology_node(rng: random.Random, name: str) -> NodeSpec:
+    labels = {}
+    if rng.random() < 0.9:
+        labels["kubernetes.io/hostname"] = name
+    if rng.random() < 0.75:
+        labels["topology.kubernetes.io/zone"] = rng.choice(["z1", "z2", "z3"])
+    if rng.random() < 0.6:
+        labels["rack"] = rng.choice(["r1", "r2", ""])  # "" is a value (and what a missing key reads as)
+    if rng.random() < 0.5:
+        labels["zone"] = rng.choice(["a", "b"])
+    taints = (Taint("dedicated", "x", NO_SCHEDULE),) if rng.random() < 0.15 else ()
+    return NodeSpec(name=name, labels=labels, taints=taints,
+                    allocatable={"cpu": 8000, "memory": 16 * GI, "pods": 110})
+
+
+def random_existing_pod(rng: random.Random, i: int) -> PodSpec:
+    return PodSpec(rng.choice(NAMESPACES), f"e{i}", labels=random_labels(rng), deleting=rng.random() < 0.08,
+                   pod_affinity=random_affinity(rng, 0.2), pod_anti_affinity=random_affinity(rng, 0.25))
+
+
+def random_spread(rng: random.Random) -> TopologySpreadConstraint:
+    return TopologySpreadConstraint(
+        max_skew=rng.randint(1, 3), topology_key=rng.choice(TOPO_KEYS),
+        when_unsatisfiable=rng.choice(["DoNotSchedule", "ScheduleAnyway"]), label_selector=random_selector(rng),
+        min_domains=rng.choice([None, None, 1, 2, 4]), node_affinity_policy=rng.choice([None, "Honor", "Ignore"]),
+        node_taints_policy=rng.choice([None, "Honor", "Ignore"]),
+        match_label_keys=tuple(rng.sample(("app", "tier", "missing"), rng.choice([0, 0, 1, 2]))),
+    )
+
+
+def random_incoming_pod(rng: random.Random) -> PodSpec:
+    owners = ()
+    if rng.random() < 0.3:
+        owners = (OwnerReference(*rng.choice([("apps/v1", "ReplicaSet", "rs"), ("apps/v1", "StatefulSet", "ss"),
+                                                ("v1", "ReplicationController", "rc")]), controller=True),)
+    return PodSpec(
+        rng.choice(NAMESPACES[:2]), "incoming", labels=random_labels(rng), owner_references=owners,
+        topology_spread_constraints=tuple(random_spread(rng) for _ in range(rng.choice([0, 1, 1, 2]))),
+        pod_affinity=random_affinity(rng, 0.4), pod_anti_affinity=random_affinity(rng, 0.4),
+        node_selector={"zone": "a"} if rng.random() < 0.15 else {},
+        tolerations=(Toleration("dedicated", "Exists"),) if rng.random() < 0.2 else (),
+        containers=(Container("c", requests={"cpu": 100}),),
+    )
+
+
+def random_objects(rng: random.Random) -> ClusterObjects:
+    return ClusterObjects(
+        namespace_labels=dict(NAMESPACE_LABELS),
+        services={"default": [rng.choice([{"app": "a"}, {"tier": "x"}, None])] if rng.random() < 0.5 else []},
+        replica_sets={("default", "rs"): random_selector(rng)},
+        stateful_sets={("default", "ss"): LabelSelector.of({"app": "b"})},
+        replication_controllers={("default", "rc"): {"tier": "y"}},
+    )
+
+
+def random_spread_args(rng: random.Random) -> PodTopologySpreadArgs:
+    if rng.random() < 0.5:
+        return PodTopologySpreadArgs()
+    keys = rng.sample(TOPO_KEYS[:4], rng.randint(0, 2))
+    return PodTopologySpreadArgs(
+        default_constraints=tuple(TopologySpreadConstraint(rng.randint(1, 3), k, rng.choice(["DoNotSchedule", "ScheduleAnyway"]))
+                                  for k in keys),
+        defaulting_type="List")
+
+
+TOPOLOGY_FILTERS = FILTERS + ["PodTopologySpread", "InterPodAffinity"]
+TOPOLOGY_SCORES = SCORES + ["PodTopologySpread", "InterPodAffinity"]
+
+
+@st.composite
+def topology_cases(draw, random_profile: bool):
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    n = rng.randint(1, 24)
+    specs = [random_topology_node(rng, f"n{i}") for i in range(n)]
+    use = [NodeUsage() for _ in specs]
+    pods_by_node = [[random_existing_pod(rng, i * 10 + j) for j in range(rng.choice([0, 0, 1, 2, 3, 6]))] for i in range(n)]
+    if random_profile:
+        filters = [f for f in rng.sample(TOPOLOGY_FILTERS, len(TOPOLOGY_FILTERS)) if rng.random() < 0.8]
+        # At least one score plugin, as the profiles above (without any, the engine stops at the
+        # first feasible node, which the reference does not model).
+        scores = [(s, rng.randint(1, 5)) for s in TOPOLOGY_SCORES if rng.random() < 0.6] or [("InterPodAffinity", 2)]
+        profile = ProfileConfig(scheduler_name="random", filters=filters, scores=scores, plugin_args={
+            "PodTopologySpread": random_spread_args(rng),
+            "InterPodAffinity": InterPodAffinityArgs(hard_pod_affinity_weight=rng.choice([0, 1, 5]),
+                                                     ignore_preferred_terms_of_existing_pods=rng.random() < 0.3),
+        })
+    else:
+        profile = upstream_default_profile()
+    return specs, use, pods_by_node, random_incoming_pod(rng), random_objects(rng), profile, rng.randint(0, 2**31)
+
+
+def check_topology_case(specs, use, pods_by_node, pod, objects, profile_config, seed) -> None:
+    table = NodeTable(specs, use)
+    table.pods.load((row, p) for row, ps in enumerate(pods_by_node) for p in ps)
+    table.objects = objects
+    decision = Algorithm(seed).schedule(profile_config.build(), pod, table, all_nodes=True)
+    got = explain(decision, table)
+    ref = reference_pipeline(specs, use, pod, profile_config, pods_by_node, objects)
+    assert got["filtered"] == ref.filtered
+    assert got["feasible"] == ref.feasible
+    assert got["scores"] == ref.scores
+    if ref.top:
+        assert got["selected"] in ref.top and got["message"] is None
+    else:
+        assert got["selected"] is None and got["message"] == ref.message
+    assert decision.reason_histogram() == ref.reason_counts
+
+
+TOPOLOGY_SETTINGS = settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@TOPOLOGY_SETTINGS
+@given(topology_cases(random_profile=False))
+def test_engine_matches_reference_for_spread_and_affinity_under_the_upstream_default_profile(case):
+    check_topology_case(*case)
+
+
+@TOPOLOGY_SETTINGS
+@given(topology_cases(random_profile=True))
+def test_engine_matches_reference_for_spread_and_affinity_under_random_profiles(case):
+    check_topology_case(*case)
+
+
+def test_the_index_kept_through_assume_and_forget_equals_a_fresh_load():
+    # The incremental path (assume/forget on a live cache) must give the same decisions as a table
+    # loaded from scratch with the same pods.
+    rng = random.Random(7)
+    specs = [random_topology_node(rng, f"n{i}") for i in range(12)]
+    live = NodeTable(specs)
+    live.objects = random_objects(rng)
+    placed: dict[str, tuple[int, PodSpec]] = {}
+    profile = upstream_default_profile().build()
+    for step in range(60):
+        if placed and rng.random() < 0.3:
+            key = rng.choice(sorted(placed))
+            row, p = placed.pop(key)
+            live.pods.remove_pod(row, p)
+        else:
+            p = random_existing_pod(rng, 1000 + step)
+            row = rng.randrange(len(specs))
+            live.pods.add_pod(row, p)
+            placed[p.key] = (row, p)
+        incoming = random_incoming_pod(rng)
+        fresh = NodeTable(specs)
+        fresh.objects = live.objects
+        fresh.pods.load(placed.values())
+        a = explain(Algorithm(1).schedule(profile, incoming, live, all_nodes=True), live)
+        b = explain(Algorithm(1).schedule(profile, incoming, fresh, all_nodes=True), fresh)
+        assert (a["filtered"], a["scores"], a["message"]) == (b["filtered"], b["scores"], b["message"])

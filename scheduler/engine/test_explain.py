@@ -88,7 +88,7 @@ def test_explain_of_a_single_feasible_node_has_no_scores():
     pinned = PodSpec("web", "pinned", node_name="n2")
     out = explain(Algorithm(0).schedule(default_profile().build(), pinned, nodes, all_nodes=True), nodes)
     assert out["feasible"] == ["n2"] and out["selected"] == "n2" and out["scores"] == {}
-    assert out["filtered"]["n0"] == [{"plugin": "NodeName", "reasons": ["node(s) didn't satisfy plugin(s) [NodeName]"]}]
+    assert out["filtered"]["n0"] == [{"plugin": "NodeName", "reasons": ["node(s) didn't match the requested node name"]}]
 
 
 # ---- top_candidates --------------------------------------------------------------------------

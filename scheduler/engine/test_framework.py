@@ -12,6 +12,7 @@ import pytest
 from .config import default_profile
 from .explain import explain
 from .framework import (
+    SKIP,
     Algorithm,
     Decision,
     FilterResult,
@@ -307,3 +308,77 @@ def test_the_cut_wraps_around_and_clears_the_status_of_nodes_it_never_reached():
     assert algorithm.next_start_node_index == 5
     # Rows 5..9 fail the filter too, but this search stopped before reaching them.
     assert set(explain(second, nodes)["filtered"]) == {f"n{i}" for i in range(130, 140)}
+
+
+# ---- cycle state, PreFilter Skip and plugin errors ----------------------------------------------
+
+class Stateful:
+    """A PreFilter that writes the cycle state its Filter reads, or returns SKIP, or fails."""
+
+    name: ClassVar[str] = "Stateful"
+
+    def __init__(self, outcome=None):
+        self.outcome = outcome
+        self.filter_calls = 0
+        self.seen = []
+
+    def pre_filter(self, pod, nodes):
+        from .framework import PluginError, cycle_state
+        if self.outcome == "error":
+            raise PluginError("something broke")
+        if self.outcome == "skip":
+            return SKIP
+        cycle_state().write("PreFilterStateful", {"reject": nodes.names[0]})
+        return None
+
+    def filter(self, pod, nodes):
+        from .framework import cycle_state
+        self.filter_calls += 1
+        state = cycle_state().read("PreFilterStateful")
+        self.seen.append(state)
+        return FilterResult.from_reasons(nodes.n, [("node(s) were rejected", nodes.name_array == state["reject"])])
+
+
+def small(n=3):
+    return NodeTable([NodeSpec(f"n{i}", allocatable={"cpu": 1000, "memory": GI, "pods": 10}) for i in range(n)])
+
+
+def test_the_filter_reads_what_its_pre_filter_wrote_in_the_same_cycle_and_the_decision_keeps_it():
+    plugin = Stateful()
+    decision = Algorithm(0).schedule(Profile(filters=[plugin]), PodSpec("ns", "p"), small(), all_nodes=True)
+    assert plugin.seen == [{"reject": "n0"}]
+    assert decision.filter_results[0].passed.tolist() == [False, True, True]
+    assert decision.cycle_state.read("PreFilterStateful") == {"reject": "n0"}
+    # Outside the cycle no state is current: a plugin called on its own gets a fresh one.
+    from .framework import cycle_state
+    assert cycle_state().read("PreFilterStateful") is None
+
+
+def test_a_pre_filter_returning_skip_has_its_filter_skipped():
+    plugin = Stateful("skip")
+    decision = Algorithm(0).schedule(Profile(filters=[plugin]), PodSpec("ns", "p"), small(), all_nodes=True)
+    assert plugin.filter_calls == 0 and decision.scheduled
+    assert decision.filter_results[0].all_passed
+
+
+def test_a_plugin_error_at_pre_filter_fails_the_cycle_with_upstreams_words():
+    decision = Algorithm(0).schedule(Profile(filters=[Stateful("error")]), PodSpec("ns", "p"), small())
+    assert decision.error == 'running PreFilter plugin "Stateful": something broke'
+    assert not decision.scheduled
+
+
+def test_a_plugin_error_at_pre_score_fails_the_cycle():
+    from .framework import PluginError
+
+    class Broken:
+        name: ClassVar[str] = "Broken"
+
+        def score(self, pod, nodes, rows):
+            raise PluginError("failed to parse pod: bad")
+
+        def normalize(self, scores):
+            return scores
+
+    decision = Algorithm(0).schedule(Profile(scores=[(Broken(), 1)]), PodSpec("ns", "p"), small())
+    assert decision.error == 'running PreScore plugin "Broken": failed to parse pod: bad'
+    assert not decision.scheduled and len(decision.candidates) == 0

@@ -13,6 +13,8 @@ _MODULES = {
     "NodeResourcesFit": "node_resources_fit",
     "NodeResourcesBalancedAllocation": "balanced_allocation",
     "ImageLocality": "image_locality",
+    "PodTopologySpread": "pod_topology_spread",
+    "InterPodAffinity": "inter_pod_affinity",
 }
 
 PLUGIN_NAMES = tuple(_MODULES)

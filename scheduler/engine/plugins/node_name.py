@@ -1,4 +1,9 @@
-"""NodeName: a pod with spec.nodeName set may only go to that node. As kube-scheduler's plugins/nodename."""
+"""NodeName: a pod with spec.nodeName set may only go to that node. As kube-scheduler's plugins/nodename.
+
+Upstream's NodeName has a Filter and no PreFilter (a PreFilter narrowing to the named node was added
+and taken out again): every other node is rejected by the Filter with ERR_REASON, so the
+FailedScheduling message counts them under that reason.
+"""
 
 from __future__ import annotations
 
@@ -14,13 +19,9 @@ ERR_REASON = "node(s) didn't match the requested node name"
 class NodeName:
     name: ClassVar[str] = "NodeName"
 
-    def pre_filter(self, pod: PodSpec, nodes: NodeTable) -> set[str] | None:
-        # As upstream PreFilter: narrow to the named node (a PreFilterResult), else all nodes.
-        if pod.node_name:
-            return {pod.node_name}
-        return None
-
     def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
         if not pod.node_name:
             return FilterResult.all_pass(nodes.n)
-        return FilterResult.from_reasons(nodes.n, [(ERR_REASON, nodes.name_array != pod.node_name)])
+        # As upstream: UnschedulableAndUnresolvable.
+        return FilterResult.from_reasons(nodes.n, [(ERR_REASON, nodes.name_array != pod.node_name)],
+                                         unresolvable=frozenset((ERR_REASON,)))

@@ -4,8 +4,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduler.engine.framework import Algorithm, Profile
 from scheduler.engine.nodes import NodeSpec, NodeTable
 from scheduler.engine.plugins.node_name import ERR_REASON, NodeName
+from scheduler.engine.plugins.node_unschedulable import NodeUnschedulable
 from scheduler.engine.pods import PodSpec
 from scheduler.engine.reference import filters as ref
 
@@ -32,12 +34,22 @@ def test_it_filters_by_requested_node_name(name, node_name, want):
     assert ref.node_name(pod, node) == want
 
 
-@pytest.mark.parametrize("node_name,want", [("", None), ("foo", {"foo"}), ("absent", {"absent"})])
-def test_its_pre_filter_narrows_to_the_requested_node(node_name, want):
-    pod = PodSpec("ns", "p", node_name=node_name)
-    table = NodeTable([NodeSpec("foo"), NodeSpec("bar")])
-    assert NodeName().pre_filter(pod, table) == want
-    assert ref.node_name_pre_filter(pod) == want
+def test_it_has_no_pre_filter_as_upstream_master():
+    # Upstream's NodeName implements Filter only, so it never narrows the nodes at PreFilter.
+    assert not hasattr(NodeName(), "pre_filter")
+
+
+def test_a_pod_pinned_to_a_node_reports_the_other_nodes_under_the_node_name_reason():
+    pod = PodSpec("ns", "p", node_name="foo")
+    table = NodeTable([NodeSpec("foo", unschedulable=True), NodeSpec("bar"), NodeSpec("baz")])
+    decision = Algorithm(0).schedule(Profile(filters=[NodeUnschedulable(), NodeName()]), pod, table)
+    assert decision.fit_error_message() == (
+        "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match the requested node name.")
+
+
+def test_its_reason_is_unschedulable_and_unresolvable():
+    res = NodeName().filter(PodSpec("ns", "p", node_name="foo"), NodeTable([NodeSpec("foo"), NodeSpec("bar")]))
+    assert res.code(ERR_REASON) == "UnschedulableAndUnresolvable"
 
 
 @settings(max_examples=100, deadline=None)
@@ -46,4 +58,3 @@ def test_it_agrees_with_the_reference(node_name, count):
     pod = PodSpec("ns", "p", node_name=node_name)
     specs = [NodeSpec(f"n{i}") for i in range(count)]
     assert engine_reasons(pod, specs) == [ref.node_name(pod, s) for s in specs]
-    assert NodeName().pre_filter(pod, NodeTable(specs)) == ref.node_name_pre_filter(pod)

@@ -59,13 +59,33 @@ def test_it_finds_host_port_conflicts_as_upstream(name, pod, existing, want):
     assert ref.node_ports(pod, usage) == want
 
 
-def test_it_sees_init_container_ports_and_ports_freed_by_removed_pods():
-    pod = PodSpec("ns", "p", init_containers=(Container("i", ports=(HostPort(80),)),))
+def test_it_sees_sidecar_init_container_ports_and_ports_freed_by_removed_pods():
+    pod = PodSpec("ns", "p", init_containers=(Container("i", ports=(HostPort(80),), restart_policy="Always"),))
     existing = pod_with("TCP/0.0.0.0/80", name="old")
     table = NodeTable([NodeSpec("n0")], [NodeUsage.of_pods([existing])])
     assert not NodePorts().filter(pod, table).passed[0]
+    assert ref.node_ports(pod, table.usage_of(0)) == CONFLICT
     table.remove_pod(0, existing)
     assert NodePorts().filter(pod, table).passed[0]
+
+
+def test_an_ordinary_init_container_holds_no_host_port():
+    # As schedutil.GetHostPorts: an init container without restartPolicy Always has exited before
+    # the pod's containers start, so its host ports neither conflict nor stay taken.
+    pod = PodSpec("ns", "p", init_containers=(Container("i", ports=(HostPort(80),)),))
+    existing = pod_with("TCP/0.0.0.0/80", name="old")
+    table = NodeTable([NodeSpec("n0")], [NodeUsage.of_pods([existing])])
+    assert NodePorts().filter(pod, table).passed[0]
+    assert ref.node_ports(pod, table.usage_of(0)) == FIT
+    assert pod.host_ports == ()
+
+    init_only = PodSpec("ns", "old-init", init_containers=(Container("i", ports=(HostPort(443),)),))
+    sidecar = PodSpec("ns", "old-sidecar", init_containers=(Container("s", ports=(HostPort(8080),), restart_policy="Always"),))
+    table = NodeTable([NodeSpec("n0")])
+    table.add_pod(0, init_only)
+    table.add_pod(0, sidecar)
+    assert NodePorts().filter(pod_with("TCP/0.0.0.0/443"), table).passed[0]
+    assert not NodePorts().filter(pod_with("TCP/0.0.0.0/8080"), table).passed[0]
 
 
 host_ports = st.builds(HostPort, port=st.sampled_from([80, 443]), protocol=st.sampled_from(["TCP", "UDP", ""]),

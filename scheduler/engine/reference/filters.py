@@ -89,12 +89,6 @@ def node_unschedulable(pod: PodSpec, node: NodeSpec) -> list[str]:
 # ---- NodeName ------------------------------------------------------------------------------------
 
 
-def node_name_pre_filter(pod: PodSpec) -> set[str] | None:
-    if len(pod.node_name) != 0:
-        return {pod.node_name}
-    return None
-
-
 def node_name(pod: PodSpec, node: NodeSpec) -> list[str]:
     if len(pod.node_name) == 0 or pod.node_name == node.name:
         return []
@@ -372,8 +366,24 @@ def check_conflict(info, ip: str, protocol: str, port: int) -> bool:
     return False
 
 
+def get_host_ports(pod: PodSpec) -> list:
+    """As schedutil.GetHostPorts: sidecar init containers (restartPolicy Always), then containers."""
+    ports = []
+    for c in pod.init_containers:
+        if c.restart_policy != "Always":
+            continue
+        for p in c.ports:
+            if p.port > 0:
+                ports.append(p)
+    for c in pod.containers:
+        for p in c.ports:
+            if p.port > 0:
+                ports.append(p)
+    return ports
+
+
 def node_ports(pod: PodSpec, usage: NodeUsage) -> list[str]:
-    want = pod.host_ports
+    want = get_host_ports(pod)
     if len(want) == 0:
         return []
     info = host_port_info(usage)

@@ -15,8 +15,10 @@ from ..config import ProfileConfig
 from ..framework import PreFilterRejected
 from ..nodes import NodeSpec, NodeUsage
 from ..pods import PodSpec
+from ..cluster_objects import ClusterObjects
 from . import filters as f
 from . import resources as r
+from . import topology as t
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -25,8 +27,9 @@ MIN_NODE_SCORE = 0
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
-# The plugins with a PreFilter that can return a PreFilterResult (narrow the nodes).
-_NARROWING = ("NodeName", "NodeAffinity")
+# The plugins with a PreFilter that can return a PreFilterResult (narrow the nodes). Upstream's
+# NodeName has none: its Filter alone rejects the other nodes.
+_NARROWING = ("NodeAffinity",)
 
 
 @dataclass
@@ -114,8 +117,6 @@ def _normalize(name: str, raw: list[int]) -> list[int]:
 
 
 def _pre_filter(name: str, pod: PodSpec):
-    if name == "NodeName":
-        return f.node_name_pre_filter(pod)
     return f.node_affinity_pre_filter(pod)
 
 
@@ -136,9 +137,13 @@ def _fit_error(n: int, pre_filter_msg: str | None, counts: dict[str, int]) -> st
 
 
 def reference_pipeline(nodes: Sequence[NodeSpec], usages: Sequence[NodeUsage], pod: PodSpec,
-                       profile: ProfileConfig) -> ReferenceResult:
-    """schedulePod over every node, one node at a time."""
+                       profile: ProfileConfig, pods_by_node: Sequence[Sequence[PodSpec]] | None = None,
+                       objects: ClusterObjects | None = None) -> ReferenceResult:
+    """schedulePod over every node, one node at a time. `pods_by_node` are the pods on each node
+    (PodTopologySpread and InterPodAffinity read them), `objects` the other cluster objects."""
     n = len(nodes)
+    pods_by_node = pods_by_node if pods_by_node is not None else [[] for _ in nodes]
+    objects = objects if objects is not None else ClusterObjects()
     res = ReferenceResult(pod_key=pod.key, num_all_nodes=n)
     if n == 0:
         res.message = ERR_NO_NODES_AVAILABLE
@@ -149,13 +154,23 @@ def reference_pipeline(nodes: Sequence[NodeSpec], usages: Sequence[NodeUsage], p
         for node in nodes:
             res.filtered[node.name] = [{"plugin": plugin, "reasons": [reason]}]
 
-    # RunPreFilterPlugins: results merged by intersection, in PreFilter order.
+    # RunPreFilterPlugins: in PreFilter order; results merged by intersection.
     allowed: set[str] | None = None
     narrowing: list[str] = []
+    states: dict[str, object] = {}
     for name in profile.filters:
-        if name not in _NARROWING:
+        if name == "PodTopologySpread":
+            states[name] = t.spread_pre_filter(pod, nodes, pods_by_node, args.get(name), objects)
             continue
-        out = _pre_filter(name, pod)
+        if name == "InterPodAffinity":
+            out = t.affinity_pre_filter(pod, nodes, pods_by_node, objects)
+            if not isinstance(out, PreFilterRejected):
+                states[name] = out
+                continue
+        elif name not in _NARROWING:
+            continue
+        else:
+            out = _pre_filter(name, pod)
         if isinstance(out, PreFilterRejected):
             # As upstream: UnschedulableAndUnresolvable at PreFilter, the message stands alone.
             reject_all(name, out.message)
@@ -186,7 +201,14 @@ def reference_pipeline(nodes: Sequence[NodeSpec], usages: Sequence[NodeUsage], p
             counts[absent_reason] = counts.get(absent_reason, 0) + 1
             continue
         for name in profile.filters:
-            reasons = _filter(name, pod, node, usages[i], args.get(name))
+            if name in states:
+                state = states[name]
+                if state == "skip":
+                    continue
+                reasons = (t.spread_filter(pod, node, state) if name == "PodTopologySpread"
+                           else t.affinity_filter(node, state))
+            else:
+                reasons = _filter(name, pod, node, usages[i], args.get(name))
             if reasons:
                 res.filtered[node.name] = [{"plugin": name, "reasons": list(reasons)}]
                 for reason in reasons:
@@ -207,10 +229,23 @@ def reference_pipeline(nodes: Sequence[NodeSpec], usages: Sequence[NodeUsage], p
     totals = [0] * len(feasible)
     per_node: list[dict] = [{} for _ in feasible]
     for name, weight in profile.scores:
-        raw = _raw_scores(name, pod, nodes, usages, feasible, args.get(name))
-        if raw is None:
-            continue
-        normalized = _normalize(name, raw)
+        if name == "PodTopologySpread":
+            state = t.spread_pre_score(pod, nodes, pods_by_node, feasible, args.get(name), objects)
+            if state is None:
+                continue
+            raw = [t.spread_score(pod, nodes[i], pods_by_node[i], state) for i in feasible]
+            normalized = t.spread_normalize([nodes[i].name for i in feasible], raw, state)
+        elif name == "InterPodAffinity":
+            state = t.affinity_pre_score(pod, nodes, pods_by_node, args.get(name), objects)
+            if state is None:
+                continue
+            raw = [t.affinity_score(nodes[i], state) for i in feasible]
+            normalized = t.affinity_normalize(raw)
+        else:
+            raw = _raw_scores(name, pod, nodes, usages, feasible, args.get(name))
+            if raw is None:
+                continue
+            normalized = _normalize(name, raw)
         for k in range(len(feasible)):
             assert MIN_NODE_SCORE <= normalized[k] <= MAX_NODE_SCORE, (name, normalized[k])
             weighted = normalized[k] * weight
