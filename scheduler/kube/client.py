@@ -129,7 +129,7 @@ def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, deadline: 
          clock=time.monotonic, **kwargs) -> dict:
     """Call a client method and return its JSON reply; retry what is worth retrying, raise ApiError otherwise.
 
-    With a deadline (on `clock`), no request is started after it and none is allowed to read past it:
+    With a deadline (on `clock`), no request is started after it and none is allowed to run past it:
     the binder promises the reconciler that no binding is on its way after that time.
     """
     from kubernetes.client.exceptions import ApiException
@@ -144,8 +144,10 @@ def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, deadline: 
             left = deadline - clock()
             if left <= 0:
                 raise ApiError(0, "DeadlineExceeded", "not sent: its deadline passed")
+            # Connecting and reading time out separately: half the time left each, so that the request
+            # is over (answered or abandoned) by the deadline, whatever the server does.
             connect, read = kwargs["_request_timeout"]
-            kwargs["_request_timeout"] = (min(connect, left), min(read, left))
+            kwargs["_request_timeout"] = (min(connect, left / 2), min(read, left / 2))
         try:
             response = fn(*args, **kwargs)
             data = response.data
