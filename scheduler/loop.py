@@ -28,7 +28,7 @@ from dashboard.live import publish as live
 
 from . import metrics
 from .backends import get_backend
-from .backends.errors import BindError, BoundElsewhere, PodGone
+from .backends.errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
 from .engine import schedule_one as cycle
 from .engine.config import SchedulerConfig
 from .engine.explain import top_candidates, trace
@@ -457,7 +457,8 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
     "dropped" (bound elsewhere or deleted in the cluster: release, no retry), "lost" (the reservation
     was gone before the call: nothing sent, nothing released, the pod is already someone else's
     business), "already" (bound to this node before: a redelivered job is a success, never a failure),
-    "elsewhere" (bound to another node meanwhile), "gone" (deleted).
+    "elsewhere" (bound to another node meanwhile), "gone" (deleted), "unknown" (the cluster may have
+    bound it, nothing settled whether: the reservation stays, marked, for the watch or the timeout).
     """
     now = timezone.now()
     items = list({(i["pod"], i["node"], i["attempt"]): i for i in items}.values())  # one job twice in a batch
@@ -471,7 +472,7 @@ def _bind_batch(items: list[dict], queue, backend) -> dict:
 
     def publish():
         queue.done_many([b.key for b in binds if b.final in ("bound", "unrecorded", "already", "elsewhere", "dropped",
-                                                                "gone")])
+                                                                "gone", "unknown")])
         for b in binds:
             if b.final == "refused":
                 queue.add_unschedulable_if_not_present(QueuedPodInfo(**b.item["info"]), unschedulable=False,
@@ -573,10 +574,14 @@ def _call_backend(backend, binds: list[_Bind], deadline: float) -> None:
             b.outcome = "bound"
         elif isinstance(error, (BoundElsewhere, PodGone)):
             b.outcome, b.error = "dropped", error
+        elif isinstance(error, BindOutcomeUnknown):
+            b.outcome, b.error = "unknown", error
         else:
             b.outcome, b.error = "refused", error
     for b in binds:
-        if b.error is not None:
+        if b.outcome == "unknown":
+            b.message = f"Binding outcome unknown: {b.error}; the reservation is kept until the cluster says"
+        elif b.error is not None:
             if isinstance(b.error, BindError):
                 b.message = f"Binding rejected: {b.error}"
             else:
@@ -686,6 +691,11 @@ def _write_binds(binds: list[_Bind], backend, now) -> None:
     for b in binds:
         if b.final in ("lost", "elsewhere"):
             attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, None, None))
+        elif b.final == "unknown":
+            # Not released, not requeued, no event: the pod may well be bound. Its mark stays, so the
+            # reconciler frees it only after the binding timeout, unless the watch settles it first.
+            log.warning("%s: %s", b.pod.key, b.message)
+            attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, _ms(b.seconds), None))
     insert_many(Binding, bindings)
     update_from_values(Attempt, ["result", "message", "binding_ms", "e2e_ms"], attempt_rows)
     events_record(events, now=now)

@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.backends.errors import BindError, BoundElsewhere, PodGone
+from scheduler.backends.errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
 from scheduler.backends.kubernetes import KubernetesBackend
 from scheduler.kube.client import ApiError, Backoff, call
 from scheduler.kube.events import EventRecorder, pod_reference
@@ -362,16 +362,59 @@ def test_a_pod_gone_or_replaced_is_reported_as_gone():
         backend_with(FakeCore(Script(api_error(409)), Script(replaced))).bind(pod_manifest=MANIFEST, node_name="node-a")
 
 
-def test_server_errors_are_retried_then_refused_so_the_loop_requeues_the_pod():
+def test_server_errors_are_retried_and_a_definite_refusal_is_refused_so_the_loop_requeues_the_pod():
     bind = Script(api_error(503), api_error(500), {"status": "Success"})
     backend_with(FakeCore(bind)).bind(pod_manifest=MANIFEST, node_name="node-a")
     assert len(bind.calls) == 3
 
-    failing = Script(*[api_error(503)] * 4)
-    outcomes = backend_with(FakeCore(failing)).bind_many([{"pod_manifest": MANIFEST, "node_name": "node-a"}])
+    denied = Script(api_error(403, "admission webhook denied the request"))
+    outcomes = backend_with(FakeCore(denied)).bind_many([{"pod_manifest": MANIFEST, "node_name": "node-a"}])
     error, seconds = outcomes[0]
-    assert isinstance(error, BindError) and not isinstance(error, (BoundElsewhere, PodGone)) and seconds >= 0
-    assert "503" in str(error)
+    assert type(error) is BindError and seconds >= 0 and "403" in str(error)
+
+
+def on_node(node):
+    return {"metadata": {"uid": "uid-1"}, "spec": {"nodeName": node} if node else {}}
+
+
+def test_a_binding_whose_reply_was_lost_but_which_landed_is_a_success():
+    """Every try timed out or failed on the server's side: the binding may have happened. The pod says it did."""
+    import time
+
+    bind = Script(*[api_error(504)] * 4)
+    read = Script(on_node("node-a"))
+    backend_with(FakeCore(bind, read)).bind(pod_manifest=MANIFEST, node_name="node-a", deadline=time.monotonic() + 5)
+    assert len(read.calls) == 1
+
+
+def test_an_unsettled_binding_is_sent_again_until_it_lands_within_its_deadline():
+    import time
+
+    bind = Script(*[api_error(503)] * 4, {"status": "Success"})
+    read = Script(on_node(""))
+    backend_with(FakeCore(bind, read)).bind(pod_manifest=MANIFEST, node_name="node-a", deadline=time.monotonic() + 5)
+    assert len(bind.calls) == 5
+
+
+def test_a_binding_still_unsettled_at_its_deadline_keeps_its_reservation():
+    """Neither the tries nor a read settled it: the outcome is unknown, so the loop must not give the room back
+    (the cluster may have bound the pod there and would count it on top of whoever got the room)."""
+    import time
+
+    bind = Script(*[api_error(503)] * 4)
+    read = Script(api_error(503), *[api_error(503)] * 3)  # the API is down for reads too
+    with pytest.raises(BindOutcomeUnknown, match="503"):
+        backend_with(FakeCore(bind, read)).bind(pod_manifest=MANIFEST, node_name="node-a",
+                                                deadline=time.monotonic() + 0.05)
+
+
+def test_a_definite_refusal_after_an_unsettled_try_still_keeps_the_reservation():
+    import time
+
+    bind = Script(*[api_error(503)] * 4, api_error(403, "denied"))
+    read = Script(on_node(""))
+    with pytest.raises(BindOutcomeUnknown):
+        backend_with(FakeCore(bind, read)).bind(pod_manifest=MANIFEST, node_name="node-a", deadline=time.monotonic() + 5)
 
 
 def test_a_binding_past_its_deadline_is_never_sent():

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from scheduler import loop, queues
 from scheduler.backends import reset_backend, set_backend
+from scheduler.backends.errors import BindOutcomeUnknown
 from scheduler.backends.simulated import SimulatedBackend
 from scheduler.kube.mirror import PodStore
 from scheduler.models import Attempt, Binding, Event, Node, Pod
@@ -294,3 +295,35 @@ def test_a_pod_deleted_while_its_binding_is_in_flight_is_forgotten_without_a_fai
     assert not Pod.objects.exists() and not Binding.objects.exists()
     assert Node.objects.get(name="only").req_pods == 0
     assert queues.get_queue().get("default/web") is None
+
+
+class Unsettled(Cluster):
+    """The cluster never said whether the binding happened (every try timed out)."""
+
+    def bind_many(self, requests):
+        for r in requests:
+            self.sent.append((r["pod_manifest"]["metadata"]["name"], r["node_name"]))
+        return [(BindOutcomeUnknown("no answer settled whether the binding happened: 0 timeout"), 30.0)
+                for _ in requests]
+
+
+def test_a_binding_whose_outcome_is_unknown_keeps_its_room_until_the_watch_says_where_the_pod_is(backend):
+    """The overcommit chaos found: a binding timed out, the room went to the next pod, and the binding had landed."""
+    cluster = backend(Unsettled())
+    apply(node("only", cpu="1"), pod("first", cpu="1"))
+    loop.bind_batch(placed("first"))
+
+    first = Pod.objects.get(name="first")
+    assert (first.assumed_node, first.node_name) == ("only", "") and first.binding_at is not None
+    assert failed_scheduling("first") == [] and first.scheduled_reason == ""  # maybe bound: no failure said
+    assert Attempt.objects.get(pod_name="first").message.startswith("Binding outcome unknown:")
+    assert queues.get_queue().get("default/first") is None  # not scheduled again meanwhile
+    age_reservation("first")
+    assert loop.reconcile()["expired"] == 0  # the assume TTL does not free it either
+    apply(pod("second", cpu="1"))
+    assert loop.get_worker().schedule_batch().bind_items == []  # the room is still first's
+
+    watch_says_bound("first", "only")  # it had landed
+    only = Node.objects.get(name="only")
+    assert (only.req_cpu, only.req_pods) == (1000, 1)
+    assert cluster.sent == [("first", "only")]

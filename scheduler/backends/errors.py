@@ -15,3 +15,10 @@ class BoundElsewhere(BindError):
 
 class PodGone(BindError):
     """The pod was deleted while in flight (404): forget it."""
+
+
+class BindOutcomeUnknown(BindError):
+    """No answer said whether the binding happened (no reply, a timeout, the server's own trouble) and asking
+    again did not settle it before the binding's deadline: the reservation is kept, marked binding, until
+    the cluster's watch says where the pod is or the binding timeout frees it. Releasing it now could give
+    its room to another pod while the cluster has in fact bound this one there."""

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 
-from .errors import BindError, BoundElsewhere, PodGone
+from .errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class KubernetesBackend:
         """
         import time
 
-        from ..kube.client import ApiError, call
+        from ..kube.client import AMBIGUOUS_STATUS, ApiError, call
 
         if deadline is not None and time.monotonic() >= deadline:
             raise BindError("not sent: the binding waited past its deadline; the reservation is given back")
@@ -110,31 +110,52 @@ class KubernetesBackend:
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
         core = self.core
         kwargs = {"backoff": self.backoff} if self.backoff else {}
-        try:
-            # Only the binding itself is held to the deadline (the read after a 409 sends nothing).
-            call(core.create_namespaced_pod_binding, name, namespace, body, deadline=deadline, **kwargs)
-            return
-        except ApiError as exc:
-            if exc.status == 404:
-                raise PodGone(f"pod {namespace}/{name} not found") from exc
-            if exc.status != 409:
-                raise BindError(str(exc)) from exc
-            conflict = exc
-        # 409: already bound (or a new pod under the same name). Read it to tell which.
-        try:
-            current = call(core.read_namespaced_pod, name, namespace, **kwargs)
-        except ApiError as exc:
-            if exc.status == 404:
-                raise PodGone(f"pod {namespace}/{name} not found") from exc
-            raise BindError(str(exc)) from exc
-        if uid and (current.get("metadata") or {}).get("uid") != uid:
-            raise PodGone(f"pod {namespace}/{name} was replaced (uid {uid} is gone)")
-        bound_to = (current.get("spec") or {}).get("nodeName") or ""
-        if bound_to == node_name:
-            return  # our own earlier binding (a retry after a lost reply): success
-        if bound_to:
-            raise BoundElsewhere(bound_to)
-        raise BindError(str(conflict))
+        unsettled: ApiError | None = None  # the last answer that left open whether the binding happened
+        conflict: ApiError | None = None
+        while True:
+            try:
+                # Only the binding itself is held to the deadline (a read sends nothing).
+                call(core.create_namespaced_pod_binding, name, namespace, body, deadline=deadline, **kwargs)
+                return
+            except ApiError as exc:
+                if exc.status == 404:
+                    raise PodGone(f"pod {namespace}/{name} not found") from exc
+                if exc.status in AMBIGUOUS_STATUS and exc.reason != "DeadlineExceeded":
+                    unsettled = exc
+                elif exc.status == 409:
+                    conflict = exc
+                else:
+                    if unsettled is not None:  # an earlier try may have bound it: never give the room back
+                        raise BindOutcomeUnknown(f"{unsettled}; then {exc}") from exc
+                    raise BindError(str(exc)) from exc
+            # 409 (already bound, or a new pod under the same name), or no telling whether our binding
+            # happened: read the pod to learn where it is.
+            try:
+                current = call(core.read_namespaced_pod, name, namespace, **kwargs)
+            except ApiError as exc:
+                if exc.status == 404:
+                    raise PodGone(f"pod {namespace}/{name} not found") from exc
+                current = None
+                unsettled = unsettled or exc
+            if current is not None:
+                if uid and (current.get("metadata") or {}).get("uid") != uid:
+                    raise PodGone(f"pod {namespace}/{name} was replaced (uid {uid} is gone)")
+                bound_to = (current.get("spec") or {}).get("nodeName") or ""
+                if bound_to == node_name:
+                    return  # our own binding, whichever try of it landed: success
+                if bound_to:
+                    raise BoundElsewhere(bound_to)
+                if unsettled is None:
+                    raise BindError(str(conflict))
+            # Not bound yet (or not known): bind again while the deadline allows; past it, keep the room.
+            if deadline is None or time.monotonic() >= deadline:
+                if unsettled is None:
+                    raise BindError("the binding was not settled")
+                raise BindOutcomeUnknown(f"no answer settled whether the binding happened: {unsettled}")
+            if self.elector is not None and not self.elector.is_leader():
+                # The next leader binds this job again (idempotent); meanwhile the room stays taken.
+                raise BindOutcomeUnknown(f"lost the lease while the binding was unsettled: {unsettled or conflict}")
+            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 
     def bind_many(self, requests: list[dict]) -> list[tuple[BaseException | None, float]]:
         """Bind in parallel (each request: bind()'s keyword arguments): (None or the error, seconds) each."""

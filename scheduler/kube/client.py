@@ -18,6 +18,10 @@ log = logging.getLogger(__name__)
 
 # Worth another try: throttled, the server's own trouble, or no answer at all (status 0).
 RETRYABLE_STATUS = frozenset({0, 408, 429, 500, 502, 503, 504})
+# After these a write may or may not have happened on the server: no answer, a timeout, the server's own
+# trouble. (429 is answered before the request is handled; other 4xx are definite refusals.)
+AMBIGUOUS_STATUS = frozenset({0, 408, 500, 502, 503, 504})
+DEADLINE_EXCEEDED = "DeadlineExceeded"
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
@@ -139,11 +143,14 @@ def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, deadline: 
     kwargs.setdefault("_request_timeout", (5, 30))
     transport = _transport_errors()
     attempt = 0
+    error: ApiError | None = None
     while True:
         if deadline is not None:
             left = deadline - clock()
             if left <= 0:
-                raise ApiError(0, "DeadlineExceeded", "not sent: its deadline passed")
+                # After a request that may have reached the server, its error says so; only a call that
+                # sent nothing is "not sent".
+                raise error or ApiError(0, DEADLINE_EXCEEDED, "not sent: its deadline passed")
             # Connecting and reading time out separately: half the time left each, so that the request
             # is over (answered or abandoned) by the deadline, whatever the server does.
             connect, read = kwargs["_request_timeout"]
