@@ -712,3 +712,26 @@ def test_a_pending_pod_that_becomes_unparsable_when_bound_is_counted_on_its_node
 
     assert Pod.objects.get(name="web").node_name == "node-a"
     assert Node.objects.get(name="node-a").req_cpu == 2000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_our_pending_pod_that_cannot_be_read_fails_its_attempt_with_the_reason_instead_of_waiting_in_silence(
+        mirror_node):
+    """The API server (v1.20) accepts a cpu request past int64 that we cannot read: the pod is queued like any
+    other and its attempt fails alone, saying why, as a FailedScheduling event and PodScheduled=False."""
+    from scheduler import loop, queues
+    from scheduler.kube.mirror import PodStore
+    from scheduler.models import Event, Pod
+
+    store = PodStore(queue=queues.get_queue())
+    store.apply("ADDED", kube_pod("huge", cpu="9223372036854775808"))
+
+    row = Pod.objects.get(name="huge")
+    assert (row.node_name, row.assumed_node) == ("", "") and row.queued_at is not None
+    assert queues.get_queue().get("default/huge") is not None
+    loop.get_worker().schedule_batch()
+
+    row = Pod.objects.get(name="huge")
+    assert (row.scheduled_status, row.scheduled_reason) == ("False", "SchedulerError")
+    assert "too large" in row.scheduled_message
+    assert Event.objects.filter(involved_name="huge", reason="FailedScheduling", message__contains="too large").exists()

@@ -17,7 +17,7 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from django.db import OperationalError, connections
+from django.db import InterfaceError, OperationalError, close_old_connections, connections
 from psycopg.errors import DeadlockDetected
 
 from ..backends import set_backend
@@ -120,6 +120,7 @@ class Committer:
                     if job is None:
                         return
                     try:
+                        close_old_connections()  # one an outage broke is replaced, not reused for ever
                         self.report(job)
                     except Exception:  # noqa: BLE001 - best effort, as upstream's events
                         log.exception("could not report scheduling outcomes")
@@ -244,8 +245,21 @@ class Controller:
             return
         try:
             self.start_leading()
+            failures = 0
             while not self.stopping.is_set() and self.elector.is_leader():
-                self.committer.run_once()
+                try:
+                    self.committer.run_once()
+                    failures = 0
+                except (OperationalError, InterfaceError) as exc:
+                    # Postgres restarting or unreachable: the leader stays the leader. The jobs it took
+                    # go back to the head of the list (binding again is idempotent) and it tries again
+                    # on a fresh connection, rather than exiting and costing a lease's worth of failover.
+                    failures += 1
+                    log.warning("%s: the database is unavailable (%s); binding resumes when it is back",
+                                self.identity, exc)
+                    close_old_connections()
+                    self.committer.recover()
+                    self.stopping.wait(min(5.0, 0.2 * 2 ** min(failures, 5)))
         finally:
             self.stop_leading()
 

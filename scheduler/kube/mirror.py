@@ -13,7 +13,7 @@ import math
 import threading
 from datetime import datetime
 
-from django.db import transaction
+from django.db import close_old_connections, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -124,11 +124,19 @@ def _time(value) -> datetime | None:
     return parse_datetime(value) if isinstance(value, str) else None
 
 
+def _usable_connection() -> None:
+    """Drop this thread's database connection if an error left it unusable (Postgres restarted, the
+    network dropped): the reflector's next try then connects afresh. Django does this around requests and
+    Celery tasks; a watch thread runs for days and must do it itself."""
+    close_old_connections()
+
+
 class NodeStore:
     """Reflector store for nodes."""
 
     def replace(self, items: list[dict]) -> None:
         with MIRROR_LOCK:
+            _usable_connection()
             self._replace(items)
 
     def _replace(self, items: list[dict]) -> None:
@@ -141,6 +149,7 @@ class NodeStore:
 
     def apply(self, event_type: str, obj: dict) -> None:
         with MIRROR_LOCK:
+            _usable_connection()
             _isolated("Node", obj, lambda: self._apply(event_type, obj))
 
     def _apply(self, event_type: str, obj: dict) -> None:
@@ -173,6 +182,7 @@ class PodStore:
 
     def replace(self, items: list[dict]) -> None:
         with MIRROR_LOCK:
+            _usable_connection()
             self._replace(items)
 
     def _replace(self, items: list[dict]) -> None:
@@ -196,6 +206,7 @@ class PodStore:
         and only the one that raises again is skipped (loudly): the rest of the batch is mirrored.
         """
         with MIRROR_LOCK:
+            _usable_connection()
             ours = scheduler_names()
             try:
                 with transaction.atomic():
@@ -280,6 +291,32 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
     transaction.on_commit(after_commit)
 
 
+def _queue_unreadable(manifest: dict, namespace: str, name: str, uid: str, scheduler_name: str, *, queue) -> None:
+    """Our pending pod that cannot be read: its row holds what the API sent, and it is queued like any other,
+    so its scheduling attempt fails alone with the reason (a FailedScheduling event and PodScheduled=False on
+    the pod, backing off) instead of waiting in silence."""
+    row = Pod.objects.select_for_update().filter(namespace=namespace, name=name).first()
+    if row is not None and (row.uid != uid or row.node_name or row.assumed_node):
+        return  # another pod under the name, or placed: the watch's next events settle it
+    now = timezone.now()
+    if row is None:
+        meta = manifest.get("metadata") or {}
+        row = Pod(namespace=namespace, name=name, uid=uid, created_at=_time(meta.get("creationTimestamp")) or now,
+                  scheduler_name=scheduler_name)
+    row.manifest, row.scheduler_name = manifest, scheduler_name
+    row.queued_at = row.queued_at or now
+    row.save()
+    key, priority = row.key, row.priority
+
+    def after_commit():
+        from ..loop import kick
+
+        queue.add(key, priority)
+        kick()
+
+    transaction.on_commit(after_commit)
+
+
 def _upsert_unparsable(manifest: dict, problems: str, *, queue) -> None:
     """A pod the parser rejects. Bound, it still takes room on its node: count what can be read of its
     requests (never nothing), and say so. Unbound, it takes no room: it is left as it was, loudly."""
@@ -293,8 +330,10 @@ def _upsert_unparsable(manifest: dict, problems: str, *, queue) -> None:
     namespace, name, uid = text(meta, "namespace", "default"), text(meta, "name"), text(meta, "uid")
     node_name = text(spec, "nodeName")
     if not name or not node_name:
-        _warn(manifest, "Pod", f"cannot read the pod: {problems}; it is not bound, so it takes no room; "
-                               "it is left as it was")
+        _warn(manifest, "Pod", f"cannot read the pod: {problems}; it is not bound, so it takes no room")
+        scheduler_name = text(spec, "schedulerName", "default-scheduler")
+        if name and uid and scheduler_name in scheduler_names():
+            _queue_unreadable(manifest, namespace, name, uid, scheduler_name[:253], queue=queue)
         return
     usage = readable_usage(spec)
     counted = (f"cpu={usage['req_cpu']}m, memory={usage['req_memory']}, ephemeral-storage={usage['req_ephemeral']}, "
