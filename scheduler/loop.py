@@ -696,6 +696,10 @@ def _write_binds(binds: list[_Bind], backend, now) -> None:
     for b in binds:
         if b.final in ("lost", "elsewhere"):
             attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, None, None))
+        elif b.final == "gone":
+            # Its row went with the pod; the attempt stays in the audit, and must not read "scheduled".
+            attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED,
+                                 "Binding skipped: the pod was deleted before its binding", None, None))
         elif b.final == "unknown":
             # Not released, not requeued, no event: the pod may well be bound. Its mark stays, so the
             # reconciler frees it only after the binding timeout, unless the watch settles it first
