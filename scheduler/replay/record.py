@@ -17,6 +17,7 @@ from datetime import datetime
 
 from django.conf import settings
 
+from scheduler.engine.config import config_to_dict
 from scheduler.models import Binding, ClusterEvent, Node, Pod, SchedulerConfigVersion
 from scheduler.profiles import INITIAL_VERSION, initial_config
 
@@ -92,7 +93,7 @@ def _config_at(start: datetime) -> dict:
     row = (SchedulerConfigVersion.objects.filter(created_at__lte=start).order_by("-created_at", "-number")
            .values_list("number", "config").first())
     if row is None:
-        return {"version": INITIAL_VERSION, "config": initial_config().to_dict()}
+        return {"version": INITIAL_VERSION, "config": config_to_dict(initial_config())}
     return {"version": row[0], "config": row[1]}
 
 

@@ -17,14 +17,15 @@ from dataclasses import dataclass, field
 from scheduler.engine import schedule_one as cycle
 from scheduler.engine.cache import Cache
 from scheduler.engine.cluster_objects import RC_KIND, RS_KIND, SS_KIND, ClusterObjects
-from scheduler.engine.config import SchedulerConfig
+from scheduler.engine.config import SchedulerConfig, config_from_dict
 from scheduler.engine.framework import Algorithm, Profile
 from scheduler.engine.labels import LabelSelector, LabelSelectorRequirement
 from scheduler.engine.nodes import NodeSpec, NodeTable
 from scheduler.engine.pods import PodSpec
 from scheduler.engine.queue import (ACTIVE_Q, BACKOFF_Q, EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE,
                                     UNSCHEDULABLE_Q, MemoryQueue)
-from scheduler.manifests import ManifestError, node_from_manifest, pod_from_manifest
+from scheduler.manifests.errors import ManifestError
+from scheduler.manifests.objects import node_from_manifest, pod_from_manifest
 
 from . import trace as tr
 from .metrics import Sample, sample_of
@@ -124,7 +125,7 @@ class Replayer:
             recorded = trace.header.get("config")
             if not recorded:
                 raise ValueError("the trace records no configuration: give one with --config")
-            config = SchedulerConfig.from_dict(recorded["config"])
+            config = config_from_dict(recorded["config"])
         self.name = name
         self.clock = VirtualClock()
         self.queue = MemoryQueue(clock=self.clock)
@@ -220,7 +221,7 @@ class Replayer:
             self._rebuild()
         elif kind == tr.CONFIG:
             if self.follows_recorded:
-                self._use_config(SchedulerConfig.from_dict(event["config"]))
+                self._use_config(config_from_dict(event["config"]))
                 # As the reconciler: pending pods of a profile that now exists are queued.
                 queued = self.queue.keys()
                 for pod in self.pods.values():

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from scheduler import loop, metrics, queues
 from scheduler.engine.config import load_config
-from scheduler.manifests import parse_documents
+from scheduler.manifests.files import parse_documents
 from scheduler.models import Binding, Pod
 from scheduler.profile_services import config_version_create
 from scheduler.queue_redis import RedisQueue

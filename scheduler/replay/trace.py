@@ -1,7 +1,7 @@
 """The trace format: JSON lines, the cluster at the start, then timed events.
 
     {"kind": "trace", "version": 1, "source": ..., "start": iso, "end": iso, "seed": n|null,
-     "batch_size": n, "config": {"version": n, "config": SchedulerConfig.to_dict()} | null}
+     "batch_size": n, "config": {"version": n, "config": config_to_dict()} | null}
     {"kind": "node", "manifest": {...}}                    a node at the start
     {"kind": "pod", "manifest": {...}, "node": "n1"|null}  a pod at the start: bound, or pending (queued at t=0)
     {"kind": "object", "manifest": {...}}                  Namespace, Service, ReplicaSet... (what plugins read)
@@ -22,7 +22,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from scheduler.manifests import ManifestError, ParsedNode, ParsedPod, parse_documents
+from scheduler.manifests.errors import ManifestError
+from scheduler.manifests.files import parse_documents
+from scheduler.manifests.objects import ParsedNode, ParsedPod
 
 TRACE_VERSION = 1
 
