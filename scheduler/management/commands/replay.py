@@ -4,7 +4,7 @@ replay a trace in virtual time under each configuration and compare the outcomes
 import json
 import sys
 
-from scheduler.engine.config import ConfigError
+from scheduler.engine.config import ConfigError, default_config
 from scheduler.kubectl import KubectlCommand, KubectlError
 from scheduler.replay.run import RECORDED, config_from_file, replay_trace
 from scheduler.replay.simulator import pacer
@@ -19,7 +19,7 @@ class Command(KubectlCommand):
         parser.add_argument("trace", help="a trace from `record`, or a `kubectl get nodes,pods -A -o yaml` dump")
         parser.add_argument("--config", action="append", default=[], metavar="FILE",
                             help="a KubeSchedulerConfiguration; repeat to compare; 'recorded' is the live run's "
-                                 "(the default)")
+                                 "(the default; for a dump, which records none, kube-scheduler's default)")
         parser.add_argument("--speed", default="max", help="max (default), realtime, or N times real time")
         parser.add_argument("--seed", type=int, default=None, help="tie-break seed (default: the trace's, else 0)")
         parser.add_argument("--batch-size", type=int, default=None, help="pods per batch (default: the trace's)")
@@ -32,6 +32,8 @@ class Command(KubectlCommand):
             with open(trace, encoding="utf-8") as f:
                 recorded = read_trace(f.read(), trace)
             configs = [config_from_file(path) for path in (config or [RECORDED])]
+            if not config and not recorded.header.get("config"):
+                configs = [("default", default_config())]  # a dump records none: kube-scheduler's default
             pace = pacer(speed)
         except (TraceError, ConfigError, OSError, ValueError) as exc:
             self.stderr.write(f"error: {exc}")
