@@ -54,6 +54,16 @@ def utilization(table: NodeTable) -> dict[str, dict[str, float]]:
     return out
 
 
+def per_node(table: NodeTable) -> dict:
+    """Each node's utilisation per resource, for the distribution plot (0 where a node has none of it)."""
+    out: dict = {"names": list(table.names)}
+    for r in RESOURCES:
+        alloc = table.allocatable_of(r)
+        ratio = np.divide(table.requested_of(r), alloc, out=np.zeros(table.n, dtype=np.float64), where=alloc > 0)
+        out[r] = [round(float(v), 6) for v in ratio]
+    return out
+
+
 def sample_of(t: float, pending: int, table: NodeTable) -> Sample:
     cpu = _mean_std(utilization_ratios(table, CPU))
     mem = _mean_std(utilization_ratios(table, MEMORY))
@@ -134,6 +144,7 @@ def run_report(run, recorded: dict[str, str] | None = None) -> dict:
         "skipped_events": run.skipped_events,
         "virtual_seconds": round(run.virtual_seconds, 6),
         "wall_seconds": round(run.wall_seconds, 3),
+        "nodes": per_node(run.table),
         "timeline": [list(s) for s in run.samples],
     }
     if recorded:
