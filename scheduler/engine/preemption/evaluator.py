@@ -1,0 +1,477 @@
+"""The preemption evaluator (upstream's preemption.Evaluator with DefaultPreemption's
+SelectVictimsOnNode): eligibility, the dry run over candidate nodes, and the choice of one.
+
+The dry run answers, for each node whose status was Unschedulable: with every pod of lower priority
+gone, does the pod fit (its filters, with the nominated pods counted)? If so, which of those pods can
+stay (reprieved one at a time, PDB-violating ones first, the most important first)? Upstream runs it
+node by node on copies. Here it is columnar when it can be exact that way:
+
+- the node-local filters (NodeResourcesFit, NodePorts) depend only on the node's own pods, so the dry
+  run for many nodes at once is one "what-if" usage table: all victims' requests subtracted per node
+  with one scatter, then each reprieve step k adds back every node's k-th victim at once and runs the
+  filters once over all nodes. The steps are as many as the most victims on one node, not nodes x pods.
+- filters that read other nodes' pods (PodTopologySpread, InterPodAffinity), when they are not skipped
+  for this pod, see a victim removed from one node from another node's domain too; those pods go node
+  by node, removing and re-adding that node's pods on a copy of the table (exact, slower).
+- the static filters (taints, node affinity, node name, cordon) do not change when pods go; their
+  verdicts are read from the scheduling cycle's own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..framework import (
+    ABSENT,
+    CROSS_NODE_FILTERS,
+    ERROR,
+    SUCCESS,
+    UNSCHEDULABLE,
+    UNSCHEDULABLE_AND_UNRESOLVABLE,
+    CycleState,
+    Decision,
+    FilterResult,
+    Handle,
+    PostFilterResult,
+    _CURRENT_CYCLE,
+    run_filters_with_nominated_pods,
+)
+from ..nodes import NodeTable
+from ..pods import PREEMPT_NEVER, PodSpec
+from .pdb import split_by_pdb_violation, violations
+from .pick import Candidate, importance_key, pick_one_node_for_preemption
+
+# Upstream's messages (default_preemption.go, preemption.go).
+MSG_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+MSG_TERMINATING_ON_NOMINATED = "not eligible due to a terminating pod on the nominated node."
+MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
+MSG_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+MSG_NO_CANDIDATE = "no candidate node for preemption"
+NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
+
+# The filters whose verdict does not depend on the pods on any node.
+STATIC_FILTERS = frozenset(("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"))
+# The filters whose verdict on a node depends on that node's pods only.
+NODE_LOCAL_FILTERS = frozenset(("NodeResourcesFit", "NodePorts"))
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """A node's status in the dry run (a framework Status: code and reasons)."""
+
+    code: str
+    reasons: tuple[str, ...]
+
+
+@dataclass
+class DryRun:
+    """What the dry run found: the candidates (non-violating first, as upstream returns them) and the
+    status of every node it examined without finding one."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    statuses: dict[str, NodeStatus] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    examined: int = 0  # nodes dry-run (upstream stops once it has enough candidates)
+
+
+@dataclass
+class PreemptionDetail:
+    """The account of one preemption attempt, for the Attempt page and explain."""
+
+    potential_nodes: int = 0  # nodes whose status was Unschedulable
+    offset: int = 0
+    num_candidates: int = 0
+    dry_run: DryRun | None = None
+    chosen: Candidate | None = None
+    columnar: bool = True  # False: filters reading other nodes' pods made it go node by node
+
+
+@dataclass
+class _NodeResult:
+    row: int
+    status: NodeStatus | None = None  # None: a candidate
+    victims: tuple[PodSpec, ...] = ()
+    violations: int = 0
+
+
+def node_status(decision: Decision, row: int | None) -> str:
+    """The status code of `row` in the scheduling cycle (m.Get(node)): a node that is not there, or
+    that a PreFilterResult left out, reads as UnschedulableAndUnresolvable."""
+    if row is None:
+        return UNSCHEDULABLE_AND_UNRESOLVABLE
+    i = int(decision.rejected_by[row])
+    if i < 0:
+        return UNSCHEDULABLE_AND_UNRESOLVABLE if i == ABSENT else SUCCESS
+    res = decision.filter_results[i]
+    return UNSCHEDULABLE_AND_UNRESOLVABLE if res.unresolvable_mask(decision.num_all_nodes)[row] else UNSCHEDULABLE
+
+
+def fit_error_message(num_all_nodes: int, statuses: dict[str, NodeStatus]) -> str:
+    """As FitError.Error over the dry run's statuses, the nodes it did not examine reading
+    "Preemption is not helpful for scheduling"."""
+    counts: dict[str, int] = {}
+    for status in statuses.values():
+        for reason in status.reasons:
+            counts[reason] = counts.get(reason, 0) + 1
+    absent = num_all_nodes - len(statuses)
+    if absent > 0:
+        counts[MSG_NOT_HELPFUL] = counts.get(MSG_NOT_HELPFUL, 0) + absent
+    msg = NO_NODE_AVAILABLE_MSG.format(num_all_nodes) + ":"
+    parts = sorted(f"{count} {reason}" for reason, count in counts.items())
+    if parts:
+        msg += " " + ", ".join(parts) + "."
+    return msg
+
+
+class Evaluator:
+    """One preemption attempt at a time. `offset_and_count(potential)` is the plugin's
+    GetOffsetAndNumCandidates; `clock` gives "now" for pods that have not started."""
+
+    def __init__(self, offset_and_count: Callable[[int], tuple[int, int]], clock: Callable[[], float] = time.time):
+        self.offset_and_count = offset_and_count
+        self.clock = clock
+
+    # ---- Preempt -----------------------------------------------------------------------------
+    def preempt(self, pod: PodSpec, nodes: NodeTable, decision: Decision, handle: Handle) -> PostFilterResult:
+        now = self.clock()
+        # 1) Is the pod eligible to preempt others?
+        ok, msg = self.eligible(pod, nodes, decision)
+        if not ok:
+            return PostFilterResult(UNSCHEDULABLE, msg)
+        # 2) Find the candidates.
+        detail = PreemptionDetail()
+        potential = decision.unschedulable_rows()
+        detail.potential_nodes = len(potential)
+        if len(potential) == 0:
+            dry = DryRun()
+        else:
+            offset, count = self.offset_and_count(len(potential))
+            detail.offset, detail.num_candidates = offset, count
+            dry, detail.columnar = self.dry_run(pod, nodes, decision, handle, potential, offset, count, now)
+        detail.dry_run = dry
+        if not dry.candidates:
+            if dry.errors:
+                # As utilerrors.NewAggregate(errs).Error(): one error alone, several in brackets.
+                text = dry.errors[0] if len(dry.errors) == 1 else "[" + ", ".join(dry.errors) + "]"
+                return PostFilterResult(ERROR, text, detail=detail)
+            # Nominated node "": clear a nomination the pod may have.
+            return PostFilterResult(UNSCHEDULABLE, fit_error_message(nodes.n, dry.statuses), nominated_node="",
+                                    detail=detail)
+        # 3) (no extenders) 4) the best candidate.
+        best = pick_one_node_for_preemption(dry.candidates, now)
+        if best is None or not best.node:
+            return PostFilterResult(UNSCHEDULABLE, MSG_NO_CANDIDATE, detail=detail)
+        detail.chosen = best
+        return PostFilterResult(SUCCESS, nominated_node=best.node, victims=best.victims, detail=detail)
+
+    def eligible(self, pod: PodSpec, nodes: NodeTable, decision: Decision) -> tuple[bool, str]:
+        """As PodEligibleToPreemptOthers: not with preemptionPolicy Never; not while a pod of lower
+        priority that this pod's earlier preemption is evicting still terminates on its nominated node,
+        unless that node is now UnschedulableAndUnresolvable for it."""
+        if pod.preemption_policy == PREEMPT_NEVER:
+            return False, MSG_PREEMPTION_POLICY_NEVER
+        if pod.nominated_node_name:
+            row = nodes.index.get(pod.nominated_node_name)
+            if node_status(decision, row) == UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""
+            cols = nodes.pods.columns
+            used = cols.row[:cols.high]
+            on_node = (used == row) & (cols.priority[:cols.high] < pod.priority) & cols.preempting[:cols.high]
+            if np.count_nonzero(on_node):
+                return False, MSG_TERMINATING_ON_NOMINATED
+        return True, ""
+
+    # ---- DryRunPreemption --------------------------------------------------------------------
+    def dry_run(self, pod: PodSpec, nodes: NodeTable, decision: Decision, handle: Handle, potential: np.ndarray,
+                offset: int, count: int, now: float) -> tuple[DryRun, bool]:
+        """As DryRunPreemption, walked in upstream's order (potential[(offset + i) % len]) and stopped
+        as upstream stops: once there is a non-violating candidate and `count` candidates in all (each
+        list holds at most `count`). The nodes are dry-run in chunks, so a big cluster does not pay for
+        nodes past the stop."""
+        order = np.roll(potential, -offset) if offset else potential
+        columnar = self._columnar(handle, decision)
+        nominated = handle.nominated_pods(pod, nodes)
+        work = None if columnar else nodes.copy()
+        out = DryRun()
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        chunk = max(count, 64)
+        done = False
+        for begin in range(0, len(order), chunk):
+            rows = order[begin:begin + chunk]
+            if columnar:
+                results = self._select_victims_columnar(pod, nodes, decision, handle, rows, nominated, now)
+            else:
+                results = [self._select_victims_on_node(pod, work, decision, handle, int(r), nominated, now)
+                           for r in rows]
+            for res in results:
+                out.examined += 1
+                name = nodes.names[res.row]
+                if res.status is None and not res.victims:
+                    res.status = NodeStatus(ERROR, (f'expected at least one victim pod on node "{name}"',))
+                if res.status is not None:
+                    if res.status.code == ERROR:
+                        out.errors.append(res.status.reasons[0])
+                    out.statuses[name] = res.status
+                    continue
+                c = Candidate(name, res.row, res.victims, res.violations)
+                target = non_violating if res.violations == 0 else violating
+                if len(target) < count:
+                    target.append(c)
+                if non_violating and len(non_violating) + len(violating) >= count:
+                    done = True
+                    break
+            if done:
+                break
+        out.candidates = non_violating + violating
+        return out, columnar
+
+    @staticmethod
+    def _columnar(handle: Handle, decision: Decision) -> bool:
+        """Whether every filter that runs for this pod is static or node-local."""
+        for plugin in handle.profile.filters:
+            if plugin.name in STATIC_FILTERS or plugin.name in decision.skipped_filters:
+                continue
+            if plugin.name not in NODE_LOCAL_FILTERS:
+                return False
+        return True
+
+    # ---- SelectVictimsOnNode, columnar over many nodes -----------------------------------------
+    def _select_victims_columnar(self, pod: PodSpec, nodes: NodeTable, decision: Decision, handle: Handle,
+                                 rows: np.ndarray, nominated: list[tuple[int, PodSpec]], now: float
+                                 ) -> list[_NodeResult]:
+        n = nodes.n
+        cols = nodes.pods.columns
+        in_chunk = np.zeros(n, dtype=bool)
+        in_chunk[rows] = True
+        slots = cols.on_rows(in_chunk)
+        # isPreemptionAllowed: lower priority (IsEligiblePod is "true" by default).
+        slots = slots[cols.priority[slots] < pod.priority]
+        victim_rows = cols.row[slots]
+        has_victims = np.zeros(n, dtype=bool)
+        has_victims[victim_rows] = True
+
+        view = _WhatIf(nodes)
+        # Remove every potential victim of every node in the chunk at once.
+        view.take(cols, slots, sign=-1)
+        # The nominated pods of priority >= the pod's on those nodes count (the first of upstream's two
+        # passes; for node-local filters a pod that fits with them fits without them too).
+        for row, other in nominated:
+            if in_chunk[row]:
+                view.add_pod(row, other)
+        # Every filter once (the static ones cannot change after that), then the node-local ones
+        # at each reprieve step.
+        running = [(i, p) for i, p in enumerate(handle.profile.filters) if p.name not in decision.skipped_filters]
+        dynamic = [(i, p) for i, p in running if p.name not in STATIC_FILTERS]
+        state = decision.cycle_state or CycleState()
+
+        def run(plugins, view_table) -> list[FilterResult]:
+            token = _CURRENT_CYCLE.set(state)
+            try:
+                return [p.filter(pod, view_table) for _, p in plugins]
+            finally:
+                _CURRENT_CYCLE.reset(token)
+
+        results_by_row: dict[int, _NodeResult] = {}
+        first_results = run(running, view.table)
+        fits, first_fail = self._verdicts(first_results, n)
+        for row in rows.tolist():
+            if not has_victims[row]:
+                results_by_row[row] = _NodeResult(row, NodeStatus(UNSCHEDULABLE_AND_UNRESOLVABLE, (MSG_NO_VICTIMS,)))
+            elif not fits[row]:
+                results_by_row[row] = _NodeResult(row, self._status_at(first_results[first_fail[row]], row, n))
+        # Reprieve on the nodes where the pod fits with all victims gone.
+        fit_rows = np.zeros(n, dtype=bool)
+        fit_rows[rows] = True
+        fit_rows &= fits & has_victims
+        slots = slots[fit_rows[victim_rows]]
+        if len(slots):
+            order_pos = np.empty(n, dtype=np.int64)
+            order_pos[rows] = np.arange(len(rows))
+            starts = np.where(np.isnan(cols.start[slots]), now, cols.start[slots])
+            # Per node (in dry-run order), most important first; equal ones in the node's order.
+            by_importance = np.lexsort((cols.seq[slots], starts, -cols.priority[slots], order_pos[cols.row[slots]]))
+            slots = slots[by_importance]
+            srows = cols.row[slots]
+            names = [cols.pods[s].name for s in slots.tolist()]
+            violating = violations(names, cols.group[slots], cols.group_keys, srows, nodes.objects.pdbs)
+            # Reprieve order: the violating ones first, then the others, each most important first.
+            reprieve = np.lexsort((np.arange(len(slots)), ~violating, order_pos[srows]))
+            slots, srows, violating = slots[reprieve], srows[reprieve], violating[reprieve]
+            starts_of_run = np.flatnonzero(np.r_[True, srows[1:] != srows[:-1]])
+            run_len = np.diff(np.r_[starts_of_run, len(slots)])
+            rank = np.arange(len(slots)) - np.repeat(starts_of_run, run_len)
+            is_victim = np.zeros(len(slots), dtype=bool)
+            for k in range(int(rank.max()) + 1):
+                step = np.flatnonzero(rank == k)
+                view.take(cols, slots[step], sign=+1)
+                step_fit, _ = self._verdicts(run(dynamic, view.table), n)
+                lost = step[~step_fit[srows[step]]]
+                if len(lost):
+                    view.take(cols, slots[lost], sign=-1)
+                    is_victim[lost] = True
+            # Victims per node, in the order they were found, then re-sorted by importance when both
+            # groups had pods (as upstream, so victims[0] is the most important).
+            for b, length in zip(starts_of_run.tolist(), run_len.tolist()):
+                seg = slice(b, b + length)
+                row = int(srows[b])
+                found = [cols.pods[s] for s in slots[seg][is_victim[seg]].tolist()]
+                seg_violating = violating[seg]
+                n_viol = int(np.count_nonzero(is_victim[seg] & seg_violating))
+                if np.count_nonzero(seg_violating) and np.count_nonzero(~seg_violating):
+                    found.sort(key=lambda p: importance_key(p, now))
+                results_by_row[row] = _NodeResult(row, None, tuple(found), n_viol)
+        return [results_by_row[row] for row in rows.tolist()]
+
+    @staticmethod
+    def _verdicts(results: list[FilterResult], n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(fits, position in `results` of the first filter rejecting it, or -1) per row."""
+        first = np.full(n, -1, dtype=np.int64)
+        fits = np.ones(n, dtype=bool)
+        for k, res in enumerate(results):
+            if res.all_passed:
+                continue
+            first[fits & ~res.passed] = k
+            fits &= res.passed
+        return fits, first
+
+    @staticmethod
+    def _status_at(res: FilterResult, row: int, n: int) -> NodeStatus:
+        """The status a filter gave `row`: its reasons there, and its code."""
+        reasons = tuple(text for text, mask in res.reasons if mask[row])
+        code = UNSCHEDULABLE_AND_UNRESOLVABLE if res.unresolvable_mask(n)[row] else UNSCHEDULABLE
+        return NodeStatus(code, reasons)
+
+    # ---- SelectVictimsOnNode, one node (filters reading other nodes' pods) ---------------------
+    def _select_victims_on_node(self, pod: PodSpec, work: NodeTable, decision: Decision, handle: Handle,
+                                row: int, nominated: list[tuple[int, PodSpec]], now: float) -> _NodeResult:
+        cols = work.pods.columns
+        used = cols.row[:cols.high]
+        slots = np.flatnonzero(used == row)
+        slots = slots[np.argsort(cols.seq[slots], kind="stable")]
+        potential = [cols.pods[s] for s in slots.tolist() if cols.pods[s].priority < pod.priority]
+        if not potential:
+            return _NodeResult(row, NodeStatus(UNSCHEDULABLE_AND_UNRESOLVABLE, (MSG_NO_VICTIMS,)))
+        mine = [(r, p) for r, p in nominated if r == row]
+        removed: list[PodSpec] = []
+        try:
+            for p in potential:
+                work.remove_pod(row, p)
+                removed.append(p)
+            status = self._filter_on(pod, work, handle, row, mine)
+            if status is not None:
+                return _NodeResult(row, status)
+            potential.sort(key=lambda p: importance_key(p, now))
+            violating, fine = split_by_pdb_violation(potential, work.objects.pdbs)
+            victims: list[PodSpec] = []
+            n_viol = 0
+            for group, counts in ((violating, True), (fine, False)):
+                for p in group:
+                    work.add_pod(row, p)
+                    removed.remove(p)
+                    if self._filter_on(pod, work, handle, row, mine) is not None:
+                        work.remove_pod(row, p)
+                        removed.append(p)
+                        victims.append(p)
+                        n_viol += counts
+            if violating and fine:
+                victims.sort(key=lambda p: importance_key(p, now))
+            return _NodeResult(row, None, tuple(victims), n_viol)
+        finally:
+            for p in removed:
+                work.add_pod(row, p)
+
+    @staticmethod
+    def _filter_on(pod: PodSpec, table: NodeTable, handle: Handle, row: int,
+                   nominated: list[tuple[int, PodSpec]]) -> NodeStatus | None:
+        """RunFilterPluginsWithNominatedPods on one node: None if the pod passes, else its status."""
+        state = CycleState()
+        token = _CURRENT_CYCLE.set(state)
+        try:
+            fp = run_filters_with_nominated_pods(handle.profile, pod, table, nominated)
+        finally:
+            _CURRENT_CYCLE.reset(token)
+        if fp.error is not None:
+            return NodeStatus(ERROR, (fp.error,))
+        if fp.rejected is not None:
+            return NodeStatus(UNSCHEDULABLE_AND_UNRESOLVABLE, (fp.rejected[1],))
+        i = int(fp.rejected_by[row])
+        if i == -1:
+            return None
+        if i == ABSENT:
+            return NodeStatus(UNSCHEDULABLE_AND_UNRESOLVABLE, (fp.absent_status[1],))
+        res = fp.filter_results[i]
+        reasons = tuple(text for text, mask in res.reasons if mask[row])
+        code = UNSCHEDULABLE_AND_UNRESOLVABLE if res.unresolvable_mask(table.n)[row] else UNSCHEDULABLE
+        return NodeStatus(code, reasons)
+
+
+class _WhatIf:
+    """A NodeTable sharing the static columns and the pod index, with its own usage: what the
+    node-local filters see with some pods taken off or put back."""
+
+    def __init__(self, nodes: NodeTable):
+        table = object.__new__(NodeTable)
+        table.__dict__.update(nodes.__dict__)
+        table.requested = {r: c.copy() for r, c in nodes.requested.items()}
+        table.allocatable = dict(nodes.allocatable)
+        table._min_free = {}
+        self.table = table
+        self._ports_copied = False
+
+    def _own_ports(self) -> None:
+        if not self._ports_copied:
+            t = self.table
+            t.ports = {k: {row: list(ips) for row, ips in v.items()} for k, v in t.ports.items()}
+            self._ports_copied = True
+
+    def take(self, cols, slots: np.ndarray, sign: int) -> None:
+        """Add (sign +1) or remove (-1) the requests and host ports of the pods in `slots`."""
+        if not len(slots):
+            return
+        t = self.table
+        t._min_free.clear()
+        rows = cols.row[slots]
+        for r, col in cols.requests.items():
+            values = col[slots]
+            if not np.count_nonzero(values):
+                continue
+            target = t.requested.get(r)
+            if target is None:
+                target = t.requested[r] = np.zeros(t.n, dtype=np.int64)
+                t.allocatable.setdefault(r, np.zeros(t.n, dtype=np.int64))
+            np.add.at(target, rows, values if sign > 0 else -values)
+        with_ports = slots[cols.has_ports[slots]]
+        if len(with_ports):
+            self._own_ports()
+            for s in with_ports.tolist():
+                pod, row = cols.pods[s], int(cols.row[s])
+                for p in pod.host_ports:
+                    by_row = t.ports.setdefault((p.protocol, p.port), {})
+                    ips = by_row.setdefault(row, [])
+                    if sign > 0:
+                        ips.append(p.ip)
+                    else:
+                        if p.ip in ips:
+                            ips.remove(p.ip)
+                        if not ips:
+                            del by_row[row]
+
+    def add_pod(self, row: int, pod: PodSpec) -> None:
+        """Count a pod that is not in the table (a nominated pod) on `row`."""
+        t = self.table
+        t._min_free.clear()
+        for r, v in pod.requests.items():
+            target = t.requested.get(r)
+            if target is None:
+                target = t.requested[r] = np.zeros(t.n, dtype=np.int64)
+                t.allocatable.setdefault(r, np.zeros(t.n, dtype=np.int64))
+            target[row] += v
+        if pod.host_ports:
+            self._own_ports()
+            for p in pod.host_ports:
+                t.ports.setdefault((p.protocol, p.port), {}).setdefault(row, []).append(p.ip)
