@@ -129,11 +129,14 @@ def fit_error_message(num_all_nodes: int, statuses: dict[str, NodeStatus]) -> st
 
 class Evaluator:
     """One preemption attempt at a time. `offset_and_count(potential)` is the plugin's
-    GetOffsetAndNumCandidates; `clock` gives "now" for pods that have not started."""
+    GetOffsetAndNumCandidates; `clock` gives "now" for pods that have not started. `node_by_node`
+    forces the exact per-node dry run even where the columnar one applies (tests compare the two)."""
 
-    def __init__(self, offset_and_count: Callable[[int], tuple[int, int]], clock: Callable[[], float] = time.time):
+    def __init__(self, offset_and_count: Callable[[int], tuple[int, int]], clock: Callable[[], float] = time.time,
+                 node_by_node: bool = False):
         self.offset_and_count = offset_and_count
         self.clock = clock
+        self.node_by_node = node_by_node
 
     # ---- Preempt -----------------------------------------------------------------------------
     def preempt(self, pod: PodSpec, nodes: NodeTable, decision: Decision, handle: Handle) -> PostFilterResult:
@@ -193,7 +196,7 @@ class Evaluator:
         list holds at most `count`). The nodes are dry-run in chunks, so a big cluster does not pay for
         nodes past the stop."""
         order = np.roll(potential, -offset) if offset else potential
-        columnar = self._columnar(handle, decision)
+        columnar = not self.node_by_node and self._columnar(handle, decision)
         nominated = handle.nominated_pods(pod, nodes)
         work = None if columnar else nodes.copy()
         out = DryRun()
@@ -319,11 +322,13 @@ class Evaluator:
             for b, length in zip(starts_of_run.tolist(), run_len.tolist()):
                 seg = slice(b, b + length)
                 row = int(srows[b])
-                found = [cols.pods[s] for s in slots[seg][is_victim[seg]].tolist()]
+                found_slots = slots[seg][is_victim[seg]].tolist()
                 seg_violating = violating[seg]
                 n_viol = int(np.count_nonzero(is_victim[seg] & seg_violating))
                 if np.count_nonzero(seg_violating) and np.count_nonzero(~seg_violating):
-                    found.sort(key=lambda p: importance_key(p, now))
+                    # Equally important victims keep the node's order.
+                    found_slots.sort(key=lambda s: (importance_key(cols.pods[s], now), int(cols.seq[s])))
+                found = [cols.pods[s] for s in found_slots]
                 results_by_row[row] = _NodeResult(row, None, tuple(found), n_viol)
         return [results_by_row[row] for row in rows.tolist()]
 
@@ -365,6 +370,7 @@ class Evaluator:
             status = self._filter_on(pod, work, handle, row, mine)
             if status is not None:
                 return _NodeResult(row, status)
+            node_order = {p.key: i for i, p in enumerate(potential)}
             potential.sort(key=lambda p: importance_key(p, now))
             violating, fine = split_by_pdb_violation(potential, work.objects.pdbs)
             victims: list[PodSpec] = []
@@ -379,7 +385,7 @@ class Evaluator:
                         victims.append(p)
                         n_viol += counts
             if violating and fine:
-                victims.sort(key=lambda p: importance_key(p, now))
+                victims.sort(key=lambda p: (importance_key(p, now), node_order[p.key]))
             return _NodeResult(row, None, tuple(victims), n_viol)
         finally:
             for p in removed:
