@@ -282,10 +282,11 @@ class Evaluator:
         results_by_row: dict[int, _NodeResult] = {}
         first_results = run(running, view.table)
         fits, first_fail = self._verdicts(first_results, n)
-        for row in rows.tolist():
-            if not has_victims[row]:
-                results_by_row[row] = _NodeResult(row, NodeStatus(UNSCHEDULABLE_AND_UNRESOLVABLE, (MSG_NO_VICTIMS,)))
-            elif not fits[row]:
+        no_victims = NodeStatus(UNSCHEDULABLE_AND_UNRESOLVABLE, (MSG_NO_VICTIMS,))
+        for row, victims_here, fits_here in zip(rows.tolist(), has_victims[rows].tolist(), fits[rows].tolist()):
+            if not victims_here:
+                results_by_row[row] = _NodeResult(row, no_victims)
+            elif not fits_here:
                 results_by_row[row] = _NodeResult(row, self._status_at(first_results[first_fail[row]], row, n))
         # Reprieve on the nodes where the pod fits with all victims gone.
         fit_rows = np.zeros(n, dtype=bool)
@@ -318,18 +319,20 @@ class Evaluator:
                     view.take(cols, slots[lost], sign=-1)
                     is_victim[lost] = True
             # Victims per node, in the order they were found, then re-sorted by importance when both
-            # groups had pods (as upstream, so victims[0] is the most important).
+            # groups had pods (as upstream, so victims[0] is the most important). Plain lists here:
+            # this walks every candidate node.
+            slot_list, victim_list, violating_list = slots.tolist(), is_victim.tolist(), violating.tolist()
+            srow_list, pods = srows.tolist(), cols.pods
             for b, length in zip(starts_of_run.tolist(), run_len.tolist()):
-                seg = slice(b, b + length)
-                row = int(srows[b])
-                found_slots = slots[seg][is_victim[seg]].tolist()
-                seg_violating = violating[seg]
-                n_viol = int(np.count_nonzero(is_victim[seg] & seg_violating))
-                if np.count_nonzero(seg_violating) and np.count_nonzero(~seg_violating):
+                e = b + length
+                found_slots = [slot_list[j] for j in range(b, e) if victim_list[j]]
+                n_viol = sum(1 for j in range(b, e) if victim_list[j] and violating_list[j])
+                seg_violating = violating_list[b:e]
+                if any(seg_violating) and not all(seg_violating):
                     # Equally important victims keep the node's order.
-                    found_slots.sort(key=lambda s: (importance_key(cols.pods[s], now), int(cols.seq[s])))
-                found = [cols.pods[s] for s in found_slots]
-                results_by_row[row] = _NodeResult(row, None, tuple(found), n_viol)
+                    found_slots.sort(key=lambda s: (importance_key(pods[s], now), int(cols.seq[s])))
+                row = srow_list[b]
+                results_by_row[row] = _NodeResult(row, None, tuple(pods[s] for s in found_slots), n_viol)
         return [results_by_row[row] for row in rows.tolist()]
 
     @staticmethod

@@ -49,27 +49,24 @@ class Candidate:
     victims: tuple[PodSpec, ...]
     num_pdb_violations: int
 
+    def score(self, now: float) -> tuple:
+        """pickOneNodeForPreemption's scores in its order, each the higher the better: fewest PDB
+        violations, lowest highest-victim priority (victims[0]: they are sorted), smallest sum of
+        victim priorities (each shifted by 2^31 so negative priorities still add up), fewest victims,
+        latest earliest start among the highest-priority victims."""
+        victims = self.victims
+        return (-self.num_pdb_violations, -victims[0].priority,
+                -sum(v.priority + MAX_INT32 + 1 for v in victims), -len(victims),
+                earliest_start_of_highest_priority(victims, now))
+
 
 def pick_one_node_for_preemption(candidates: Sequence[Candidate], now: float) -> Candidate | None:
     """As pickOneNodeForPreemption: each rule keeps the candidates with the best score and the next
-    rule breaks a tie: fewest PDB violations, lowest highest-victim priority, smallest sum of victim
-    priorities (each shifted by 2^31 so negative priorities still add up), fewest victims, latest
-    earliest start among the highest-priority victims; then the first one left. Upstream walks a Go
-    map there (an arbitrary order); ours is the order the dry run found them in."""
-    if not candidates:
-        return None
-    rules = (
-        lambda c: -c.num_pdb_violations,
-        lambda c: -c.victims[0].priority,
-        lambda c: -sum(v.priority + MAX_INT32 + 1 for v in c.victims),
-        lambda c: -len(c.victims),
-        lambda c: earliest_start_of_highest_priority(c.victims, now),
-    )
-    left = list(candidates)
-    for rule in rules:
-        scores = [rule(c) for c in left]
-        best = max(scores)
-        left = [c for c, s in zip(left, scores) if s == best]
-        if len(left) == 1:
-            return left[0]
-    return left[0]
+    breaks a tie, which is comparing the scores as tuples; then the first one left. Upstream walks a
+    Go map there (an arbitrary order); ours is the order the dry run found them in."""
+    best, best_score = None, None
+    for c in candidates:
+        s = c.score(now)
+        if best_score is None or s > best_score:
+            best, best_score = c, s
+    return best
