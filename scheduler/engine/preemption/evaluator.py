@@ -43,7 +43,7 @@ from ..framework import (
 from ..nodes import NodeTable
 from ..pods import PREEMPT_NEVER, PodSpec
 from .pdb import split_by_pdb_violation, violations
-from .pick import Candidate, importance_key, pick_one_node_for_preemption
+from .pick import MAX_INT32, Candidate, candidate_scores, importance_key, pick_index
 
 # Upstream's messages (default_preemption.go, preemption.go).
 MSG_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
@@ -70,12 +70,44 @@ class NodeStatus:
 @dataclass
 class DryRun:
     """What the dry run found: the candidates (non-violating first, as upstream returns them) and the
-    status of every node it examined without finding one."""
+    status of every node it examined without finding one. A candidate's victims are listed only when
+    asked for (the chosen one always; all of them for an explanation)."""
 
-    candidates: list[Candidate] = field(default_factory=list)
     statuses: dict[str, NodeStatus] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     examined: int = 0  # nodes dry-run (upstream stops once it has enough candidates)
+    _taken: list[tuple[_Chunk, int]] = field(default_factory=list, repr=False)
+    _candidates: list[Candidate] | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self._taken)
+
+    def candidate(self, i: int) -> Candidate:
+        chunk, pos = self._taken[i]
+        return Candidate(chunk.names[pos], int(chunk.rows[pos]), chunk.victims(pos), int(chunk.n_viol[pos]))
+
+    @property
+    def candidates(self) -> list[Candidate]:
+        if self._candidates is None:
+            self._candidates = [self.candidate(i) for i in range(len(self._taken))]
+        return self._candidates
+
+
+@dataclass
+class _Chunk:
+    """The dry run of some nodes, as columns by position in the dry-run order: whether the node is a
+    candidate, and for candidates pickOneNodeForPreemption's inputs; the others' statuses by position."""
+
+    rows: np.ndarray
+    names: list[str]
+    candidate: np.ndarray  # bool
+    n_viol: np.ndarray
+    top: np.ndarray  # the highest victim priority
+    prio_sum: np.ndarray  # sum of (priority + 2^31) over the victims
+    n_victims: np.ndarray
+    earliest: np.ndarray  # earliest start among the highest-priority victims (float seconds)
+    statuses: dict[int, NodeStatus]
+    victims: Callable[[int], tuple[PodSpec, ...]]  # position -> victims, most important first
 
 
 @dataclass
@@ -156,7 +188,7 @@ class Evaluator:
             detail.offset, detail.num_candidates = offset, count
             dry, detail.columnar = self.dry_run(pod, nodes, decision, handle, potential, offset, count, now)
         detail.dry_run = dry
-        if not dry.candidates:
+        if not len(dry):
             if dry.errors:
                 # As utilerrors.NewAggregate(errs).Error(): one error alone, several in brackets.
                 text = dry.errors[0] if len(dry.errors) == 1 else "[" + ", ".join(dry.errors) + "]"
@@ -165,8 +197,8 @@ class Evaluator:
             return PostFilterResult(UNSCHEDULABLE, fit_error_message(nodes.n, dry.statuses), nominated_node="",
                                     detail=detail)
         # 3) (no extenders) 4) the best candidate.
-        best = pick_one_node_for_preemption(dry.candidates, now)
-        if best is None or not best.node:
+        best = dry.candidate(self._pick(dry))
+        if not best.node:
             return PostFilterResult(UNSCHEDULABLE, MSG_NO_CANDIDATE, detail=detail)
         detail.chosen = best
         return PostFilterResult(SUCCESS, nominated_node=best.node, victims=best.victims, detail=detail)
@@ -200,38 +232,69 @@ class Evaluator:
         nominated = handle.nominated_pods(pod, nodes)
         work = None if columnar else nodes.copy()
         out = DryRun()
-        non_violating: list[Candidate] = []
-        violating: list[Candidate] = []
-        chunk = max(count, 64)
-        done = False
-        for begin in range(0, len(order), chunk):
-            rows = order[begin:begin + chunk]
+        non_violating: list[tuple[_Chunk, int]] = []
+        violating: list[tuple[_Chunk, int]] = []
+        size = max(count, 64)
+        for begin in range(0, len(order), size):
+            rows = order[begin:begin + size]
             if columnar:
-                results = self._select_victims_columnar(pod, nodes, decision, handle, rows, nominated, now)
+                chunk = self._select_victims_columnar(pod, nodes, decision, handle, rows, nominated, now)
             else:
-                results = [self._select_victims_on_node(pod, work, decision, handle, int(r), nominated, now)
-                           for r in rows]
-            for res in results:
-                out.examined += 1
-                name = nodes.names[res.row]
-                if res.status is None and not res.victims:
-                    res.status = NodeStatus(ERROR, (f'expected at least one victim pod on node "{name}"',))
-                if res.status is not None:
-                    if res.status.code == ERROR:
-                        out.errors.append(res.status.reasons[0])
-                    out.statuses[name] = res.status
-                    continue
-                c = Candidate(name, res.row, res.victims, res.violations)
-                target = non_violating if res.violations == 0 else violating
-                if len(target) < count:
-                    target.append(c)
-                if non_violating and len(non_violating) + len(violating) >= count:
-                    done = True
-                    break
-            if done:
+                chunk = self._chunk_of([self._select_victims_on_node(pod, work, decision, handle, int(r), nominated, now)
+                                        for r in rows], nodes, now)
+            # The stop, at once for the chunk: after each candidate is added (each list keeps at most
+            # `count`), stop when there is a non-violating one and `count` in all.
+            nv = chunk.candidate & (chunk.n_viol == 0)
+            v = chunk.candidate & (chunk.n_viol > 0)
+            nv_seen = len(non_violating) + np.cumsum(nv)
+            v_seen = len(violating) + np.cumsum(v)
+            stop = chunk.candidate & (nv_seen > 0) & (np.minimum(nv_seen, count) + np.minimum(v_seen, count) >= count)
+            last = int(np.argmax(stop)) if np.count_nonzero(stop) else len(rows) - 1
+            out.examined += last + 1
+            for pos in np.flatnonzero(nv[:last + 1] & (nv_seen[:last + 1] <= count)).tolist():
+                non_violating.append((chunk, pos))
+            for pos in np.flatnonzero(v[:last + 1] & (v_seen[:last + 1] <= count)).tolist():
+                violating.append((chunk, pos))
+            for pos, status in chunk.statuses.items():
+                if pos <= last:
+                    if status.code == ERROR:
+                        out.errors.append(status.reasons[0])
+                    out.statuses[chunk.names[pos]] = status
+            if np.count_nonzero(stop):
                 break
-        out.candidates = non_violating + violating
+        out._taken = non_violating + violating
         return out, columnar
+
+    @staticmethod
+    def _pick(dry: DryRun) -> int:
+        """pickOneNodeForPreemption over the dry run's candidates, from their columns."""
+        taken = dry._taken
+
+        def col(name: str, dtype) -> np.ndarray:
+            return np.fromiter((getattr(chunk, name)[pos] for chunk, pos in taken), dtype=dtype, count=len(taken))
+
+        return pick_index(col("n_viol", np.int64), col("top", np.int64), col("prio_sum", np.int64),
+                          col("n_victims", np.int64), col("earliest", np.float64))
+
+    @staticmethod
+    def _chunk_of(results: list[_NodeResult], nodes: NodeTable, now: float) -> _Chunk:
+        """The node-by-node results as a chunk."""
+        k = len(results)
+        chunk = _Chunk(np.asarray([r.row for r in results], dtype=np.int64), [nodes.names[r.row] for r in results],
+                       np.zeros(k, dtype=bool), np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
+                       np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.float64),
+                       {}, lambda pos: results[pos].victims)
+        for pos, res in enumerate(results):
+            if res.status is None and not res.victims:
+                res.status = NodeStatus(ERROR, (f'expected at least one victim pod on node "{chunk.names[pos]}"',))
+            if res.status is not None:
+                chunk.statuses[pos] = res.status
+                continue
+            chunk.candidate[pos] = True
+            chunk.n_viol[pos] = res.violations
+            chunk.top[pos], chunk.prio_sum[pos], chunk.n_victims[pos], chunk.earliest[pos] = \
+                candidate_scores(res.victims, now)
+        return chunk
 
     @staticmethod
     def _columnar(handle: Handle, decision: Decision) -> bool:
@@ -245,18 +308,18 @@ class Evaluator:
 
     # ---- SelectVictimsOnNode, columnar over many nodes -----------------------------------------
     def _select_victims_columnar(self, pod: PodSpec, nodes: NodeTable, decision: Decision, handle: Handle,
-                                 rows: np.ndarray, nominated: list[tuple[int, PodSpec]], now: float
-                                 ) -> list[_NodeResult]:
+                                 rows: np.ndarray, nominated: list[tuple[int, PodSpec]], now: float) -> _Chunk:
         n = nodes.n
+        k = len(rows)
         cols = nodes.pods.columns
-        in_chunk = np.zeros(n, dtype=bool)
-        in_chunk[rows] = True
+        position = np.full(n, -1, dtype=np.int64)  # node row -> position in this chunk
+        position[rows] = np.arange(k)
+        in_chunk = position >= 0
         slots = cols.on_rows(in_chunk)
         # isPreemptionAllowed: lower priority (IsEligiblePod is "true" by default).
         slots = slots[cols.priority[slots] < pod.priority]
-        victim_rows = cols.row[slots]
         has_victims = np.zeros(n, dtype=bool)
-        has_victims[victim_rows] = True
+        has_victims[cols.row[slots]] = True
 
         view = _WhatIf(nodes)
         # Remove every potential victim of every node in the chunk at once.
@@ -279,61 +342,96 @@ class Evaluator:
             finally:
                 _CURRENT_CYCLE.reset(token)
 
-        results_by_row: dict[int, _NodeResult] = {}
         first_results = run(running, view.table)
         fits, first_fail = self._verdicts(first_results, n)
+        chunk = _Chunk(rows, [nodes.names[r] for r in rows.tolist()], np.zeros(k, dtype=bool),
+                       np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
+                       np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.float64), {}, lambda pos: ())
         no_victims = NodeStatus(UNSCHEDULABLE_AND_UNRESOLVABLE, (MSG_NO_VICTIMS,))
-        for row, victims_here, fits_here in zip(rows.tolist(), has_victims[rows].tolist(), fits[rows].tolist()):
-            if not victims_here:
-                results_by_row[row] = _NodeResult(row, no_victims)
-            elif not fits_here:
-                results_by_row[row] = _NodeResult(row, self._status_at(first_results[first_fail[row]], row, n))
+        for pos in np.flatnonzero(~has_victims[rows]).tolist():
+            chunk.statuses[pos] = no_victims
+        for pos in np.flatnonzero(has_victims[rows] & ~fits[rows]).tolist():
+            row = int(rows[pos])
+            chunk.statuses[pos] = self._status_at(first_results[first_fail[row]], row, n)
+
         # Reprieve on the nodes where the pod fits with all victims gone.
-        fit_rows = np.zeros(n, dtype=bool)
-        fit_rows[rows] = True
-        fit_rows &= fits & has_victims
-        slots = slots[fit_rows[victim_rows]]
-        if len(slots):
-            order_pos = np.empty(n, dtype=np.int64)
-            order_pos[rows] = np.arange(len(rows))
-            starts = np.where(np.isnan(cols.start[slots]), now, cols.start[slots])
-            # Per node (in dry-run order), most important first; equal ones in the node's order.
-            by_importance = np.lexsort((cols.seq[slots], starts, -cols.priority[slots], order_pos[cols.row[slots]]))
-            slots = slots[by_importance]
-            srows = cols.row[slots]
-            names = [cols.pods[s].name for s in slots.tolist()]
-            violating = violations(names, cols.group[slots], cols.group_keys, srows, nodes.objects.pdbs)
-            # Reprieve order: the violating ones first, then the others, each most important first.
-            reprieve = np.lexsort((np.arange(len(slots)), ~violating, order_pos[srows]))
-            slots, srows, violating = slots[reprieve], srows[reprieve], violating[reprieve]
-            starts_of_run = np.flatnonzero(np.r_[True, srows[1:] != srows[:-1]])
-            run_len = np.diff(np.r_[starts_of_run, len(slots)])
-            rank = np.arange(len(slots)) - np.repeat(starts_of_run, run_len)
-            is_victim = np.zeros(len(slots), dtype=bool)
-            for k in range(int(rank.max()) + 1):
-                step = np.flatnonzero(rank == k)
-                view.take(cols, slots[step], sign=+1)
-                step_fit, _ = self._verdicts(run(dynamic, view.table), n)
-                lost = step[~step_fit[srows[step]]]
-                if len(lost):
-                    view.take(cols, slots[lost], sign=-1)
-                    is_victim[lost] = True
-            # Victims per node, in the order they were found, then re-sorted by importance when both
-            # groups had pods (as upstream, so victims[0] is the most important). Plain lists here:
-            # this walks every candidate node.
-            slot_list, victim_list, violating_list = slots.tolist(), is_victim.tolist(), violating.tolist()
-            srow_list, pods = srows.tolist(), cols.pods
-            for b, length in zip(starts_of_run.tolist(), run_len.tolist()):
-                e = b + length
-                found_slots = [slot_list[j] for j in range(b, e) if victim_list[j]]
-                n_viol = sum(1 for j in range(b, e) if victim_list[j] and violating_list[j])
-                seg_violating = violating_list[b:e]
-                if any(seg_violating) and not all(seg_violating):
-                    # Equally important victims keep the node's order.
-                    found_slots.sort(key=lambda s: (importance_key(pods[s], now), int(cols.seq[s])))
-                row = srow_list[b]
-                results_by_row[row] = _NodeResult(row, None, tuple(pods[s] for s in found_slots), n_viol)
-        return [results_by_row[row] for row in rows.tolist()]
+        fit_rows = in_chunk & fits & has_victims
+        slots = slots[fit_rows[cols.row[slots]]]
+        if not len(slots):
+            return chunk
+        starts = np.where(np.isnan(cols.start[slots]), now, cols.start[slots])
+        # Per node (in dry-run order), most important first; equal ones in the node's order.
+        by_importance = np.lexsort((cols.seq[slots], starts, -cols.priority[slots], position[cols.row[slots]]))
+        slots = slots[by_importance]
+        srows = cols.row[slots]
+        pdbs = nodes.objects.pdbs
+        names = [cols.pods[s].name for s in slots.tolist()] if any(b.disrupted_pods for b in pdbs) else ()
+        violating = violations(names, cols.group[slots], cols.group_keys, srows, pdbs)
+        # Reprieve order: the violating ones first, then the others, each most important first.
+        reprieve = np.lexsort((np.arange(len(slots)), ~violating, position[srows]))
+        slots, srows, violating = slots[reprieve], srows[reprieve], violating[reprieve]
+        run_starts = np.flatnonzero(np.r_[True, srows[1:] != srows[:-1]])
+        run_len = np.diff(np.r_[run_starts, len(slots)])
+        run_of = np.repeat(np.arange(len(run_starts)), run_len)
+        rank = np.arange(len(slots)) - run_starts[run_of]
+        is_victim = np.zeros(len(slots), dtype=bool)
+        for step_rank in range(int(rank.max()) + 1):
+            step = np.flatnonzero(rank == step_rank)
+            view.take(cols, slots[step], sign=+1)
+            step_fit, _ = self._verdicts(run(dynamic, view.table), n)
+            lost = step[~step_fit[srows[step]]]
+            if len(lost):
+                view.take(cols, slots[lost], sign=-1)
+                is_victim[lost] = True
+
+        # pickOneNodeForPreemption's inputs per node, from the columns.
+        runs = len(run_starts)
+        run_pos = position[srows[run_starts]]
+        vic = np.flatnonzero(is_victim)
+        vrun = run_of[vic]
+        prio = cols.priority[slots[vic]]
+        n_victims = np.bincount(vrun, minlength=runs)
+        n_viol = np.bincount(vrun[violating[vic]], minlength=runs)
+        top = np.full(runs, np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(top, vrun, prio)
+        prio_sum = np.zeros(runs, dtype=np.int64)
+        np.add.at(prio_sum, vrun, prio + (MAX_INT32 + 1))
+        vstart = np.where(np.isnan(cols.start[slots[vic]]), now, cols.start[slots[vic]])
+        earliest = np.full(runs, np.inf)
+        np.minimum.at(earliest, vrun, np.where(prio == top[vrun], vstart, np.inf))
+        ok = n_victims > 0
+        chunk.candidate[run_pos[ok]] = True
+        chunk.n_viol[run_pos] = n_viol
+        chunk.top[run_pos] = top
+        chunk.prio_sum[run_pos] = prio_sum
+        chunk.n_victims[run_pos] = n_victims
+        chunk.earliest[run_pos] = earliest
+        for pos in run_pos[~ok].tolist():
+            # Every pod reprieved: the pod fits as the node is (not expected after a rejection).
+            chunk.statuses[pos] = NodeStatus(ERROR, (f'expected at least one victim pod on node "{chunk.names[pos]}"',))
+        run_at = np.full(k, -1, dtype=np.int64)
+        run_at[run_pos] = np.arange(runs)
+        # The victims' pods, frozen now: slots are reused once the table changes.
+        found_slots = slots[vic]
+        victim_pods = [cols.pods[s] for s in found_slots.tolist()]
+        vic_starts = np.searchsorted(vrun, np.arange(runs))
+        mixed_runs = (np.bincount(run_of[violating], minlength=runs) > 0) & \
+            (np.bincount(run_of[~violating], minlength=runs) > 0)
+        seq = cols.seq[found_slots]
+
+        def victims(pos: int) -> tuple[PodSpec, ...]:
+            """The node's victims in the order found (violating ones first), re-sorted by importance
+            when both groups had pods, as upstream, so victims[0] is the most important."""
+            r = int(run_at[pos])
+            b, e = int(vic_starts[r]), int(vic_starts[r]) + int(n_victims[r])
+            found = list(range(b, e))
+            if mixed_runs[r]:
+                # Equally important victims keep the node's order.
+                found.sort(key=lambda j: (importance_key(victim_pods[j], now), int(seq[j])))
+            return tuple(victim_pods[j] for j in found)
+
+        chunk.victims = victims
+        return chunk
 
     @staticmethod
     def _verdicts(results: list[FilterResult], n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..pods import PodSpec
 
 MAX_INT32 = 2**31 - 1
@@ -49,24 +51,36 @@ class Candidate:
     victims: tuple[PodSpec, ...]
     num_pdb_violations: int
 
-    def score(self, now: float) -> tuple:
-        """pickOneNodeForPreemption's scores in its order, each the higher the better: fewest PDB
-        violations, lowest highest-victim priority (victims[0]: they are sorted), smallest sum of
-        victim priorities (each shifted by 2^31 so negative priorities still add up), fewest victims,
-        latest earliest start among the highest-priority victims."""
-        victims = self.victims
-        return (-self.num_pdb_violations, -victims[0].priority,
-                -sum(v.priority + MAX_INT32 + 1 for v in victims), -len(victims),
-                earliest_start_of_highest_priority(victims, now))
+
+def pick_index(num_pdb_violations: np.ndarray, top_priority: np.ndarray, priority_sum: np.ndarray,
+               num_victims: np.ndarray, earliest_top_start: np.ndarray) -> int:
+    """As pickOneNodeForPreemption over candidates given as columns (in the order the dry run found
+    them): each rule keeps the candidates with the best score and the next breaks a tie: fewest PDB
+    violations, lowest highest-victim priority, smallest sum of victim priorities (each shifted by 2^31
+    so negative priorities still add up: `priority_sum` is that sum), fewest victims, latest earliest
+    start among the highest-priority victims; then the first one left. Upstream walks a Go map there
+    (an arbitrary order); ours is the dry run's order. Returns the index of the chosen candidate."""
+    position = np.arange(len(num_pdb_violations))
+    # np.lexsort sorts by the last key first, ascending: the best candidate comes first.
+    order = np.lexsort((position, -earliest_top_start, num_victims, priority_sum, top_priority, num_pdb_violations))
+    return int(order[0])
+
+
+def candidate_scores(victims: Sequence[PodSpec], now: float) -> tuple[int, int, int, float]:
+    """(highest priority, shifted priority sum, count, earliest start of the highest-priority ones)."""
+    top = max(v.priority for v in victims)
+    return (top, sum(v.priority + MAX_INT32 + 1 for v in victims), len(victims),
+            min(start_time(v, now) for v in victims if v.priority == top))
 
 
 def pick_one_node_for_preemption(candidates: Sequence[Candidate], now: float) -> Candidate | None:
-    """As pickOneNodeForPreemption: each rule keeps the candidates with the best score and the next
-    breaks a tie, which is comparing the scores as tuples; then the first one left. Upstream walks a
-    Go map there (an arbitrary order); ours is the order the dry run found them in."""
-    best, best_score = None, None
-    for c in candidates:
-        s = c.score(now)
-        if best_score is None or s > best_score:
-            best, best_score = c, s
-    return best
+    """pick_index over Candidate objects (the node-by-node dry run, tests)."""
+    if not candidates:
+        return None
+    scores = [candidate_scores(c.victims, now) for c in candidates]
+    return candidates[pick_index(
+        np.asarray([c.num_pdb_violations for c in candidates], dtype=np.int64),
+        np.asarray([s[0] for s in scores], dtype=np.int64),
+        np.asarray([s[1] for s in scores], dtype=np.int64),
+        np.asarray([s[2] for s in scores], dtype=np.int64),
+        np.asarray([s[3] for s in scores], dtype=np.float64))]
