@@ -75,7 +75,8 @@ def schedule_one(pod: PodSpec, *, profile: Profile, algorithm: Algorithm, cache:
     if not decision.scheduled:
         # The pod fits nowhere: PostFilter may make room for a later cycle (preemption).
         nominated, victims = None, ()
-        if profile.post_filters:
+        # (As upstream, only for a FitError: with no nodes at all there is nothing to preempt.)
+        if profile.post_filters and decision.num_all_nodes:
             result = run_post_filter_plugins(Handle(profile, algorithm.nominator), pod, cache.table, decision)
             decision.post_filter = result
             nominated, victims = result.nominated_node, result.victims

@@ -28,7 +28,7 @@ class PodColumns:
         # Terminating because the scheduler preempted it (deletionTimestamp and DisruptionTarget).
         self.preempting = np.zeros(capacity, dtype=bool)
         self.requests: dict[str, np.ndarray] = {}
-        self.pods: list[PodSpec | None] = [None] * capacity
+        self.pods = np.empty(capacity, dtype=object)  # slot -> PodSpec (an array: fancy indexing copies in C)
         self.slot_of: dict[str, int] = {}
         self._free: list[int] = []
         self.high = 0  # slots at or above this were never used
@@ -51,7 +51,9 @@ class PodColumns:
             grown = np.zeros(cap, dtype=np.int64)
             grown[:old] = col
             self.requests[r] = grown
-        self.pods.extend([None] * (cap - old))
+        grown = np.empty(cap, dtype=object)
+        grown[:old] = self.pods
+        self.pods = grown
         self._cap = cap
 
     def add(self, row: int, pod: PodSpec) -> None:
@@ -104,7 +106,7 @@ class PodColumns:
         for name in ("row", "priority", "start", "seq", "group", "has_ports", "preempting"):
             setattr(other, name, getattr(self, name).copy())
         other.requests = {r: c.copy() for r, c in self.requests.items()}
-        other.pods = list(self.pods)
+        other.pods = self.pods.copy()
         other.slot_of = dict(self.slot_of)
         other._free = list(self._free)
         other.group_codes = dict(self.group_codes)

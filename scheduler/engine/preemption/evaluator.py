@@ -20,7 +20,7 @@ node by node on copies. Here it is columnar when it can be exact that way:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -99,7 +99,7 @@ class _Chunk:
     candidate, and for candidates pickOneNodeForPreemption's inputs; the others' statuses by position."""
 
     rows: np.ndarray
-    names: list[str]
+    names: Sequence[str]
     candidate: np.ndarray  # bool
     n_viol: np.ndarray
     top: np.ndarray  # the highest victim priority
@@ -268,10 +268,15 @@ class Evaluator:
     @staticmethod
     def _pick(dry: DryRun) -> int:
         """pickOneNodeForPreemption over the dry run's candidates, from their columns."""
-        taken = dry._taken
+        groups: list[tuple[_Chunk, list[int]]] = []  # consecutive candidates of one chunk
+        for chunk, pos in dry._taken:
+            if groups and groups[-1][0] is chunk:
+                groups[-1][1].append(pos)
+            else:
+                groups.append((chunk, [pos]))
 
         def col(name: str, dtype) -> np.ndarray:
-            return np.fromiter((getattr(chunk, name)[pos] for chunk, pos in taken), dtype=dtype, count=len(taken))
+            return np.concatenate([getattr(chunk, name)[positions] for chunk, positions in groups]).astype(dtype)
 
         return pick_index(col("n_viol", np.int64), col("top", np.int64), col("prio_sum", np.int64),
                           col("n_victims", np.int64), col("earliest", np.float64))
@@ -344,7 +349,7 @@ class Evaluator:
 
         first_results = run(running, view.table)
         fits, first_fail = self._verdicts(first_results, n)
-        chunk = _Chunk(rows, [nodes.names[r] for r in rows.tolist()], np.zeros(k, dtype=bool),
+        chunk = _Chunk(rows, nodes.name_array[rows], np.zeros(k, dtype=bool),
                        np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
                        np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.float64), {}, lambda pos: ())
         no_victims = NodeStatus(UNSCHEDULABLE_AND_UNRESOLVABLE, (MSG_NO_VICTIMS,))
@@ -413,7 +418,7 @@ class Evaluator:
         run_at[run_pos] = np.arange(runs)
         # The victims' pods, frozen now: slots are reused once the table changes.
         found_slots = slots[vic]
-        victim_pods = [cols.pods[s] for s in found_slots.tolist()]
+        victim_pods = cols.pods[found_slots]
         vic_starts = np.searchsorted(vrun, np.arange(runs))
         mixed_runs = (np.bincount(run_of[violating], minlength=runs) > 0) & \
             (np.bincount(run_of[~violating], minlength=runs) > 0)
