@@ -43,6 +43,8 @@ class CycleResult:
     # for it (the caller marks them DisruptionTarget, posts "Preempted" and deletes them).
     nominated_node: str | None = None
     victims: tuple[PodSpec, ...] = ()
+    # Pods of lower priority nominated to that node: their nomination is cleared (status too).
+    cleared_nominations: tuple[PodSpec, ...] = ()
 
 
 @dataclass
@@ -74,18 +76,21 @@ def schedule_one(pod: PodSpec, *, profile: Profile, algorithm: Algorithm, cache:
         return CycleResult(pod, ERROR, decision, message=decision.error, algorithm_seconds=elapsed)
     if not decision.scheduled:
         # The pod fits nowhere: PostFilter may make room for a later cycle (preemption).
-        nominated, victims = None, ()
+        nominated, victims, cleared = None, (), ()
         # (As upstream, only for a FitError: with no nodes at all there is nothing to preempt.)
         if profile.post_filters and decision.num_all_nodes:
             result = run_post_filter_plugins(Handle(profile, algorithm.nominator), pod, cache.table, decision)
             decision.post_filter = result
             nominated, victims = result.nominated_node, result.victims
+            cleared = getattr(result.detail, "lower_priority_nominated", ())
             elapsed = time.perf_counter() - started
-        # As handleSchedulingFailure: the nominator keeps the pod on its (new) nominated node.
         if algorithm.nominator is not None:
+            for other in cleared:
+                algorithm.nominator.delete(other)
+            # As handleSchedulingFailure: the nominator keeps the pod on its (new) nominated node.
             algorithm.nominator.add(pod, nominated)
         return CycleResult(pod, UNSCHEDULABLE, decision, message=decision.fit_error_message(), algorithm_seconds=elapsed,
-                           nominated_node=nominated, victims=victims)
+                           nominated_node=nominated, victims=victims, cleared_nominations=cleared)
 
     # assume: the next cycle must already see this pod's requests on the node; a nominated pod
     # is no longer only nominated.

@@ -156,3 +156,17 @@ def test_a_preemptor_is_nominated_holds_the_room_and_then_lands_on_its_node():
     assert (again.status, again.node_name) == (SCHEDULED, "n1")
     assert again.decision.nominated_node_taken
     assert algorithm.nominator.node_of("default/preemptor") is None
+
+
+def test_a_preemption_clears_the_nominations_of_lower_priority_pods_on_the_chosen_node():
+    t = nodes("n1")
+    t.add_pod(0, pod("victim", 0, 900))
+    cache = Cache(t)
+    profile = Profile(filters=[NodeResourcesFit()], post_filters=[DefaultPreemption(seed=0, clock=lambda: 0.0)])
+    algorithm = Algorithm(seed=1, nominator=Nominator())
+    algorithm.nominator.add(pod("waiting", 5, 100), "n1")
+    result = schedule_one(pod("preemptor", 100, 600), profile=profile, algorithm=algorithm, cache=cache)
+    assert result.nominated_node == "n1"
+    assert [p.name for p in result.cleared_nominations] == ["waiting"]
+    assert algorithm.nominator.node_of("default/waiting") is None
+    assert algorithm.nominator.node_of("default/preemptor") == "n1"

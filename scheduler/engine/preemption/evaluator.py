@@ -76,21 +76,31 @@ class DryRun:
     statuses: dict[str, NodeStatus] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     examined: int = 0  # nodes dry-run (upstream stops once it has enough candidates)
-    _taken: list[tuple[_Chunk, int]] = field(default_factory=list, repr=False)
+    # The candidates as (chunk, positions in it), in upstream's order: non-violating ones, then the rest.
+    _taken: list[tuple[_Chunk, np.ndarray]] = field(default_factory=list, repr=False)
     _candidates: list[Candidate] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
-        return len(self._taken)
+        return sum(len(positions) for _, positions in self._taken)
 
     def candidate(self, i: int) -> Candidate:
-        chunk, pos = self._taken[i]
-        return Candidate(chunk.names[pos], int(chunk.rows[pos]), chunk.victims(pos), int(chunk.n_viol[pos]))
+        for chunk, positions in self._taken:
+            if i < len(positions):
+                pos = int(positions[i])
+                return Candidate(str(chunk.names[pos]), int(chunk.rows[pos]), chunk.victims(pos), int(chunk.n_viol[pos]))
+            i -= len(positions)
+        raise IndexError(i)
 
     @property
     def candidates(self) -> list[Candidate]:
         if self._candidates is None:
-            self._candidates = [self.candidate(i) for i in range(len(self._taken))]
+            self._candidates = [self.candidate(i) for i in range(len(self))]
         return self._candidates
+
+    def column(self, name: str) -> np.ndarray:
+        """One of pickOneNodeForPreemption's inputs over all candidates, in order."""
+        parts = [getattr(chunk, name)[positions] for chunk, positions in self._taken]
+        return np.concatenate(parts) if parts else np.zeros(0)
 
 
 @dataclass
@@ -119,6 +129,9 @@ class PreemptionDetail:
     num_candidates: int = 0
     dry_run: DryRun | None = None
     chosen: Candidate | None = None
+    # As prepareCandidate's getLowerPriorityNominatedPods: pods of lower priority nominated to the chosen
+    # node, whose nomination is to be cleared (they may no longer fit there; cleared, they retry sooner).
+    lower_priority_nominated: tuple[PodSpec, ...] = ()
     columnar: bool = True  # False: filters reading other nodes' pods made it go node by node
 
 
@@ -201,6 +214,9 @@ class Evaluator:
         if not best.node:
             return PostFilterResult(UNSCHEDULABLE, MSG_NO_CANDIDATE, detail=detail)
         detail.chosen = best
+        if handle.nominator is not None:
+            detail.lower_priority_nominated = tuple(
+                p for p in handle.nominator.pods_for_node(best.node) if p.priority < pod.priority)
         return PostFilterResult(SUCCESS, nominated_node=best.node, victims=best.victims, detail=detail)
 
     def eligible(self, pod: PodSpec, nodes: NodeTable, decision: Decision) -> tuple[bool, str]:
@@ -232,8 +248,9 @@ class Evaluator:
         nominated = handle.nominated_pods(pod, nodes)
         work = None if columnar else nodes.copy()
         out = DryRun()
-        non_violating: list[tuple[_Chunk, int]] = []
-        violating: list[tuple[_Chunk, int]] = []
+        non_violating: list[tuple[_Chunk, np.ndarray]] = []
+        violating: list[tuple[_Chunk, np.ndarray]] = []
+        nv_count = v_count = 0
         size = max(count, 64)
         for begin in range(0, len(order), size):
             rows = order[begin:begin + size]
@@ -246,15 +263,17 @@ class Evaluator:
             # `count`), stop when there is a non-violating one and `count` in all.
             nv = chunk.candidate & (chunk.n_viol == 0)
             v = chunk.candidate & (chunk.n_viol > 0)
-            nv_seen = len(non_violating) + np.cumsum(nv)
-            v_seen = len(violating) + np.cumsum(v)
+            nv_seen = nv_count + np.cumsum(nv)
+            v_seen = v_count + np.cumsum(v)
             stop = chunk.candidate & (nv_seen > 0) & (np.minimum(nv_seen, count) + np.minimum(v_seen, count) >= count)
             last = int(np.argmax(stop)) if np.count_nonzero(stop) else len(rows) - 1
             out.examined += last + 1
-            for pos in np.flatnonzero(nv[:last + 1] & (nv_seen[:last + 1] <= count)).tolist():
-                non_violating.append((chunk, pos))
-            for pos in np.flatnonzero(v[:last + 1] & (v_seen[:last + 1] <= count)).tolist():
-                violating.append((chunk, pos))
+            taken_nv = np.flatnonzero(nv[:last + 1] & (nv_seen[:last + 1] <= count))
+            taken_v = np.flatnonzero(v[:last + 1] & (v_seen[:last + 1] <= count))
+            non_violating.append((chunk, taken_nv))
+            violating.append((chunk, taken_v))
+            nv_count += len(taken_nv)
+            v_count += len(taken_v)
             for pos, status in chunk.statuses.items():
                 if pos <= last:
                     if status.code == ERROR:
@@ -268,18 +287,8 @@ class Evaluator:
     @staticmethod
     def _pick(dry: DryRun) -> int:
         """pickOneNodeForPreemption over the dry run's candidates, from their columns."""
-        groups: list[tuple[_Chunk, list[int]]] = []  # consecutive candidates of one chunk
-        for chunk, pos in dry._taken:
-            if groups and groups[-1][0] is chunk:
-                groups[-1][1].append(pos)
-            else:
-                groups.append((chunk, [pos]))
-
-        def col(name: str, dtype) -> np.ndarray:
-            return np.concatenate([getattr(chunk, name)[positions] for chunk, positions in groups]).astype(dtype)
-
-        return pick_index(col("n_viol", np.int64), col("top", np.int64), col("prio_sum", np.int64),
-                          col("n_victims", np.int64), col("earliest", np.float64))
+        return pick_index(dry.column("n_viol"), dry.column("top"), dry.column("prio_sum"), dry.column("n_victims"),
+                          dry.column("earliest"))
 
     @staticmethod
     def _chunk_of(results: list[_NodeResult], nodes: NodeTable, now: float) -> _Chunk:
@@ -380,13 +389,16 @@ class Evaluator:
         run_of = np.repeat(np.arange(len(run_starts)), run_len)
         rank = np.arange(len(slots)) - run_starts[run_of]
         is_victim = np.zeros(len(slots), dtype=bool)
+        # The steps run on the chunk's nodes only (position order), from the usage reached so far.
+        sub_view = _WhatIf(view.table, rows)
+        spos = position[srows]
         for step_rank in range(int(rank.max()) + 1):
             step = np.flatnonzero(rank == step_rank)
-            view.take(cols, slots[step], sign=+1)
-            step_fit, _ = self._verdicts(run(dynamic, view.table), n)
-            lost = step[~step_fit[srows[step]]]
+            sub_view.take(cols, slots[step], sign=+1, distinct_rows=True)
+            step_fit, _ = self._verdicts(run(dynamic, sub_view.table), k)
+            lost = step[~step_fit[spos[step]]]
             if len(lost):
-                view.take(cols, slots[lost], sign=-1)
+                sub_view.take(cols, slots[lost], sign=-1, distinct_rows=True)
                 is_victim[lost] = True
 
         # pickOneNodeForPreemption's inputs per node, from the columns.
@@ -524,16 +536,33 @@ class Evaluator:
 
 class _WhatIf:
     """A NodeTable sharing the static columns and the pod index, with its own usage: what the
-    node-local filters see with some pods taken off or put back."""
+    node-local filters see with some pods taken off or put back.
 
-    def __init__(self, nodes: NodeTable):
+    With `rows`, a table of those nodes only, in that order, with their usage columns (requests,
+    allocatable, host ports): all a node-local filter reads, so each reprieve step costs the chunk's
+    size, not the cluster's. Its other columns still have every node: a filter reading them here
+    would be a static or cross-node one, which this table is never given."""
+
+    def __init__(self, nodes: NodeTable, rows: np.ndarray | None = None):
         table = object.__new__(NodeTable)
         table.__dict__.update(nodes.__dict__)
-        table.requested = {r: c.copy() for r, c in nodes.requested.items()}
-        table.allocatable = dict(nodes.allocatable)
         table._min_free = {}
+        self.row_map: np.ndarray | None = None
+        if rows is None:
+            table.requested = {r: c.copy() for r, c in nodes.requested.items()}
+            table.allocatable = dict(nodes.allocatable)
+            self._ports_copied = False
+        else:
+            row_map = np.full(nodes.n, -1, dtype=np.int64)
+            row_map[rows] = np.arange(len(rows))
+            table.n = len(rows)
+            table.requested = {r: c[rows] for r, c in nodes.requested.items()}
+            table.allocatable = {r: c[rows] for r, c in nodes.allocatable.items()}
+            table.ports = {key: {int(row_map[row]): list(ips) for row, ips in by_row.items() if row_map[row] >= 0}
+                           for key, by_row in nodes.ports.items()}
+            self.row_map = row_map
+            self._ports_copied = True
         self.table = table
-        self._ports_copied = False
 
     def _own_ports(self) -> None:
         if not self._ports_copied:
@@ -541,13 +570,16 @@ class _WhatIf:
             t.ports = {k: {row: list(ips) for row, ips in v.items()} for k, v in t.ports.items()}
             self._ports_copied = True
 
-    def take(self, cols, slots: np.ndarray, sign: int) -> None:
-        """Add (sign +1) or remove (-1) the requests and host ports of the pods in `slots`."""
+    def take(self, cols, slots: np.ndarray, sign: int, distinct_rows: bool = False) -> None:
+        """Add (sign +1) or remove (-1) the requests and host ports of the pods in `slots`;
+        `distinct_rows`: no two of them on one node (a plain scatter then does)."""
         if not len(slots):
             return
         t = self.table
         t._min_free.clear()
         rows = cols.row[slots]
+        if self.row_map is not None:
+            rows = self.row_map[rows]
         for r, col in cols.requests.items():
             values = col[slots]
             if not np.count_nonzero(values):
@@ -556,12 +588,15 @@ class _WhatIf:
             if target is None:
                 target = t.requested[r] = np.zeros(t.n, dtype=np.int64)
                 t.allocatable.setdefault(r, np.zeros(t.n, dtype=np.int64))
-            np.add.at(target, rows, values if sign > 0 else -values)
-        with_ports = slots[cols.has_ports[slots]]
+            if distinct_rows:
+                target[rows] += values if sign > 0 else -values
+            else:
+                np.add.at(target, rows, values if sign > 0 else -values)
+        with_ports = np.flatnonzero(cols.has_ports[slots])
         if len(with_ports):
             self._own_ports()
-            for s in with_ports.tolist():
-                pod, row = cols.pods[s], int(cols.row[s])
+            for j in with_ports.tolist():
+                pod, row = cols.pods[slots[j]], int(rows[j])
                 for p in pod.host_ports:
                     by_row = t.ports.setdefault((p.protocol, p.port), {})
                     ips = by_row.setdefault(row, [])
