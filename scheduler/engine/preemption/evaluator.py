@@ -136,6 +136,24 @@ class PreemptionDetail:
 
 
 @dataclass
+class _ColumnarRun:
+    running: list  # the filter plugins that run for this pod, in the profile's order
+    static: dict[int, FilterResult]  # id(plugin) -> its verdict over all nodes
+    state: CycleState
+    slots: np.ndarray  # the potential victims' slots, by dry-run position of their node
+    slot_pos: np.ndarray  # that position, non-decreasing
+
+
+def _slice(res: FilterResult, rows: np.ndarray) -> FilterResult:
+    """A filter's verdict on some nodes only, in their order."""
+    if res.all_passed:
+        return FilterResult.all_pass(len(rows))
+    return FilterResult(res.passed[rows], [(text, mask[rows]) for text, mask in res.reasons],
+                        unresolvable=res.unresolvable,
+                        unresolvable_rows=None if res.unresolvable_rows is None else res.unresolvable_rows[rows])
+
+
+@dataclass
 class _NodeResult:
     row: int
     status: NodeStatus | None = None  # None: a candidate
@@ -247,6 +265,7 @@ class Evaluator:
         columnar = not self.node_by_node and self._columnar(handle, decision)
         nominated = handle.nominated_pods(pod, nodes)
         work = None if columnar else nodes.copy()
+        setup = self._columnar_setup(pod, nodes, decision, handle, order) if columnar else None
         out = DryRun()
         non_violating: list[tuple[_Chunk, np.ndarray]] = []
         violating: list[tuple[_Chunk, np.ndarray]] = []
@@ -255,7 +274,7 @@ class Evaluator:
         for begin in range(0, len(order), size):
             rows = order[begin:begin + size]
             if columnar:
-                chunk = self._select_victims_columnar(pod, nodes, decision, handle, rows, nominated, now)
+                chunk = self._select_victims_columnar(pod, nodes, setup, begin, rows, nominated, now)
             else:
                 chunk = self._chunk_of([self._select_victims_on_node(pod, work, decision, handle, int(r), nominated, now)
                                         for r in rows], nodes, now)
@@ -321,56 +340,76 @@ class Evaluator:
         return True
 
     # ---- SelectVictimsOnNode, columnar over many nodes -----------------------------------------
-    def _select_victims_columnar(self, pod: PodSpec, nodes: NodeTable, decision: Decision, handle: Handle,
+    def _columnar_setup(self, pod: PodSpec, nodes: NodeTable, decision: Decision, handle: Handle,
+                        order: np.ndarray) -> _ColumnarRun:
+        """What every chunk of a columnar dry run shares, computed once: the static filters' verdicts
+        (removing pods cannot change them) over all nodes, and every potential victim on the potential
+        nodes (a pod of lower priority: isPreemptionAllowed, IsEligiblePod being "true" by default),
+        sorted by the dry-run position of its node."""
+        running = [p for p in handle.profile.filters if p.name not in decision.skipped_filters]
+        state = decision.cycle_state or CycleState()
+        token = _CURRENT_CYCLE.set(state)
+        try:
+            static = {id(p): p.filter(pod, nodes) for p in running if p.name in STATIC_FILTERS}
+        finally:
+            _CURRENT_CYCLE.reset(token)
+        cols = nodes.pods.columns
+        order_pos = np.full(nodes.n, -1, dtype=np.int64)
+        order_pos[order] = np.arange(len(order))
+        used = np.flatnonzero(cols.row[:cols.high] >= 0)
+        slots = used[(order_pos[cols.row[used]] >= 0) & (cols.priority[used] < pod.priority)]
+        slot_pos = order_pos[cols.row[slots]]
+        by_pos = np.argsort(slot_pos, kind="stable")
+        return _ColumnarRun(running, static, state, slots[by_pos], slot_pos[by_pos])
+
+    def _select_victims_columnar(self, pod: PodSpec, nodes: NodeTable, setup: _ColumnarRun, begin: int,
                                  rows: np.ndarray, nominated: list[tuple[int, PodSpec]], now: float) -> _Chunk:
+        """SelectVictimsOnNode for the nodes `rows` (positions begin.. in the dry-run order) at once,
+        on a table of just those nodes."""
         n = nodes.n
         k = len(rows)
         cols = nodes.pods.columns
         position = np.full(n, -1, dtype=np.int64)  # node row -> position in this chunk
         position[rows] = np.arange(k)
-        in_chunk = position >= 0
-        slots = cols.on_rows(in_chunk)
-        # isPreemptionAllowed: lower priority (IsEligiblePod is "true" by default).
-        slots = slots[cols.priority[slots] < pod.priority]
-        has_victims = np.zeros(n, dtype=bool)
-        has_victims[cols.row[slots]] = True
+        lo, hi = np.searchsorted(setup.slot_pos, (begin, begin + k))
+        slots = setup.slots[lo:hi]
+        has_victims = np.zeros(k, dtype=bool)
+        has_victims[position[cols.row[slots]]] = True
 
-        view = _WhatIf(nodes)
+        view = _WhatIf(nodes, rows)
         # Remove every potential victim of every node in the chunk at once.
         view.take(cols, slots, sign=-1)
         # The nominated pods of priority >= the pod's on those nodes count (the first of upstream's two
         # passes; for node-local filters a pod that fits with them fits without them too).
         for row, other in nominated:
-            if in_chunk[row]:
-                view.add_pod(row, other)
-        # Every filter once (the static ones cannot change after that), then the node-local ones
-        # at each reprieve step.
-        running = [(i, p) for i, p in enumerate(handle.profile.filters) if p.name not in decision.skipped_filters]
-        dynamic = [(i, p) for i, p in running if p.name not in STATIC_FILTERS]
-        state = decision.cycle_state or CycleState()
+            if position[row] >= 0:
+                view.add_pod(int(position[row]), other)
+        dynamic = [p for p in setup.running if p.name not in STATIC_FILTERS]
 
-        def run(plugins, view_table) -> list[FilterResult]:
-            token = _CURRENT_CYCLE.set(state)
+        def run(view_table) -> list[FilterResult]:
+            token = _CURRENT_CYCLE.set(setup.state)
             try:
-                return [p.filter(pod, view_table) for _, p in plugins]
+                return [p.filter(pod, view_table) for p in dynamic]
             finally:
                 _CURRENT_CYCLE.reset(token)
 
-        first_results = run(running, view.table)
-        fits, first_fail = self._verdicts(first_results, n)
+        # Every filter in the profile's order: the static ones' verdicts on these nodes, the others run.
+        dyn = iter(run(view.table))
+        first_results = [_slice(setup.static[id(p)], rows) if id(p) in setup.static else next(dyn)
+                         for p in setup.running]
+        fits, first_fail = self._verdicts(first_results, k)
         chunk = _Chunk(rows, nodes.name_array[rows], np.zeros(k, dtype=bool),
                        np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
                        np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.float64), {}, lambda pos: ())
         no_victims = NodeStatus(UNSCHEDULABLE_AND_UNRESOLVABLE, (MSG_NO_VICTIMS,))
-        for pos in np.flatnonzero(~has_victims[rows]).tolist():
+        for pos in np.flatnonzero(~has_victims).tolist():
             chunk.statuses[pos] = no_victims
-        for pos in np.flatnonzero(has_victims[rows] & ~fits[rows]).tolist():
-            row = int(rows[pos])
-            chunk.statuses[pos] = self._status_at(first_results[first_fail[row]], row, n)
+        for pos in np.flatnonzero(has_victims & ~fits).tolist():
+            chunk.statuses[pos] = self._status_at(first_results[first_fail[pos]], pos, k)
 
         # Reprieve on the nodes where the pod fits with all victims gone.
-        fit_rows = in_chunk & fits & has_victims
-        slots = slots[fit_rows[cols.row[slots]]]
+        fit_pos = fits & has_victims
+        slots = slots[fit_pos[position[cols.row[slots]]]]
         if not len(slots):
             return chunk
         starts = np.where(np.isnan(cols.start[slots]), now, cols.start[slots])
@@ -389,16 +428,14 @@ class Evaluator:
         run_of = np.repeat(np.arange(len(run_starts)), run_len)
         rank = np.arange(len(slots)) - run_starts[run_of]
         is_victim = np.zeros(len(slots), dtype=bool)
-        # The steps run on the chunk's nodes only (position order), from the usage reached so far.
-        sub_view = _WhatIf(view.table, rows)
         spos = position[srows]
         for step_rank in range(int(rank.max()) + 1):
             step = np.flatnonzero(rank == step_rank)
-            sub_view.take(cols, slots[step], sign=+1, distinct_rows=True)
-            step_fit, _ = self._verdicts(run(dynamic, sub_view.table), k)
+            view.take(cols, slots[step], sign=+1, distinct_rows=True)
+            step_fit, _ = self._verdicts(run(view.table), k)
             lost = step[~step_fit[spos[step]]]
             if len(lost):
-                sub_view.take(cols, slots[lost], sign=-1, distinct_rows=True)
+                view.take(cols, slots[lost], sign=-1, distinct_rows=True)
                 is_victim[lost] = True
 
         # pickOneNodeForPreemption's inputs per node, from the columns.
