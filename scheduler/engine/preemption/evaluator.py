@@ -140,8 +140,8 @@ class _ColumnarRun:
     running: list  # the filter plugins that run for this pod, in the profile's order
     static: dict[int, FilterResult]  # id(plugin) -> its verdict over all nodes
     state: CycleState
-    slots: np.ndarray  # the potential victims' slots, by dry-run position of their node
-    slot_pos: np.ndarray  # that position, non-decreasing
+    slots: np.ndarray  # the potential victims' slots
+    slot_pos: np.ndarray  # the dry-run position of each one's node
 
 
 def _slice(res: FilterResult, rows: np.ndarray) -> FilterResult:
@@ -344,23 +344,26 @@ class Evaluator:
                         order: np.ndarray) -> _ColumnarRun:
         """What every chunk of a columnar dry run shares, computed once: the static filters' verdicts
         (removing pods cannot change them) over all nodes, and every potential victim on the potential
-        nodes (a pod of lower priority: isPreemptionAllowed, IsEligiblePod being "true" by default),
-        sorted by the dry-run position of its node."""
-        running = [p for p in handle.profile.filters if p.name not in decision.skipped_filters]
+        nodes (a pod of lower priority: isPreemptionAllowed, IsEligiblePod being "true" by default)
+        with the dry-run position of its node."""
+        filters = handle.profile.filters
+        running = [p for p in filters if p.name not in decision.skipped_filters]
         state = decision.cycle_state or CycleState()
-        token = _CURRENT_CYCLE.set(state)
-        try:
-            static = {id(p): p.filter(pod, nodes) for p in running if p.name in STATIC_FILTERS}
-        finally:
-            _CURRENT_CYCLE.reset(token)
+        if decision.filter_names == [p.name for p in filters] and all(r is not None for r in decision.filter_results):
+            # The scheduling cycle ran these very filters on this table: their static verdicts stand.
+            static = {id(p): r for p, r in zip(filters, decision.filter_results) if p.name in STATIC_FILTERS}
+        else:
+            token = _CURRENT_CYCLE.set(state)
+            try:
+                static = {id(p): p.filter(pod, nodes) for p in running if p.name in STATIC_FILTERS}
+            finally:
+                _CURRENT_CYCLE.reset(token)
         cols = nodes.pods.columns
         order_pos = np.full(nodes.n, -1, dtype=np.int64)
         order_pos[order] = np.arange(len(order))
         used = np.flatnonzero(cols.row[:cols.high] >= 0)
         slots = used[(order_pos[cols.row[used]] >= 0) & (cols.priority[used] < pod.priority)]
-        slot_pos = order_pos[cols.row[slots]]
-        by_pos = np.argsort(slot_pos, kind="stable")
-        return _ColumnarRun(running, static, state, slots[by_pos], slot_pos[by_pos])
+        return _ColumnarRun(running, static, state, slots, order_pos[cols.row[slots]])
 
     def _select_victims_columnar(self, pod: PodSpec, nodes: NodeTable, setup: _ColumnarRun, begin: int,
                                  rows: np.ndarray, nominated: list[tuple[int, PodSpec]], now: float) -> _Chunk:
@@ -371,8 +374,7 @@ class Evaluator:
         cols = nodes.pods.columns
         position = np.full(n, -1, dtype=np.int64)  # node row -> position in this chunk
         position[rows] = np.arange(k)
-        lo, hi = np.searchsorted(setup.slot_pos, (begin, begin + k))
-        slots = setup.slots[lo:hi]
+        slots = setup.slots[(setup.slot_pos >= begin) & (setup.slot_pos < begin + k)]
         has_victims = np.zeros(k, dtype=bool)
         has_victims[position[cols.row[slots]]] = True
 
