@@ -7,14 +7,16 @@ stay (reprieved one at a time, PDB-violating ones first, the most important firs
 node by node on copies. Here it is columnar when it can be exact that way:
 
 - the node-local filters (NodeResourcesFit, NodePorts) depend only on the node's own pods, so the dry
-  run for many nodes at once is one "what-if" usage table: all victims' requests subtracted per node
-  with one scatter, then each reprieve step k adds back every node's k-th victim at once and runs the
-  filters once over all nodes. The steps are as many as the most victims on one node, not nodes x pods.
+  run for a chunk of nodes at once is one "what-if" usage table of just those nodes: all victims'
+  requests subtracted per node with one scatter, then each reprieve step k puts back every node's k-th
+  victim at once and runs those filters once over the chunk. The steps are as many as the most victims
+  on one node, not nodes x pods; the victims of all nodes are found once, from the pod columns.
+- the static filters (taints, node affinity, node name, cordon) do not change when pods go: their
+  verdicts are the scheduling cycle's own (or run once over all nodes).
 - filters that read other nodes' pods (PodTopologySpread, InterPodAffinity), when they are not skipped
-  for this pod, see a victim removed from one node from another node's domain too; those pods go node
-  by node, removing and re-adding that node's pods on a copy of the table (exact, slower).
-- the static filters (taints, node affinity, node name, cordon) do not change when pods go; their
-  verdicts are read from the scheduling cycle's own.
+  for this pod, would see a victim removed from one node in another node's domain too; for those pods
+  the dry run goes node by node, removing and re-adding that node's pods on a copy of the table
+  (exact, slower).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import numpy as np
 
 from ..framework import (
     ABSENT,
-    CROSS_NODE_FILTERS,
     ERROR,
     SUCCESS,
     UNSCHEDULABLE,
@@ -574,40 +575,24 @@ class Evaluator:
 
 
 class _WhatIf:
-    """A NodeTable sharing the static columns and the pod index, with its own usage: what the
-    node-local filters see with some pods taken off or put back.
+    """A NodeTable of some nodes only (`rows`, in that order) with their own usage columns (requests,
+    allocatable, host ports): what the node-local filters read, with some pods taken off or put back.
+    Each step then costs the chunk's size, not the cluster's. The other columns still have every node:
+    a filter reading them here would be a static or cross-node one, which this table is never given."""
 
-    With `rows`, a table of those nodes only, in that order, with their usage columns (requests,
-    allocatable, host ports): all a node-local filter reads, so each reprieve step costs the chunk's
-    size, not the cluster's. Its other columns still have every node: a filter reading them here
-    would be a static or cross-node one, which this table is never given."""
-
-    def __init__(self, nodes: NodeTable, rows: np.ndarray | None = None):
+    def __init__(self, nodes: NodeTable, rows: np.ndarray):
         table = object.__new__(NodeTable)
         table.__dict__.update(nodes.__dict__)
+        row_map = np.full(nodes.n, -1, dtype=np.int64)
+        row_map[rows] = np.arange(len(rows))
+        table.n = len(rows)
+        table.requested = {r: c[rows] for r, c in nodes.requested.items()}
+        table.allocatable = {r: c[rows] for r, c in nodes.allocatable.items()}
+        table.ports = {key: {int(row_map[row]): list(ips) for row, ips in by_row.items() if row_map[row] >= 0}
+                       for key, by_row in nodes.ports.items()}
         table._min_free = {}
-        self.row_map: np.ndarray | None = None
-        if rows is None:
-            table.requested = {r: c.copy() for r, c in nodes.requested.items()}
-            table.allocatable = dict(nodes.allocatable)
-            self._ports_copied = False
-        else:
-            row_map = np.full(nodes.n, -1, dtype=np.int64)
-            row_map[rows] = np.arange(len(rows))
-            table.n = len(rows)
-            table.requested = {r: c[rows] for r, c in nodes.requested.items()}
-            table.allocatable = {r: c[rows] for r, c in nodes.allocatable.items()}
-            table.ports = {key: {int(row_map[row]): list(ips) for row, ips in by_row.items() if row_map[row] >= 0}
-                           for key, by_row in nodes.ports.items()}
-            self.row_map = row_map
-            self._ports_copied = True
+        self.row_map = row_map
         self.table = table
-
-    def _own_ports(self) -> None:
-        if not self._ports_copied:
-            t = self.table
-            t.ports = {k: {row: list(ips) for row, ips in v.items()} for k, v in t.ports.items()}
-            self._ports_copied = True
 
     def take(self, cols, slots: np.ndarray, sign: int, distinct_rows: bool = False) -> None:
         """Add (sign +1) or remove (-1) the requests and host ports of the pods in `slots`;
@@ -616,9 +601,7 @@ class _WhatIf:
             return
         t = self.table
         t._min_free.clear()
-        rows = cols.row[slots]
-        if self.row_map is not None:
-            rows = self.row_map[rows]
+        rows = self.row_map[cols.row[slots]]
         for r, col in cols.requests.items():
             values = col[slots]
             if not np.count_nonzero(values):
@@ -631,24 +614,21 @@ class _WhatIf:
                 target[rows] += values if sign > 0 else -values
             else:
                 np.add.at(target, rows, values if sign > 0 else -values)
-        with_ports = np.flatnonzero(cols.has_ports[slots])
-        if len(with_ports):
-            self._own_ports()
-            for j in with_ports.tolist():
-                pod, row = cols.pods[slots[j]], int(rows[j])
-                for p in pod.host_ports:
-                    by_row = t.ports.setdefault((p.protocol, p.port), {})
-                    ips = by_row.setdefault(row, [])
-                    if sign > 0:
-                        ips.append(p.ip)
-                    else:
-                        if p.ip in ips:
-                            ips.remove(p.ip)
-                        if not ips:
-                            del by_row[row]
+        for j in np.flatnonzero(cols.has_ports[slots]).tolist():
+            pod, row = cols.pods[slots[j]], int(rows[j])
+            for p in pod.host_ports:
+                by_row = t.ports.setdefault((p.protocol, p.port), {})
+                ips = by_row.setdefault(row, [])
+                if sign > 0:
+                    ips.append(p.ip)
+                else:
+                    if p.ip in ips:
+                        ips.remove(p.ip)
+                    if not ips:
+                        del by_row[row]
 
-    def add_pod(self, row: int, pod: PodSpec) -> None:
-        """Count a pod that is not in the table (a nominated pod) on `row`."""
+    def add_pod(self, pos: int, pod: PodSpec) -> None:
+        """Count a pod that is not in the table (a nominated pod) at position `pos`."""
         t = self.table
         t._min_free.clear()
         for r, v in pod.requests.items():
@@ -656,8 +636,6 @@ class _WhatIf:
             if target is None:
                 target = t.requested[r] = np.zeros(t.n, dtype=np.int64)
                 t.allocatable.setdefault(r, np.zeros(t.n, dtype=np.int64))
-            target[row] += v
-        if pod.host_ports:
-            self._own_ports()
-            for p in pod.host_ports:
-                t.ports.setdefault((p.protocol, p.port), {}).setdefault(row, []).append(p.ip)
+            target[pos] += v
+        for p in pod.host_ports:
+            t.ports.setdefault((p.protocol, p.port), {}).setdefault(pos, []).append(p.ip)
