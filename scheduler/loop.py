@@ -35,7 +35,8 @@ from .engine.explain import top_candidates, trace
 from .engine.framework import Algorithm
 from .engine.pods import PodSpec
 from .engine.queue import QueuedPodInfo
-from .manifests import ManifestError, pod_from_manifest
+from .manifests.errors import ManifestError
+from .manifests.objects import pod_from_manifest
 from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Binding,
                      ClusterEvent, Node, Pod)
 from .profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version, scheduler_names
@@ -49,8 +50,6 @@ from .sql import insert_many, update_from_values
 log = logging.getLogger(__name__)
 
 POD_SPEC_CACHE_SIZE = 50_000
-_USAGE_FIELDS = USAGE_FIELDS
-_usage = row_usage
 # Errors that say the database (not one pod) is in trouble: a batch fails as a whole on these (a
 # deadlock too: the whole batch is tried again).
 _SYSTEMIC = SYSTEMIC_ERRORS
@@ -127,7 +126,7 @@ class _DbCluster:
         versions = self.worker.snapshot.spec_versions
         by_id = {self.rows[pod.key].pk: pod.key for pod, _ in placements}
         # The pod row's updated_at as read: the claim takes the pod only in the version that was scheduled.
-        result = reserve_many([(row.pk, _usage(row), node, versions.get(node), row.updated_at)
+        result = reserve_many([(row.pk, row_usage(row), node, versions.get(node), row.updated_at)
                                for row, node in ((self.rows[pod.key], node) for pod, node in placements)])
         self.changed |= {by_id[i] for i in result.changed}
         return cycle.ReserveOutcome(conflicts={by_id[i] for i in result.conflicts}, gone={by_id[i] for i in result.gone},
@@ -320,7 +319,7 @@ class Worker:
     def _failed_internally(self, pod: Pod, info: QueuedPodInfo, result, exc: Exception, now,
                            popped_at: float) -> _Scheduled:
         if result.status == cycle.SCHEDULED:  # its reservation stands: give it back before failing the pod
-            release_assumed(pod_id=pod.pk, node_name=result.node_name, usage=_usage(pod))
+            release_assumed(pod_id=pod.pk, node_name=result.node_name, usage=row_usage(pod))
         message = f"internal error recording the scheduling result: {_why(exc)}"
         pod.attempts = max(pod.attempts, 1)
         return self._failure(pod, info, self._error_attempt(pod, info, message, now, popped_at), False, message, now)
@@ -352,7 +351,7 @@ class Worker:
         """The pod's own rows were refused: give back its reservation, back it off; record what can be recorded."""
         message = f"internal error recording the scheduling result: {_why(exc)}"
         if o.placed:
-            release_assumed(pod_id=o.pod.pk, node_name=o.node, usage=_usage(o.pod))
+            release_assumed(pod_id=o.pod.pk, node_name=o.node, usage=row_usage(o.pod))
         o.placed, o.attempt, o.reported, o.again = False, None, (o.pod, "SchedulerError", message), False
         o.requeue = (False, message)
         try:
@@ -447,7 +446,7 @@ class _Bind:
 
 
 _BIND_ROW_FIELDS = ("id", "namespace", "name", "uid", "scheduler_name", "manifest", "attempts", "queued_at", "created_at",
-                    "node_name", "assumed_node", *_USAGE_FIELDS)
+                    "node_name", "assumed_node", *USAGE_FIELDS)
 
 
 def _bind_batch(items: list[dict], queue, backend) -> dict:
@@ -650,16 +649,21 @@ def _write_binds(binds: list[_Bind], backend, now) -> None:
                 b.final = "unrecorded"
     # Binding rows, events and attempts for the bindings that happened.
     successes = [b for b in binds if b.final == "bound"]
-    recorded = set(Binding.objects.filter(pod_uid__in={b.pod.uid for b in successes}, pod_id__in=[b.pod.pk for b in successes])
-                   .values_list("pod_id", flat=True)) if successes else set()
+    # Recorded before: by a redelivered job that raced this one (it wrote the attempt's binding time too:
+    # nothing left to do), or by the mirror, whose watch showed the binding before this binder got here
+    # (kube/mirror.py: the row only; the event, attempt and metrics are this binder's to write).
+    recorded = dict(Binding.objects.filter(pod_uid__in={b.pod.uid for b in successes},
+                                           pod_id__in=[b.pod.pk for b in successes])
+                    .values_list("pod_id", "attempt__binding_ms")) if successes else {}
     bindings = []
     for b in successes:
-        if b.pod.pk in recorded:
-            continue  # recorded before (a redelivered job raced this one): once is enough
         pod = b.pod
+        if pod.pk in recorded and recorded[pod.pk] is not None:
+            continue
         b.recorded = True
-        bindings.append(Binding(pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid,
-                                node_name=b.node, attempt_id=b.item["attempt"], bound_at=now))
+        if pod.pk not in recorded:
+            bindings.append(Binding(pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid,
+                                    node_name=b.node, attempt_id=b.item["attempt"], bound_at=now))
         events.append(EventSpec("Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {b.node}",
                                 "Pod", pod.namespace, pod.name, pod.uid, action="Binding",
                                 reporting_controller=pod.scheduler_name))
@@ -668,7 +672,7 @@ def _write_binds(binds: list[_Bind], backend, now) -> None:
                              _ms(max(0.0, (now - first).total_seconds())) if first else None))
     refused = [b for b in binds if b.final == "refused"]
     for b in refused:
-        release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=_usage(b.pod))
+        release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=row_usage(b.pod))
         events.append(EventSpec("Warning", "FailedScheduling", b.message, "Pod", b.pod.namespace, b.pod.name, b.pod.uid,
                                 action="Scheduling", reporting_controller=b.pod.scheduler_name))
         attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, _ms(b.seconds), None))
@@ -681,21 +685,27 @@ def _write_binds(binds: list[_Bind], backend, now) -> None:
             continue
         # Not ours to place any more: give the room back. A pod the API says is bound elsewhere
         # counts there from now on (unless the watch recorded it first), so it is not requeued.
-        release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=_usage(b.pod))
+        release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=row_usage(b.pod))
         if isinstance(b.error, BoundElsewhere):
             moved = Pod.objects.filter(pk=b.pod.pk, node_name="", assumed_node="").update(
                 node_name=b.error.node_name, bound_at=now)
             if moved and Node.objects.filter(name=b.error.node_name).exists():
-                add_node_usage(node_name=b.error.node_name, usage=_usage(b.pod))
+                add_node_usage(node_name=b.error.node_name, usage=row_usage(b.pod))
         attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, _ms(b.seconds), None))
     for b in binds:
         if b.final in ("lost", "elsewhere"):
             attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, None, None))
+        elif b.final == "gone":
+            # Its row went with the pod; the attempt stays in the audit, and must not read "scheduled".
+            attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED,
+                                 "Binding skipped: the pod was deleted before its binding", None, None))
         elif b.final == "unknown":
             # Not released, not requeued, no event: the pod may well be bound. Its mark stays, so the
-            # reconciler frees it only after the binding timeout, unless the watch settles it first.
+            # reconciler frees it only after the binding timeout, unless the watch settles it first
+            # (and if the watch already did, it recorded the binding with this attempt: that stands).
             log.warning("%s: %s", b.pod.key, b.message)
-            attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, _ms(b.seconds), None))
+            Attempt.objects.filter(pk=b.item["attempt"], binding__isnull=True).update(
+                result=RESULT_BIND_FAILED, message=b.message, binding_ms=_ms(b.seconds))
     insert_many(Binding, bindings)
     update_from_values(Attempt, ["result", "message", "binding_ms", "e2e_ms"], attempt_rows)
     events_record(events, now=now)
@@ -714,7 +724,7 @@ def _write_bind_failed(b: _Bind, backend, exc: Exception, now) -> None:
     b.message = f"Binding rejected: internal error recording the binding: {_why(exc)}"
     try:
         with transaction.atomic():
-            release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=_usage(b.pod))
+            release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=row_usage(b.pod))
             events_record([EventSpec("Warning", "FailedScheduling", b.message, "Pod", b.pod.namespace, b.pod.name,
                                      b.pod.uid, action="Scheduling", reporting_controller=b.pod.scheduler_name)], now=now)
             Pod.objects.filter(pk=b.pod.pk, node_name="").update(
@@ -792,7 +802,7 @@ def reconcile(*, queue=None) -> dict:
     if not get_backend().mirrors_bindings:
         expirable = Q()
     for pod in Pod.objects.filter(expirable, node_name="", assumed_at__lt=stale).exclude(assumed_node=""):
-        if release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=_usage(pod),
+        if release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=row_usage(pod),
                            condition=expirable & Q(assumed_at__lt=stale)):
             if pod.binding_at is not None:
                 log.warning("freed the reservation of %s on %s: its binding was marked in flight at %s and never "

@@ -18,12 +18,13 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .. import metrics
-from ..engine.pods import Container, PodSpec
+from ..engine.pods import DEFAULT_SCHEDULER_NAME, Container, PodSpec
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY
-from ..manifests import ManifestError, ParsedNode, ParsedPod, _parse_object
-from ..models import ClusterEvent, Node, Pod
+from ..manifests.errors import ManifestError
+from ..manifests.objects import ParsedNode, ParsedPod, parse_object
+from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, ClusterEvent, Node, Pod
 from ..profiles import scheduler_names
-from ..reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage
+from ..reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage, row_usage
 from ..services import EventSpec, cluster_apply, cluster_event_record, events_record, node_delete
 
 log = logging.getLogger(__name__)
@@ -64,9 +65,9 @@ def pod_manifest(obj: dict) -> dict:
 
 def _parse(obj: dict, kind: str, problems: list | None = None) -> ParsedNode | ParsedPod | None:
     """The object parsed as `apply` parses it, or None (its problems appended to `problems`)."""
-    o, parsed = _parse_object(obj)
+    o, parsed = parse_object(obj)
     if parsed is None or o.kind != kind:
-        found = "; ".join(f"{path}: {message}" if path else message for path, message in o.found) or f"not a {kind}"
+        found = "; ".join(f"{path}: {message}" if path else message for path, message in o.problems) or f"not a {kind}"
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         log.warning("cannot mirror %s %s/%s: %s", kind, meta.get("namespace", ""), meta.get("name", ""), found)
         metrics.mirror_problems.labels(kind, "unparsable").inc()
@@ -331,7 +332,7 @@ def _upsert_unparsable(manifest: dict, problems: str, *, queue) -> None:
     node_name = text(spec, "nodeName")
     if not name or not node_name:
         _warn(manifest, "Pod", f"cannot read the pod: {problems}; it is not bound, so it takes no room")
-        scheduler_name = text(spec, "schedulerName", "default-scheduler")
+        scheduler_name = text(spec, "schedulerName", DEFAULT_SCHEDULER_NAME)
         if name and uid and scheduler_name in scheduler_names():
             _queue_unreadable(manifest, namespace, name, uid, scheduler_name[:253], queue=queue)
         return
@@ -351,7 +352,7 @@ def _upsert_unparsable(manifest: dict, problems: str, *, queue) -> None:
     if row is None:
         created = _time(meta.get("creationTimestamp")) or now
         row = Pod(namespace=namespace, name=name, uid=uid, created_at=created, manifest=manifest,
-                  scheduler_name=text(spec, "schedulerName", "default-scheduler")[:253], node_name=node_name,
+                  scheduler_name=text(spec, "schedulerName", DEFAULT_SCHEDULER_NAME)[:253], node_name=node_name,
                   bound_at=created, phase=text(manifest.get("status") or {}, "phase", Pod.PENDING)[:16], **usage)
         if Node.objects.filter(name=node_name).exists():
             add_node_usage(node_name=node_name, usage=usage)
@@ -443,14 +444,15 @@ def _copy(row: Pod, spec, manifest: dict, usage: dict, phase: str, condition: di
 
 def _mark_bound(row: Pod, node_name: str, now) -> None:
     """The API says the pod is on node_name: make the row say so, moving its room if we had it elsewhere."""
-    usage = {f: getattr(row, f) for f in ("req_cpu", "req_memory", "req_ephemeral", "req_scalar", "nonzero_cpu",
-                                          "nonzero_memory", "host_ports")}
+    usage = row_usage(row)
     if row.assumed_node and row.assumed_node != node_name:
         # Bound elsewhere (another scheduler, or a replica that lost the lease): give our room back.
         release_assumed(pod_id=row.pk, node_name=row.assumed_node, usage=usage)
         row.assumed_node = ""
     if row.assumed_node == node_name:
-        pass  # our own binding: the room is already taken by our reservation
+        # Our own binding: the room is already taken by our reservation.
+        if row.binding_at is not None:
+            _record_our_binding(row, node_name, now)
     elif Node.objects.filter(name=node_name).exists():
         add_node_usage(node_name=node_name, usage=usage)
     row.node_name = node_name
@@ -460,10 +462,29 @@ def _mark_bound(row: Pod, node_name: str, now) -> None:
     row.bound_at = row.bound_at or now
 
 
+def _record_our_binding(row: Pod, node_name: str, now) -> None:
+    """The watch shows a binding our binder sent (its mark is still on the row): record it in the audit.
+
+    Usually the binder records it a moment later and this row is already there for it (it then only adds
+    the event and the attempt's timings). But a binder whose call got no answer (BindOutcomeUnknown) or
+    that died after sending never records it, and the audit would miss a placement that happened. A
+    binder that had already given up as unknown left its attempt bind_failed: the watch settles it."""
+    attempt = (Attempt.objects.filter(pod_id=row.pk, node_name=node_name, binding__isnull=True)
+               .order_by("-started_at", "-id").only("id", "result", "message").first())
+    Binding.objects.bulk_create([Binding(pod_id=row.pk, namespace=row.namespace, pod_name=row.name, pod_uid=row.uid,
+                                         node_name=node_name, attempt_id=attempt.pk if attempt else None, bound_at=now)],
+                                ignore_conflicts=True)  # once per pod uid, whoever records it first
+    if attempt is not None and attempt.result == RESULT_BIND_FAILED:
+        Attempt.objects.filter(pk=attempt.pk).update(
+            result=RESULT_SCHEDULED, message=f"{attempt.message} (the watch then showed the pod bound to {node_name})")
+        events_record([EventSpec("Normal", "Scheduled", f"Successfully assigned {row.namespace}/{row.name} to {node_name}",
+                                 "Pod", row.namespace, row.name, row.uid, action="Binding",
+                                 reporting_controller=row.scheduler_name)], now=now)
+
+
 def _remove_row(row: Pod) -> bool:
     """Delete a pod row inside the caller's transaction, giving back its room; True if it was bound."""
-    usage = {f: getattr(row, f) for f in ("req_cpu", "req_memory", "req_ephemeral", "req_scalar", "nonzero_cpu",
-                                          "nonzero_memory", "host_ports")}
+    usage = row_usage(row)
     was_bound = bool(row.node_name)
     if row.node_name:
         if Node.objects.filter(name=row.node_name).exists():
