@@ -21,6 +21,7 @@ from scheduler.engine.config import SchedulerConfig, config_from_dict
 from scheduler.engine.framework import Algorithm, Profile
 from scheduler.engine.labels import LabelSelector, LabelSelectorRequirement
 from scheduler.engine.nodes import NodeSpec, NodeTable
+from scheduler.engine.nominator import Nominator
 from scheduler.engine.pods import PodSpec
 from scheduler.engine.queue import (ACTIVE_Q, BACKOFF_Q, EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE,
                                     UNSCHEDULABLE_Q, MemoryQueue)
@@ -66,6 +67,9 @@ class RunResult:
     samples: list[Sample] = field(default_factory=list)
     bindings: dict[str, str] = field(default_factory=dict)  # every binding made, pods deleted later included
     attempts: int = 0
+    preemptions: int = 0  # victims evicted (upstream's preemption_victims)
+    evicted: list[str] = field(default_factory=list)  # the victims, by key (gone from the cluster, as deleted)
+    preemptors: int = 0  # cycles whose PostFilter evicted someone (upstream's preemption_attempts with victims)
     lost_with_node: int = 0
     skipped_events: list[str] = field(default_factory=list)  # events that could not apply, with why
     virtual_seconds: float = 0.0
@@ -130,7 +134,8 @@ class Replayer:
         self.clock = VirtualClock()
         self.queue = MemoryQueue(clock=self.clock)
         self._use_config(config)
-        self.algorithm = Algorithm(seed)
+        # With a nominator, as kube-scheduler: room preemption freed is kept for the pod it was freed for.
+        self.algorithm = Algorithm(seed, nominator=Nominator())
         self.batch_size = batch_size or trace.header.get("batch_size") or DEFAULT_BATCH_SIZE
         self.cycle_seconds = cycle_seconds  # virtual time one pod's cycle takes (0: scheduling is instant)
         self.pace = pace
@@ -196,6 +201,7 @@ class Replayer:
             self._arrive(event["manifest"], event.get("node"), now)
         elif kind == tr.POD_DELETE:
             pod = self.pods.pop(event["key"], None)
+            self.algorithm.nominator.delete(event["key"])
             if pod is not None and pod.node is not None:
                 self.cache.table.remove_pod(self.cache.table.index[pod.node], pod.spec)
             elif pod is not None:
@@ -241,6 +247,7 @@ class Replayer:
             batch.append((pod.spec, profile))
             by_key[info.key] = info
         results = cycle.schedule_batch(batch, algorithm=self.algorithm, cache=self.cache, cluster=_Reserves())
+        victims: list[str] = []
         for result in results:
             key = result.pod.key
             pod = self.pods[key]
@@ -261,7 +268,26 @@ class Replayer:
                 pod.message = result.message
                 self.queue.add_unschedulable_if_not_present(
                     by_key[key], unschedulable=result.status == cycle.UNSCHEDULABLE, message=result.message)
+                victims += [v.key for v in result.victims]
+                self.result.preemptors += bool(result.victims)
+        self._evict(victims)
         return len(infos)
+
+    def _evict(self, keys: list[str]) -> None:
+        """As the preemption's deletions: each victim leaves its node (AssignedPodDelete moves the waiting
+        pods, the preemptor among them, which its nomination keeps the room for)."""
+        evicted = 0
+        for key in dict.fromkeys(keys):
+            pod = self.pods.get(key)
+            if pod is None or pod.node is None:
+                continue
+            self.cache.table.remove_pod(self.cache.table.index[pod.node], pod.spec)
+            del self.pods[key]
+            self.result.evicted.append(key)
+            evicted += 1
+        if evicted:
+            self.result.preemptions += evicted
+            self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
 
     def _next_wakeup(self, events: list[dict], i: int, horizon: float) -> float | None:
         """The earliest of: the next event, a backoff expiring, a pod's time in the unschedulable pool
