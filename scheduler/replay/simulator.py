@@ -122,7 +122,8 @@ class Replayer:
     def __init__(self, trace: tr.Trace, *, config: SchedulerConfig | None, name: str, seed: int | None,
                  batch_size: int | None = None, cycle_seconds: float = 0.0,
                  pace: Callable[[float], None] | None = None,
-                 on_progress: Callable[[int, int], None] | None = None):
+                 on_progress: Callable[[int, int], None] | None = None,
+                 specs: dict[int, PodSpec] | None = None):
         self.trace = trace
         self.follows_recorded = config is None
         if config is None:
@@ -141,6 +142,9 @@ class Replayer:
         self.pace = pace
         self.on_progress = on_progress
         self.pods: dict[str, ReplayPod] = {}
+        self.unbound: set[str] = set()  # keys of the pods not on a node (the pending count of every sample)
+        # Parsed pods by manifest identity: runs of one trace under several configurations parse each once.
+        self.specs = {} if specs is None else specs
         self.nodes: dict[str, NodeSpec] = {}
         self.objects = cluster_objects(trace.objects)
         self.result = RunResult(name, self.pods, NodeTable([]))
@@ -172,8 +176,14 @@ class Replayer:
     def _skip(self, event: dict, why: str) -> None:
         self.result.skipped_events.append(f"t={event.get('t', 0)}: {event['kind']} {why}")
 
+    def _spec(self, manifest: dict) -> PodSpec:
+        spec = self.specs.get(id(manifest))
+        if spec is None:
+            spec = self.specs[id(manifest)] = pod_from_manifest(manifest)
+        return spec
+
     def _arrive(self, manifest: dict, node: str | None, now: float | None) -> None:
-        spec = pod_from_manifest(manifest)
+        spec = self._spec(manifest)
         if node is not None and node in self.nodes:
             self.pods[spec.key] = ReplayPod(spec, now, node=node, bound_at=now)
             if now is not None:
@@ -182,6 +192,7 @@ class Replayer:
                 self.cache.table.add_pod(self.cache.table.index[node], spec)
             return
         self.pods[spec.key] = ReplayPod(spec, now if now is not None else 0.0)
+        self.unbound.add(spec.key)
         self._enqueue(spec)
 
     def _enqueue(self, spec: PodSpec) -> None:
@@ -193,7 +204,7 @@ class Replayer:
         kind, now = event["kind"], self.clock.now
         if kind == tr.POD_ADD:
             try:
-                spec_key = pod_from_manifest(event["manifest"]).key
+                spec_key = self._spec(event["manifest"]).key
             except ManifestError as exc:
                 return self._skip(event, f"unreadable: {exc}")
             if spec_key in self.pods:
@@ -201,6 +212,7 @@ class Replayer:
             self._arrive(event["manifest"], event.get("node"), now)
         elif kind == tr.POD_DELETE:
             pod = self.pods.pop(event["key"], None)
+            self.unbound.discard(event["key"])
             self.algorithm.nominator.delete(event["key"])
             if pod is not None and pod.node is not None:
                 self.cache.table.remove_pod(self.cache.table.index[pod.node], pod.spec)
@@ -262,6 +274,7 @@ class Replayer:
                 # Bound at once: the simulated binder never fails here (see the README on replay).
                 self.cache.confirm(key)
                 pod.node, pod.bound_at, pod.message = result.node_name, self.clock.now, ""
+                self.unbound.discard(key)
                 self.result.bindings.setdefault(key, result.node_name)
                 self.queue.done(key)
             else:
@@ -338,8 +351,7 @@ class Replayer:
         return self.result
 
     def _sample(self) -> None:
-        pending = sum(1 for p in self.pods.values() if p.node is None)
-        s = sample_of(self.clock.now, pending, self.cache.table)
+        s = sample_of(self.clock.now, len(self.unbound), self.cache.table)
         samples = self.result.samples
         if samples and samples[-1].t == s.t:
             samples[-1] = s  # one sample per instant: the state after everything at that instant
