@@ -649,16 +649,21 @@ def _write_binds(binds: list[_Bind], backend, now) -> None:
                 b.final = "unrecorded"
     # Binding rows, events and attempts for the bindings that happened.
     successes = [b for b in binds if b.final == "bound"]
-    recorded = set(Binding.objects.filter(pod_uid__in={b.pod.uid for b in successes}, pod_id__in=[b.pod.pk for b in successes])
-                   .values_list("pod_id", flat=True)) if successes else set()
+    # Recorded before: by a redelivered job that raced this one (it wrote the attempt's binding time too:
+    # nothing left to do), or by the mirror, whose watch showed the binding before this binder got here
+    # (kube/mirror.py: the row only; the event, attempt and metrics are this binder's to write).
+    recorded = dict(Binding.objects.filter(pod_uid__in={b.pod.uid for b in successes},
+                                           pod_id__in=[b.pod.pk for b in successes])
+                    .values_list("pod_id", "attempt__binding_ms")) if successes else {}
     bindings = []
     for b in successes:
-        if b.pod.pk in recorded:
-            continue  # recorded before (a redelivered job raced this one): once is enough
         pod = b.pod
+        if pod.pk in recorded and recorded[pod.pk] is not None:
+            continue
         b.recorded = True
-        bindings.append(Binding(pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid,
-                                node_name=b.node, attempt_id=b.item["attempt"], bound_at=now))
+        if pod.pk not in recorded:
+            bindings.append(Binding(pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid,
+                                    node_name=b.node, attempt_id=b.item["attempt"], bound_at=now))
         events.append(EventSpec("Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {b.node}",
                                 "Pod", pod.namespace, pod.name, pod.uid, action="Binding",
                                 reporting_controller=pod.scheduler_name))
@@ -690,11 +695,17 @@ def _write_binds(binds: list[_Bind], backend, now) -> None:
     for b in binds:
         if b.final in ("lost", "elsewhere"):
             attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, None, None))
+        elif b.final == "gone":
+            # Its row went with the pod; the attempt stays in the audit, and must not read "scheduled".
+            attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED,
+                                 "Binding skipped: the pod was deleted before its binding", None, None))
         elif b.final == "unknown":
             # Not released, not requeued, no event: the pod may well be bound. Its mark stays, so the
-            # reconciler frees it only after the binding timeout, unless the watch settles it first.
+            # reconciler frees it only after the binding timeout, unless the watch settles it first
+            # (and if the watch already did, it recorded the binding with this attempt: that stands).
             log.warning("%s: %s", b.pod.key, b.message)
-            attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, _ms(b.seconds), None))
+            Attempt.objects.filter(pk=b.item["attempt"], binding__isnull=True).update(
+                result=RESULT_BIND_FAILED, message=b.message, binding_ms=_ms(b.seconds))
     insert_many(Binding, bindings)
     update_from_values(Attempt, ["result", "message", "binding_ms", "e2e_ms"], attempt_rows)
     events_record(events, now=now)

@@ -260,6 +260,10 @@ def test_a_watch_whose_resource_version_was_compacted_away_lists_again(running, 
     reflector.gate.clear()
     wait_for(reflector.interrupt, "a watch connection to drop")
     call(core.create_namespaced_pod, NS, pod("after-gap"))
+    # One more write after the pod: compacting at the newest revision then removes the pod's own, the
+    # first one the watch would resume from (were the pod the newest write, it would survive and the
+    # watch resume without a 410 — CI saw that when no lease renewal happened to write in between).
+    call(core.create_namespaced_config_map, NS, {"metadata": {"name": "after-the-gap"}})
     revision = int(call(core.list_pod_for_all_namespaces)["metadata"]["resourceVersion"])
     _etcd_compact(kube_cluster.etcd_url, revision)
     reflector.gate.set()

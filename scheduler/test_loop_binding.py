@@ -295,6 +295,9 @@ def test_a_pod_deleted_while_its_binding_is_in_flight_is_forgotten_without_a_fai
     assert not Pod.objects.exists() and not Binding.objects.exists()
     assert Node.objects.get(name="only").req_pods == 0
     assert queues.get_queue().get("default/web") is None
+    # The audit does not claim a placement that never happened.
+    assert list(Attempt.objects.values_list("result", "message")) == [
+        ("bind_failed", "Binding skipped: the pod was deleted before its binding")]
 
 
 class Unsettled(Cluster):
@@ -327,3 +330,35 @@ def test_a_binding_whose_outcome_is_unknown_keeps_its_room_until_the_watch_says_
     only = Node.objects.get(name="only")
     assert (only.req_cpu, only.req_pods) == (1000, 1)
     assert cluster.sent == [("first", "only")]
+    # ... and the audit has it: the watch recorded the placement the binder could not confirm.
+    binding = Binding.objects.get(pod_name="first")
+    assert (binding.node_name, binding.attempt_id) == ("only", Attempt.objects.get(pod_name="first").pk)
+    assert Attempt.objects.get(pod_name="first").result == "scheduled"
+    assert list(Event.objects.filter(involved_name="first", reason="Scheduled").values_list("message", flat=True)) == [
+        "Successfully assigned default/first to only"]
+
+
+def test_a_binding_the_watch_shows_before_its_binder_records_it_is_recorded_once_and_completely(backend):
+    """The watch is fast: the mirror sees our binding land while the binder's call is still returning."""
+    backend(Cluster(during_call=lambda: watch_says_bound("web", "only")))
+    apply(node("only"), pod("web"))
+    loop.bind_batch(placed("web"))
+
+    assert Binding.objects.filter(pod_name="web").count() == 1
+    attempt = Attempt.objects.get(pod_name="web")
+    assert attempt.result == "scheduled" and attempt.binding_ms is not None  # the binder still wrote its part
+    assert Binding.objects.get(pod_name="web").attempt_id == attempt.pk
+    assert Event.objects.filter(involved_name="web", reason="Scheduled").count() == 1
+    assert Node.objects.get(name="only").req_pods == 1
+
+
+def test_a_binding_sent_by_a_binder_that_died_is_recorded_when_the_watch_shows_it(backend):
+    backend(Cluster())
+    apply(node("only"), pod("web"))
+    job = placed("web")
+    loop._mark_binding(job, timezone.now())  # marked, sent ... and the binder died before recording
+
+    watch_says_bound("web", "only")
+
+    binding = Binding.objects.get(pod_name="web")
+    assert (binding.node_name, binding.attempt_id) == ("only", job[0]["attempt"])

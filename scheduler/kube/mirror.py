@@ -22,7 +22,7 @@ from ..engine.pods import DEFAULT_SCHEDULER_NAME, Container, PodSpec
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY
 from ..manifests.errors import ManifestError
 from ..manifests.objects import ParsedNode, ParsedPod, parse_object
-from ..models import ClusterEvent, Node, Pod
+from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, ClusterEvent, Node, Pod
 from ..profiles import scheduler_names
 from ..reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage, row_usage
 from ..services import EventSpec, cluster_apply, cluster_event_record, events_record, node_delete
@@ -450,7 +450,9 @@ def _mark_bound(row: Pod, node_name: str, now) -> None:
         release_assumed(pod_id=row.pk, node_name=row.assumed_node, usage=usage)
         row.assumed_node = ""
     if row.assumed_node == node_name:
-        pass  # our own binding: the room is already taken by our reservation
+        # Our own binding: the room is already taken by our reservation.
+        if row.binding_at is not None:
+            _record_our_binding(row, node_name, now)
     elif Node.objects.filter(name=node_name).exists():
         add_node_usage(node_name=node_name, usage=usage)
     row.node_name = node_name
@@ -458,6 +460,26 @@ def _mark_bound(row: Pod, node_name: str, now) -> None:
     row.assumed_at = None
     row.binding_at = None  # a binding in flight is settled: the cluster says where the pod is
     row.bound_at = row.bound_at or now
+
+
+def _record_our_binding(row: Pod, node_name: str, now) -> None:
+    """The watch shows a binding our binder sent (its mark is still on the row): record it in the audit.
+
+    Usually the binder records it a moment later and this row is already there for it (it then only adds
+    the event and the attempt's timings). But a binder whose call got no answer (BindOutcomeUnknown) or
+    that died after sending never records it, and the audit would miss a placement that happened. A
+    binder that had already given up as unknown left its attempt bind_failed: the watch settles it."""
+    attempt = (Attempt.objects.filter(pod_id=row.pk, node_name=node_name, binding__isnull=True)
+               .order_by("-started_at", "-id").only("id", "result", "message").first())
+    Binding.objects.bulk_create([Binding(pod_id=row.pk, namespace=row.namespace, pod_name=row.name, pod_uid=row.uid,
+                                         node_name=node_name, attempt_id=attempt.pk if attempt else None, bound_at=now)],
+                                ignore_conflicts=True)  # once per pod uid, whoever records it first
+    if attempt is not None and attempt.result == RESULT_BIND_FAILED:
+        Attempt.objects.filter(pk=attempt.pk).update(
+            result=RESULT_SCHEDULED, message=f"{attempt.message} (the watch then showed the pod bound to {node_name})")
+        events_record([EventSpec("Normal", "Scheduled", f"Successfully assigned {row.namespace}/{row.name} to {node_name}",
+                                 "Pod", row.namespace, row.name, row.uid, action="Binding",
+                                 reporting_controller=row.scheduler_name)], now=now)
 
 
 def _remove_row(row: Pod) -> bool:
