@@ -3,7 +3,7 @@ task's progress, then read A vs B and its three plots."""
 
 import pytest
 
-from dashboard.browser_testing import login, screenshot
+from scheduler.testing.browser import login, screenshot
 from dashboard.pages.test_replays_page import spread_trace_text
 from scheduler.replay.test_replay import FIT
 
