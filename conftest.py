@@ -8,7 +8,7 @@ from django.conf import settings
 from hypothesis import settings as hypothesis_settings
 
 # Fixtures for browser tests against the real stack (daphne, workers, Chromium), for every app.
-pytest_plugins = ["dashboard.browser_testing"]
+pytest_plugins = ["scheduler.testing.browser", "scheduler.testing.fixtures"]
 
 # CI explores the same examples every run (a red build is then reproducible); local runs explore new ones.
 hypothesis_settings.register_profile("ci", derandomize=True)

@@ -496,7 +496,7 @@ def clock():
 
     from scheduler import queues
     from scheduler.queue_redis import RedisQueue
-    from scheduler.test_loop import FakeClock
+    from scheduler.testing.loop import FakeClock
 
     c = FakeClock()
     queues.reset_queue(RedisQueue(queues.get_redis(), prefix=settings.SCHEDBOARD_QUEUE_PREFIX, clock=c))
@@ -519,7 +519,7 @@ def cluster_backend():
 @pytest.mark.django_db(transaction=True)
 def test_an_api_error_on_bind_releases_the_room_and_retries_the_pod_with_backoff(cluster_backend, clock):
     from scheduler.models import Attempt, Node, Pod
-    from scheduler.test_loop import apply, drain, node, pod
+    from scheduler.testing.loop import apply, drain, node, pod
 
     backend = cluster_backend(BindError("503 Service Unavailable: etcd leader changed"), None)
     apply(node("node-a"), pod("web"))
@@ -538,7 +538,7 @@ def test_an_api_error_on_bind_releases_the_room_and_retries_the_pod_with_backoff
 def test_a_pod_bound_elsewhere_is_dropped_without_retry_and_its_room_released(cluster_backend, clock):
     from scheduler import queues
     from scheduler.models import Attempt, Binding, Node, Pod
-    from scheduler.test_loop import apply, drain, node, pod
+    from scheduler.testing.loop import apply, drain, node, pod
 
     cluster_backend(BoundElsewhere("node-x"))
     apply(node("node-a"), pod("web"))
@@ -575,7 +575,7 @@ def test_kube_run_refuses_to_start_without_the_kubernetes_backend(settings):
 def test_one_pod_that_cannot_be_reported_does_not_hold_back_the_rest_of_its_report_job():
     from scheduler.kube.controller import Committer
     from scheduler.models import Pod
-    from scheduler.test_loop import apply, pod
+    from scheduler.testing.loop import apply, pod
 
     apply(pod("bad"), pod("good"))
     Pod.objects.filter(name="bad").update(manifest={"metadata": {"name": "bad"}, "status": 5})  # written past every check
@@ -622,7 +622,7 @@ def mirror_problems(problem):
 
 @pytest.fixture
 def mirror_node():
-    from scheduler.test_loop import apply, node
+    from scheduler.testing.loop import apply, node
 
     apply(node("node-a", cpu="8", memory="16Gi"))
     return "node-a"

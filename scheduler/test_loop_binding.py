@@ -14,7 +14,7 @@ from scheduler.backends.errors import BindOutcomeUnknown
 from scheduler.backends.simulated import SimulatedBackend
 from scheduler.kube.mirror import PodStore
 from scheduler.models import Attempt, Binding, Event, Node, Pod
-from scheduler.test_loop import apply, node, pod
+from scheduler.testing.loop import apply, node, pod
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

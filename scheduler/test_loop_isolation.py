@@ -12,7 +12,7 @@ from scheduler.backends import reset_backend, set_backend
 from scheduler.backends.errors import BindError
 from scheduler.models import Attempt, Binding, Event, Node, Pod
 from scheduler.queue_redis import RedisQueue
-from scheduler.test_loop import FakeClock, apply, node, pod
+from scheduler.testing.loop import FakeClock, apply, node, pod
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

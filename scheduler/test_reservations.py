@@ -11,7 +11,7 @@ from django.db import connection, connections, transaction
 from scheduler import loop, metrics
 from scheduler.models import Node, Pod
 from scheduler.reservations import add_node_usage, release_assumed, reserve, reserve_many, row_usage, usage_recount
-from scheduler.test_loop import apply, node, pod
+from scheduler.testing.loop import apply, node, pod
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,7 +15,7 @@ from django.test import Client
 from django.utils import timezone
 
 from config.asgi import application, websocket_application
-from scheduler.deploy_testing import deploy_settings
+from scheduler.testing.deploy import deploy_settings
 from scheduler.models import Binding, Node, Pod
 from scheduler.queues import get_queue
 

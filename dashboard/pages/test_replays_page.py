@@ -55,7 +55,7 @@ def test_the_admins_version_page_links_a_replay_of_the_last_hour_recorded_from_t
     from scheduler.engine.config import default_config
     from scheduler.models import Binding
     from scheduler.profile_services import config_version_create
-    from scheduler.test_loop import apply, drain, node, pod
+    from scheduler.testing.loop import apply, drain, node, pod
 
     version = config_version_create(config=default_config(), reason="replay me")
     apply(node("a"), node("b", cpu="8"), *[pod(f"p{i}") for i in range(5)])

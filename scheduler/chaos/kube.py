@@ -195,7 +195,7 @@ class KubeRun:
 
         from .. import loop, queues
         from ..kube.client import call
-        from ..kube_testing import local_kube_cluster
+        from ..testing.kube_apiserver import local_kube_cluster
 
         quiet_client_logs()
         h = self.harness
@@ -642,7 +642,7 @@ class KubeRun:
 
 
 def run_kubernetes(options: Options, say: Callable[[str], None]) -> dict:
-    from ..kube_testing import KubeApiServerNotBuilt
+    from ..testing.kube_apiserver import KubeApiServerNotBuilt
 
     try:
         return KubeRun(options, say).run()

@@ -5,25 +5,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from scheduler.kube_testing import KubeApiServerNotBuilt, local_kube_cluster
 from scheduler.replay.record import record_from_cluster
 from scheduler.replay.run import replay_trace
 from scheduler.engine.config import default_config
 
-pytestmark = pytest.mark.kube
-
-
-@pytest.fixture(scope="module")
-def kube_cluster():
-    context = local_kube_cluster()
-    try:
-        cluster = context.__enter__()
-    except KubeApiServerNotBuilt as missing:
-        pytest.fail(str(missing), pytrace=False)  # a broken setup, not a reason to skip
-    try:
-        yield cluster
-    finally:
-        context.__exit__(None, None, None)
+pytestmark = pytest.mark.kube  # kube_cluster: scheduler/testing/fixtures.py
 
 
 def test_a_live_snapshot_holds_the_nodes_the_pods_and_the_objects_plugins_read(kube_cluster):

@@ -17,10 +17,10 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from .bench import (HELD_SCHEDULER_NAME, POD_MANIFEST, _admin_execute, _bench_database_url, _kick, _load_cluster,
-                    _UseDatabase, _wait)
-from . import queues
-from .workers import WorkerProcesses, purge_broker, worker_env
+from .e2e import (HELD_SCHEDULER_NAME, POD_MANIFEST, admin_execute, bench_database_url, kick, load_cluster,
+                    UseDatabase, wait)
+from .. import queues
+from ..testing.workers import WorkerProcesses, purge_broker, worker_env
 
 TABLES = (("attempts", "scheduler_attempt"), ("events", "scheduler_event"), ("bindings", "scheduler_binding"),
           ("cluster events", "scheduler_clusterevent"))
@@ -45,9 +45,9 @@ def _vacuum_full() -> None:
 
 
 def _huge_pods(count: int) -> list:
-    from .manifests.objects import pod_from_manifest
-    from .models import Pod
-    from .reservations import pod_usage_fields
+    from ..manifests.objects import pod_from_manifest
+    from ..models import Pod
+    from ..reservations import pod_usage_fields
 
     now = timezone.now()
     rows = []
@@ -76,12 +76,12 @@ def _stored_trace_bytes(trace: dict) -> dict:
 def trace_sizes(node_counts: tuple[int, ...]) -> dict:
     """A failed attempt's trace on SchedulingBasic clusters of each size (a 64-CPU pod: every node rejects
     it), named in full (as before the cap) and capped."""
-    from .engine.config import default_profile
-    from .engine.explain import TRACE_MAX_NODES, trace
-    from .engine.framework import Algorithm
-    from .engine.nodes import NodeSpec, NodeTable
-    from .engine.perf import NODE_ALLOCATABLE
-    from .engine.pods import Container, PodSpec
+    from ..engine.config import default_profile
+    from ..engine.explain import TRACE_MAX_NODES, trace
+    from ..engine.framework import Algorithm
+    from ..engine.nodes import NodeSpec, NodeTable
+    from ..engine.perf import NODE_ALLOCATABLE
+    from ..engine.pods import Container, PodSpec
 
     out = {}
     pod = PodSpec("sched-test", "huge", containers=(Container("c", requests={"cpu": int(HUGE_CPU) * 1000}),))
@@ -98,28 +98,28 @@ def trace_sizes(node_counts: tuple[int, ...]) -> dict:
 
 def run_growth(*, nodes: int, placed: int, pods: int, failing: int, workers: int, seed: int = 0,
                timeout: float = 1800.0, trace_nodes: tuple[int, ...] = (5000, 50000), progress=None) -> dict:
-    from .models import Attempt, Pod
-    from .queue_redis import RedisQueue
-    from .queues import get_redis
-    from .services import pod_delete
+    from ..models import Attempt, Pod
+    from ..queue_redis import RedisQueue
+    from ..queues import get_redis
+    from ..services import pod_delete
 
     say = progress or (lambda msg: None)
-    url, name = _bench_database_url(suffix="_growth")
+    url, name = bench_database_url(suffix="_growth")
     prefix = f"schedboard-growth:{int(time.time())}:q"
     r = get_redis()
     if r is None:
         raise RuntimeError("the growth run needs Redis: set REDIS_URL=redis://...")
-    _admin_execute(f'DROP DATABASE IF EXISTS "{name}"')
-    _admin_execute(f'CREATE DATABASE "{name}"')
+    admin_execute(f'DROP DATABASE IF EXISTS "{name}"')
+    admin_execute(f'CREATE DATABASE "{name}"')
     purge_broker(settings.REDIS_URL)
     wp = None
     try:
-        with _UseDatabase(name):
+        with UseDatabase(name):
             from django.core.management import call_command
 
             call_command("migrate", verbosity=0)
             say(f"loading {nodes} nodes, {placed} placed pods, {pods} pending pods, {failing} pods no node fits")
-            keys = _load_cluster(nodes, placed, pods, seed, held=pods)
+            keys = load_cluster(nodes, placed, pods, seed, held=pods)
             Pod.objects.bulk_create(_huge_pods(failing))
             before = _sizes()
             queue = RedisQueue(r, prefix=prefix)
@@ -133,8 +133,8 @@ def run_growth(*, nodes: int, placed: int, pods: int, failing: int, workers: int
                 queued_at=timezone.now(), scheduler_name="default-scheduler")
             for key, priority in keys:
                 queue.add(key, priority)
-            _kick(r, workers)
-            _wait(lambda: Pod.objects.filter(namespace="sched-test", name__startswith="pod-").exclude(node_name="").count()
+            kick(r, workers)
+            wait(lambda: Pod.objects.filter(namespace="sched-test", name__startswith="pod-").exclude(node_name="").count()
                   >= pods, timeout, wp, "all pods bound")
             bound_seconds = time.perf_counter() - started
             if failing:
@@ -143,8 +143,8 @@ def run_growth(*, nodes: int, placed: int, pods: int, failing: int, workers: int
                                                                     scheduler_name="default-scheduler")
                 for i in range(failing):
                     queue.add(f"sched-test/huge-{i}", 0)
-                _kick(r, workers)
-                _wait(lambda: Attempt.objects.filter(pod_name__startswith="huge-").values("pod_name").distinct().count()
+                kick(r, workers)
+                wait(lambda: Attempt.objects.filter(pod_name__startswith="huge-").values("pod_name").distinct().count()
                       >= failing, timeout, wp, "a failed attempt of every huge pod")
             wp.stop()
             wp = None
@@ -184,4 +184,4 @@ def run_growth(*, nodes: int, placed: int, pods: int, failing: int, workers: int
             wp.stop()
         for key in r.scan_iter(match=prefix + "*", count=1000):
             r.delete(key)
-        _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

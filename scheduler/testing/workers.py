@@ -13,7 +13,7 @@ from pathlib import Path
 
 import redis
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 def worker_env(*, database_url: str, redis_url: str, queue_prefix: str, **extra: str) -> dict:
@@ -115,3 +115,19 @@ class WorkerProcesses:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def database_url() -> str:
+    """The URL of the database this test session uses (the pytest test database)."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def celery_queue() -> str:
+    """This session's own Celery queue, so other test sessions on the same Redis neither take nor purge its tasks."""
+    from django.conf import settings
+
+    return settings.SCHEDBOARD_QUEUE_PREFIX + ":celery"

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 
-from .bench import _UseDatabase, _admin_execute, _bench_database_url, _pct, _wait
-from .workers import BASE_DIR, WorkerProcesses, purge_broker, worker_env
+from .e2e import UseDatabase, admin_execute, bench_database_url, pct, wait
+from ..testing.workers import BASE_DIR, WorkerProcesses, purge_broker, worker_env
 
 NODE_ALLOCATABLE = {"cpu": "4", "memory": "32Gi", "pods": "110"}
 POD_REQUESTS = {"cpu": "100m", "memory": "500Mi"}
@@ -76,20 +76,20 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
     from django.core.management import call_command
     from kubernetes import client
 
-    from . import loop
-    from .kube.client import call
-    from .kube_testing import local_kube_cluster
-    from .models import Attempt
-    from .queues import get_redis
+    from .. import loop
+    from ..kube.client import call
+    from ..testing.kube_apiserver import local_kube_cluster
+    from ..models import Attempt
+    from ..queues import get_redis
 
     say = progress or (lambda msg: None)
-    url, name = _bench_database_url()
+    url, name = bench_database_url()
     prefix = f"schedboard-kbench:{int(time.time())}:q"
     r = get_redis()
     if r is None:
         raise RuntimeError("the kubernetes benchmark needs Redis: set REDIS_URL=redis://...")
-    _admin_execute(f'DROP DATABASE IF EXISTS "{name}"')
-    _admin_execute(f'CREATE DATABASE "{name}"')
+    admin_execute(f'DROP DATABASE IF EXISTS "{name}"')
+    admin_execute(f'CREATE DATABASE "{name}"')
     purge_broker(settings.REDIS_URL)
     wp = replica = None
     say("starting kube-apiserver and etcd on loopback")
@@ -97,7 +97,7 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
         api = cluster.api_client()
         core = client.CoreV1Api(api)
         try:
-            with _UseDatabase(name):
+            with UseDatabase(name):
                 call_command("migrate", verbosity=0)
                 call(core.create_namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
                 with ThreadPoolExecutor(8) as pool:
@@ -115,7 +115,7 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
                 watcher = _BoundWatcher(core, start_rv)
                 for p in warm:
                     call(core.create_namespaced_pod, NAMESPACE, _pod(p))
-                _wait(lambda: all(p in watcher.bound_at for p in warm), timeout, wp, "warm-up pods bound")
+                wait(lambda: all(p in watcher.bound_at for p in warm), timeout, wp, "warm-up pods bound")
                 say(f"warm; creating {pods} pods through the API")
                 names = [f"pod-{i}" for i in range(pods)]
                 created_at: dict[str, float] = {}
@@ -128,7 +128,7 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
                 with ThreadPoolExecutor(8) as pool:
                     list(pool.map(create, names))
                 created_s = time.perf_counter() - t0
-                _wait(lambda: all(p in watcher.bound_at for p in names), timeout, wp, "all pods bound")
+                wait(lambda: all(p in watcher.bound_at for p in names), timeout, wp, "all pods bound")
                 elapsed = max(watcher.bound_at[p] for p in names) - t0
                 watcher.stop.set()
                 e2e = [(watcher.bound_at[p] - created_at[p]) * 1000.0 for p in names]
@@ -144,11 +144,11 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
                     "kube_pods_per_s": round(pods / elapsed, 1),
                     "kube_seconds": round(elapsed, 3),
                     "kube_create_pods_per_s": round(pods / created_s, 1),
-                    "kube_bind_p50_ms": _pct([b for b, _ in rows if b is not None], 50),
-                    "kube_bind_p99_ms": _pct([b for b, _ in rows if b is not None], 99),
-                    "kube_attempt_p50_ms": _pct([a for _, a in rows if a is not None], 50),
-                    "kube_create_to_bound_p50_ms": _pct(e2e, 50),
-                    "kube_create_to_bound_p99_ms": _pct(e2e, 99),
+                    "kube_bind_p50_ms": pct([b for b, _ in rows if b is not None], 50),
+                    "kube_bind_p99_ms": pct([b for b, _ in rows if b is not None], 99),
+                    "kube_attempt_p50_ms": pct([a for _, a in rows if a is not None], 50),
+                    "kube_create_to_bound_p50_ms": pct(e2e, 50),
+                    "kube_create_to_bound_p99_ms": pct(e2e, 99),
                     "kube_overcommitted_nodes": over,
                 }
         finally:
@@ -164,4 +164,4 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
                 r.delete(key)
             loop._worker = None
             api.close()
-            _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

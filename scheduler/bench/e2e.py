@@ -18,11 +18,11 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
-from .engine import perf
-from .engine.config import default_config
-from .engine.reference.pipeline import reference_schedule
-from .reservations import pod_usage_fields
-from .workers import WorkerProcesses, purge_broker, worker_env
+from ..engine import perf
+from ..engine.config import default_config
+from ..engine.reference.pipeline import reference_schedule
+from ..reservations import pod_usage_fields
+from ..testing.workers import WorkerProcesses, purge_broker, worker_env
 
 NODE_MANIFEST = {
     "apiVersion": "v1", "kind": "Node",
@@ -37,7 +37,7 @@ POD_MANIFEST = {
 }
 
 
-def _pct(values, q) -> float | None:
+def pct(values, q) -> float | None:
     return round(float(np.percentile(np.asarray(values, dtype=float), q)), 3) if len(values) else None
 
 
@@ -46,7 +46,7 @@ def _pct(values, q) -> float | None:
 def run_reference(*, nodes: int, placed: int, sample: int, seed: int = 0) -> dict:
     """The per-node reference on the engine's work: the same cluster, the same round-robin window
     of nodes (numFeasibleNodesToFind of them), the same assume after each decision."""
-    from .engine.framework import num_feasible_nodes_to_find
+    from ..engine.framework import num_feasible_nodes_to_find
 
     cache, _, make_pod = perf.build_scheduling_basic(nodes=nodes, placed=placed, seed=seed)
     table = cache.table
@@ -75,7 +75,7 @@ def run_reference(*, nodes: int, placed: int, sample: int, seed: int = 0) -> dic
 
 # ---- end to end ---------------------------------------------------------------------------
 
-def _bench_database_url(suffix: str = "_bench") -> tuple[str, str]:
+def bench_database_url(suffix: str = "_bench") -> tuple[str, str]:
     if not settings.DATABASE_URL.startswith(("postgres://", "postgresql://")):
         raise RuntimeError("the end-to-end benchmark needs Postgres: set DATABASE_URL=postgres://...")
     parts = urlsplit(settings.DATABASE_URL)
@@ -83,13 +83,13 @@ def _bench_database_url(suffix: str = "_bench") -> tuple[str, str]:
     return urlunsplit(parts._replace(path="/" + name)), name
 
 
-def _admin_execute(sql: str) -> None:
+def admin_execute(sql: str) -> None:
     parts = urlsplit(settings.DATABASE_URL)
     with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as conn:
         conn.execute(sql)
 
 
-class _UseDatabase:
+class UseDatabase:
     """Point this process's default connection at another database for a while."""
 
     def __init__(self, name: str):
@@ -113,12 +113,12 @@ class _UseDatabase:
 HELD_SCHEDULER_NAME = "schedboard-bench-held"
 
 
-def _load_cluster(nodes: int, placed: int, pods: int, seed: int, held: int = 0) -> list[tuple[str, int]]:
+def load_cluster(nodes: int, placed: int, pods: int, seed: int, held: int = 0) -> list[tuple[str, int]]:
     """Nodes, the already-placed pods (counted on their nodes) and the pending pods (the first `held` held), in bulk."""
     import uuid
 
-    from .manifests.objects import node_from_manifest, pod_from_manifest
-    from .models import Node, Pod
+    from ..manifests.objects import node_from_manifest, pod_from_manifest
+    from ..models import Node, Pod
 
     now = timezone.now()
     node_spec = node_from_manifest({**NODE_MANIFEST, "metadata": {"name": "n"}})
@@ -158,31 +158,31 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             progress=None, viewers: int = 0) -> dict:
     from django.core.management import call_command
 
-    from . import loop
-    from .models import Attempt, Pod
-    from .queue_redis import RedisQueue
-    from .queues import get_redis
+    from .. import loop
+    from ..models import Attempt, Pod
+    from ..queue_redis import RedisQueue
+    from ..queues import get_redis
 
     say = progress or (lambda msg: None)
-    url, name = _bench_database_url()
+    url, name = bench_database_url()
     prefix = f"schedboard-bench:{int(time.time())}:q"
     r = get_redis()
     if r is None:
         raise RuntimeError("the end-to-end benchmark needs Redis: set REDIS_URL=redis://...")
-    _admin_execute(f'DROP DATABASE IF EXISTS "{name}"')
-    _admin_execute(f'CREATE DATABASE "{name}"')
+    admin_execute(f'DROP DATABASE IF EXISTS "{name}"')
+    admin_execute(f'CREATE DATABASE "{name}"')
     purge_broker(settings.REDIS_URL)
     wp = watch = None
     try:
-        with _UseDatabase(name):
+        with UseDatabase(name):
             call_command("migrate", verbosity=0)
             say(f"loading {nodes} nodes, {placed} placed pods, {pods} pending pods")
-            keys = _load_cluster(nodes, placed, pods + 50, seed, held=pods)
+            keys = load_cluster(nodes, placed, pods + 50, seed, held=pods)
             queue = RedisQueue(r, prefix=prefix)
             env = worker_env(database_url=url, redis_url=settings.REDIS_URL, queue_prefix=prefix,
                              SCHEDBOARD_LIVE_PREFIX=f"{prefix}:live")
             if viewers:  # --dashboard: a daphne server and N websocket clients on the overview, all the run long
-                from dashboard.live.bench import Viewers
+                from .viewers import Viewers
 
                 # Before the workers: the reconciler would queue the pending pods while daphne starts.
                 say(f"starting daphne and {viewers} overview viewers")
@@ -192,8 +192,8 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             warmup, measured = keys[-50:], keys[:pods]
             for key, priority in warmup:
                 queue.add(key, priority)
-            _kick(r, workers)
-            _wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count() >= len(warmup),
+            kick(r, workers)
+            wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count() >= len(warmup),
                   timeout, wp, "warm-up pods bound")
             if watch:
                 watch.measure(settle=len(warmup))
@@ -204,14 +204,14 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 queued_at=started_wall, scheduler_name="default-scheduler")
             for key, priority in measured:
                 queue.add(key, priority)
-            _kick(r, workers)
+            kick(r, workers)
             target = len(warmup) + pods
             # Halfway, save the active configuration again as a new version (issue 4's live switch):
             # how long until the workers' first attempt on it, with the pods still flowing.
-            _wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count()
+            wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count()
                   >= len(warmup) + pods // 2, timeout, wp, "half the pods bound")
             switched = _switch_profile_version()
-            _wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count() >= target,
+            wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count() >= target,
                   timeout, wp, "all pods bound")
             elapsed = time.perf_counter() - t0
             if watch:
@@ -225,13 +225,13 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 "e2e_pods_per_s": round(pods / elapsed, 1),
                 "e2e_seconds": round(elapsed, 3),
                 "attempts": len(rows),
-                "attempt_p50_ms": _pct([row[1] for row in rows], 50),
-                "attempt_p99_ms": _pct([row[1] for row in rows], 99),
-                "algorithm_p50_ms": _pct([row[2] for row in rows], 50),
-                "sli_p50_ms": _pct([row[3] for row in scheduled if row[3] is not None], 50),
-                "sli_p99_ms": _pct([row[3] for row in scheduled if row[3] is not None], 99),
-                "binding_p50_ms": _pct([row[4] for row in scheduled if row[4] is not None], 50),
-                "binding_p99_ms": _pct([row[4] for row in scheduled if row[4] is not None], 99),
+                "attempt_p50_ms": pct([row[1] for row in rows], 50),
+                "attempt_p99_ms": pct([row[1] for row in rows], 99),
+                "algorithm_p50_ms": pct([row[2] for row in rows], 50),
+                "sli_p50_ms": pct([row[3] for row in scheduled if row[3] is not None], 50),
+                "sli_p99_ms": pct([row[3] for row in scheduled if row[3] is not None], 99),
+                "binding_p50_ms": pct([row[4] for row in scheduled if row[4] is not None], 50),
+                "binding_p99_ms": pct([row[4] for row in scheduled if row[4] is not None], 99),
                 "worker_peak_rss_mb": rss,
                 "overcommitted_nodes": len(list(over)),
                 **_switch_report(switched),
@@ -245,11 +245,11 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
         for key in r.scan_iter(match=prefix + "*", count=1000):
             r.delete(key)
         loop._worker = None
-        _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _switch_profile_version():
-    from .profile_services import config_active, config_version_create
+    from ..profile_services import config_active, config_version_create
 
     _, config = config_active()
     return config_version_create(config=config, reason="bench: live switch-over")
@@ -257,7 +257,7 @@ def _switch_profile_version():
 
 def _switch_report(version) -> dict:
     """Save → the first attempt on the new version, and whether any later attempt still ran the old one."""
-    from .models import Attempt
+    from ..models import Attempt
 
     attempts = Attempt.objects.filter(namespace="sched-test")
     first_new = attempts.filter(profile_version=version.number).order_by("started_at").first()
@@ -268,15 +268,15 @@ def _switch_report(version) -> dict:
             "profile_switch_late_old_attempts": late_old}
 
 
-def _kick(r, workers: int) -> None:
+def kick(r, workers: int) -> None:
     """Send the first schedule tasks; from then on the workers keep themselves busy."""
-    from .tasks import schedule
+    from ..tasks import schedule
 
     for _ in range(workers):
         schedule.apply_async(args=[None])
 
 
-def _wait(predicate, timeout: float, wp: WorkerProcesses, what: str) -> None:
+def wait(predicate, timeout: float, wp: WorkerProcesses, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

@@ -9,7 +9,7 @@ import sys
 import pytest
 from django.conf import settings
 
-from .bench import BASE_DIR
+from .viewers import BASE_DIR
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parents[2]
 DEPLOY = BASE_DIR / "deploy"
 
 # What the deploy's settings are checked for.

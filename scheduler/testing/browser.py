@@ -1,7 +1,7 @@
 """Browser tests against the real stack: the ASGI app under daphne in a subprocess on the pytest
 database, real Celery worker processes, and Debian's Chromium driven by Playwright.
 
-A pytest plugin (registered in the root conftest), so any app's tests can use its fixtures:
+A pytest plugin (registered in the root conftest.py), so any app's tests can use its fixtures:
 
     pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -32,7 +32,9 @@ from pathlib import Path
 
 import pytest
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+from .workers import celery_queue, database_url
+
+BASE_DIR = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("SCHEDBOARD_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -41,22 +43,6 @@ VIEWPORT = {"width": 1280, "height": 800}
 NARROW_VIEWPORT = {"width": 390, "height": 844}
 START_SECONDS = 60  # how long daphne may take to answer /healthz on a busy machine
 PASSWORD = "browser-test-password"
-
-
-def database_url() -> str:
-    """The URL of the database this test session uses (the pytest test database)."""
-    from django.db import connection
-
-    db = connection.settings_dict
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-def celery_queue() -> str:
-    """This session's own Celery queue, so other test sessions on the same Redis neither take nor purge its tasks."""
-    from django.conf import settings
-
-    return settings.SCHEDBOARD_QUEUE_PREFIX + ":celery"
 
 
 def server_env(**extra: str) -> dict:
@@ -145,18 +131,6 @@ def in_thread(fn: Callable, *args, **kwargs):
         return pool.submit(call).result()
 
 
-def wait_for(predicate: Callable[[], object], what: str, timeout: float = 120.0, interval: float = 0.2):
-    """Poll until predicate() is truthy (a readiness wait, not a timing assertion); return its value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
 def screenshot(page, name: str, *, full_page: bool = True) -> Path:
     """Save a screenshot as a test artifact: var/screenshots/<test>-<name>.png (git-ignored)."""
     test = re.sub(r"[^\w.-]+", "_", os.environ.get("PYTEST_CURRENT_TEST", "test").split(" ")[0].split("::")[-1])
@@ -205,30 +179,21 @@ def _wait_for_other_sessions_to_end(timeout: float = 15.0) -> None:
         time.sleep(0.1)
 
 
-
 @pytest.fixture
-def celery_workers(request, transactional_db):
-    """Start real worker processes (+ beat) on the test database: `celery_workers(n=1, **env)`."""
+def celery_workers(transactional_db, workers):
+    """Start real worker processes (+ beat) on the test database on this session's own Celery queue:
+    `celery_workers(n=1, **env)`."""
     import redis
     from django.conf import settings
 
-    from scheduler.workers import WorkerProcesses, purge_broker, worker_env
-
-    purge_broker(settings.REDIS_URL)
     redis.Redis.from_url(settings.REDIS_URL).delete(celery_queue())  # tasks an earlier session left
-    started: list = []
 
     def start(n: int = 1, **env: str):
         env.setdefault("SCHEDBOARD_RECONCILE_MS", "300")
         env.setdefault("SCHEDBOARD_CELERY_QUEUE", celery_queue())
-        wp = WorkerProcesses(n, worker_env(database_url=database_url(), redis_url=settings.REDIS_URL,
-                                           queue_prefix=settings.SCHEDBOARD_QUEUE_PREFIX, **env)).start()
-        started.append(wp)
-        return wp
+        return workers(n, **env)
 
-    yield start
-    for wp in started:
-        wp.stop()
+    return start
 
 
 @pytest.fixture
