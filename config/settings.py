@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "channels",
     "scheduler",
     "dashboard",
+    "config.apps.ComposeConfig",  # last: wires the layers once they are loaded
 ]
 
 MIDDLEWARE = [

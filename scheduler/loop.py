@@ -24,9 +24,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from dashboard.live import publish as live
-
-from . import metrics
+from . import dispatch, metrics
 from .backends import get_backend
 from .backends.errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
 from .engine import schedule_one as cycle
@@ -46,6 +44,7 @@ from .reservations import (SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, releas
 from .services import EventSpec, events_record
 from .snapshot import Snapshot
 from .sql import insert_many, update_from_values
+from .telemetry import live
 
 log = logging.getLogger(__name__)
 
@@ -848,8 +847,6 @@ def kick() -> None:
     r = get_redis()
     if r is None or settings.CELERY_TASK_ALWAYS_EAGER:
         return  # embedded (or inline tasks): the caller's own loop polls
-    from .tasks import schedule
-
     now = time.time()
     r.zremrangebyscore(_KICK_SLOTS, 0, now)
     while r.zcard(_KICK_SLOTS) < settings.SCHEDBOARD_PARALLELISM:
@@ -858,7 +855,7 @@ def kick() -> None:
         if r.zcard(_KICK_SLOTS) > settings.SCHEDBOARD_PARALLELISM:  # lost a race with another kicker
             r.zrem(_KICK_SLOTS, token)
             break
-        schedule.delay(token)
+        dispatch.send(dispatch.SCHEDULE, token)
 
 
 def slot_release(token: str) -> None:

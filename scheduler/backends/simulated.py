@@ -3,6 +3,7 @@ except where a pod asks for injected failures (for fault tests and demos)."""
 
 from __future__ import annotations
 
+from .. import dispatch
 from .errors import BindError
 
 __all__ = ["BindError", "FAIL_BINDS_ANNOTATION", "SimulatedBackend"]
@@ -31,9 +32,7 @@ class SimulatedBackend:
 
     def hand_off(self, items: list[dict]) -> None:
         """Placed pods go to the bind task (any worker)."""
-        from ..tasks import bind
-
-        bind.delay(items)
+        dispatch.send(dispatch.BIND, items)
 
     def report(self, *, failed: list, scheduled: list) -> None:
         """Nothing to tell: the events and conditions are already the rows the loop wrote."""
