@@ -24,7 +24,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import dispatch, metrics
+from . import dispatch
 from .backends import get_backend
 from .backends.errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
 from .engine import schedule_one as cycle
@@ -44,7 +44,7 @@ from .reservations import (SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, releas
 from .services import EventSpec, events_record
 from .snapshot import Snapshot
 from .sql import insert_many, update_from_values
-from .telemetry import live
+from .telemetry import live, metrics
 
 log = logging.getLogger(__name__)
 
@@ -549,23 +549,12 @@ def _call_backend(backend, binds: list[_Bind], deadline: float) -> None:
         try:
             requests.append((b, {"pod_manifest": b.pod.manifest, "node_name": b.node, "attempt_number": b.pod.attempts,
                                  "previous_bind_failures": Attempt.objects.filter(pod=b.pod, result=RESULT_BIND_FAILED)
-                                 .count() if _wants_failures(b.pod) else 0}))
+                                 .count() if backend.counts_bind_failures(b.pod.manifest) else 0}))
         except Exception as exc:  # noqa: BLE001 - a pod whose manifest the binder cannot read
             log.exception("preparing the binding of %s failed", b.pod.key)
             b.outcome, b.error = "refused", exc
-    if hasattr(backend, "bind_many"):  # bindings in parallel, as upstream's binding goroutines
-        answered = backend.bind_many([{**request, "deadline": deadline} for _, request in requests])
-    else:
-        answered = []
-        for _, request in requests:
-            t0 = time.perf_counter()
-            try:
-                if time.monotonic() > deadline:
-                    raise BindError("the binding was not sent before its deadline; the reservation is given back")
-                backend.bind(**request)
-                answered.append((None, time.perf_counter() - t0))
-            except Exception as exc:  # noqa: BLE001 - BindError, or this pod's own bug: its failure only
-                answered.append((exc, time.perf_counter() - t0))
+    # In parallel where the backend can, as upstream's binding goroutines.
+    answered = backend.bind_many([{**request, "deadline": deadline} for _, request in requests])
     for (b, _), (error, seconds) in zip(requests, answered):
         b.seconds = seconds
         if error is None:
@@ -621,7 +610,7 @@ def _write_binds(binds: list[_Bind], backend, now) -> None:
     where = "scheduler_pod.assumed_node = v.node_name AND scheduler_pod.node_name = ''"
     if backend.mirrors_bindings:
         where = f"(({where}) OR scheduler_pod.node_name = v.node_name)"
-    phase = getattr(backend, "bound_phase", Pod.RUNNING)
+    phase = Pod.RUNNING
     bound_ids = set(update_from_values(
         Pod, fields, [(b.pod.pk, b.node, "", None, None, phase, now, "True", "", "", now) for b in accepted],
         where=where, returning=True))
@@ -758,13 +747,6 @@ def _observe_bind_batch(bound: list, refused: list, now) -> None:
     metrics.observe_many(metrics.pod_scheduling_attempts, attempts)
     for label, seconds in sli.items():
         metrics.observe_many(metrics.pod_scheduling_sli_duration.labels(label), seconds)
-
-
-def _wants_failures(pod: Pod) -> bool:
-    from .backends.simulated import FAIL_BINDS_ANNOTATION
-
-    annotations = (pod.manifest.get("metadata") or {}).get("annotations") or {}
-    return isinstance(annotations, dict) and FAIL_BINDS_ANNOTATION in annotations  # the backend says what is wrong
 
 
 # ---- reconciliation ---------------------------------------------------------------------

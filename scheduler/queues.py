@@ -6,6 +6,8 @@ import threading
 
 from django.conf import settings
 
+from .telemetry.metrics import count_incoming
+
 _lock = threading.Lock()
 _queue = None
 
@@ -15,8 +17,6 @@ def get_queue():
     with _lock:
         if _queue is None:
             from .profiles import scheduler_config
-
-            from .metrics import count_incoming
 
             backoff = queue_backoff(scheduler_config())
             backoff["on_incoming"] = count_incoming  # scheduler_queue_incoming_pods_total

@@ -15,6 +15,7 @@ from scheduler.kube.client import ApiError, Backoff, call
 from scheduler.kube.events import EventRecorder, pod_reference
 from scheduler.kube.leader import LeaderElector, validate_timings
 from scheduler.kube.reflector import Reflector
+from scheduler.testing.metrics import counters
 
 NO_WAIT = Backoff(initial=0.0, cap=0.0, attempts=4)
 
@@ -480,6 +481,9 @@ class FlakyCluster:
     def bind_many(self, requests):
         return [(self.outcomes.pop(0), 0.001) for _ in requests]
 
+    def counts_bind_failures(self, pod_manifest):
+        return False
+
     def hand_off(self, items):
         from scheduler import loop
 
@@ -614,9 +618,7 @@ def kube_pod(name, cpu="500m", memory="256Mi", node_name=None, uid=None, **spec)
 
 
 def mirror_problems(problem):
-    from scheduler import metrics
-
-    return metrics.scrape_registry().get_sample_value("schedboard_mirror_problems_total",
+    return counters().get_sample_value("schedboard_mirror_problems_total",
                                                      {"kind": "Pod", "problem": problem}) or 0.0
 
 

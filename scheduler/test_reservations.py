@@ -8,10 +8,11 @@ import time
 import pytest
 from django.db import connection, connections, transaction
 
-from scheduler import loop, metrics
+from scheduler import loop
 from scheduler.models import Node, Pod
 from scheduler.reservations import add_node_usage, release_assumed, reserve, reserve_many, row_usage, usage_recount
 from scheduler.testing.loop import apply, node, pod
+from scheduler.testing.metrics import counters
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -202,7 +203,7 @@ def test_a_claim_refuses_a_changed_pod_with_extended_resources_too():
 # ---- the recount ----------------------------------------------------------------------------------------
 
 def drift_counter(resource: str) -> float:
-    registry = metrics.scrape_registry()
+    registry = counters()
     value = registry.get_sample_value("schedboard_usage_drift_repaired_total", {"resource": resource})
     return value or 0.0
 

@@ -14,7 +14,8 @@ import yaml
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from scheduler import loop, metrics, queues, retention
+from scheduler import loop, queues, retention
+from scheduler.telemetry import metrics
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Attempt, Binding, ClusterEvent, Event, Pod
 from scheduler.queue_redis import RedisQueue

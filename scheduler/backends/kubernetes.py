@@ -157,6 +157,9 @@ class KubernetesBackend:
                 raise BindOutcomeUnknown(f"lost the lease while the binding was unsettled: {unsettled or conflict}")
             time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 
+    def counts_bind_failures(self, pod_manifest: dict) -> bool:
+        return False  # the API server decides; no failure is injected here
+
     def bind_many(self, requests: list[dict]) -> list[tuple[BaseException | None, float]]:
         """Bind in parallel (each request: bind()'s keyword arguments): (None or the error, seconds) each."""
         import time

@@ -17,7 +17,6 @@ from django.db import close_old_connections, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from .. import metrics
 from ..engine.pods import DEFAULT_SCHEDULER_NAME, Container, PodSpec
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY
 from ..manifests.errors import ManifestError
@@ -26,6 +25,7 @@ from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, Clu
 from ..profiles import scheduler_names
 from ..reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage, row_usage
 from ..services import EventSpec, cluster_apply, cluster_event_record, events_record, node_delete
+from ..telemetry import metrics
 
 log = logging.getLogger(__name__)
 
