@@ -11,7 +11,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from scheduler.models import Node, Pod
-from scheduler.queues import get_queue
+from scheduler.queue.queues import get_queue
 from scheduler.telemetry.metrics import CACHE_SIZE_HELP, PENDING_PODS_HELP
 
 

@@ -14,7 +14,6 @@ import logging
 import os
 import socket
 import time
-import uuid
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -24,7 +23,6 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import dispatch
 from .backends import get_backend
 from .backends.errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
 from .engine import schedule_one as cycle
@@ -38,7 +36,8 @@ from .manifests.objects import pod_from_manifest
 from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Binding,
                      ClusterEvent, Node, Pod)
 from .profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version, scheduler_names
-from .queues import get_queue, get_redis, set_queue_backoff
+from .queue.kick import kick, slot_release
+from .queue.queues import get_queue, set_queue_backoff
 from .reservations import (SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, release_assumed, reserve_many, row_usage,
                            usage_recount)
 from .services import EventSpec, events_record
@@ -816,34 +815,6 @@ def recount() -> dict:
         # Nodes that got room back may fit pods waiting as unschedulable.
         get_queue().move_all_to_active_or_backoff(ClusterEvent.NODE_UPDATE)
     return report
-
-
-# ---- waking workers ---------------------------------------------------------------------
-
-_KICK_SLOTS = "schedboard:schedule-slots"
-_SLOT_SECONDS = 5  # a dead worker holds its slot this long at most
-
-
-def kick() -> None:
-    """Make sure up to SCHEDBOARD_PARALLELISM schedule tasks are queued or running (Redis only)."""
-    r = get_redis()
-    if r is None or settings.CELERY_TASK_ALWAYS_EAGER:
-        return  # embedded (or inline tasks): the caller's own loop polls
-    now = time.time()
-    r.zremrangebyscore(_KICK_SLOTS, 0, now)
-    while r.zcard(_KICK_SLOTS) < settings.SCHEDBOARD_PARALLELISM:
-        token = uuid.uuid4().hex
-        r.zadd(_KICK_SLOTS, {token: now + _SLOT_SECONDS})
-        if r.zcard(_KICK_SLOTS) > settings.SCHEDBOARD_PARALLELISM:  # lost a race with another kicker
-            r.zrem(_KICK_SLOTS, token)
-            break
-        dispatch.send(dispatch.SCHEDULE, token)
-
-
-def slot_release(token: str) -> None:
-    r = get_redis()
-    if r is not None:
-        r.zrem(_KICK_SLOTS, token)
 
 
 _worker: Worker | None = None

@@ -22,6 +22,7 @@ from .manifests.errors import ManifestError, Problem, uid_taken
 from .manifests.objects import ParsedNode, ParsedPod
 from .models import POD_UID_CONSTRAINT, ClusterEvent, Node, Pod
 from .profiles import scheduler_names
+from .queue.kick import kick
 from .reservations import add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage, row_usage
 
 
@@ -244,8 +245,7 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
 
 def _publish(to_queue: list[tuple[str, int]], node_events: list[tuple[str, str]]) -> None:
     """After commit: tell the queue at once (the reconciler would find out within a second anyway)."""
-    from .loop import kick
-    from .queues import get_queue
+    from .queue.queues import get_queue
 
     queue = get_queue()
     for key, priority in to_queue:
@@ -277,7 +277,7 @@ def pod_delete(*, namespace: str, name: str) -> bool:
             cluster_event_record(ClusterEvent.ASSIGNED_POD_DELETE, key)
 
     def publish():
-        from .queues import get_queue
+        from .queue.queues import get_queue
 
         queue = get_queue()
         queue.delete(key)
@@ -299,7 +299,7 @@ def node_delete(*, name: str) -> bool:
         node.delete()
 
     def publish():
-        from .queues import get_queue
+        from .queue.queues import get_queue
 
         queue = get_queue()
         for ns, pod_name, priority in requeue:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import queues
+from scheduler.queue import queues
 from scheduler.models import ClusterEvent, Node, Pod
 from scheduler.testing.cli import cli, manage, write
 

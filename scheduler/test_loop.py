@@ -3,7 +3,8 @@
 import pytest
 
 
-from scheduler import loop, queues
+from scheduler import loop
+from scheduler.queue import queues
 from scheduler.models import Attempt, Binding, Event, Node, Pod
 from scheduler.services import pod_delete
 from scheduler.testing.loop import apply, drain, node, pod

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from scheduler import loop, queues
+from scheduler import loop
+from scheduler.queue import queues
 from scheduler.backends import reset_backend, set_backend
 from scheduler.backends.errors import BindOutcomeUnknown
 from scheduler.backends.simulated import SimulatedBackend

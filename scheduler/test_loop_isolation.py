@@ -7,11 +7,12 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from scheduler import loop, queues
+from scheduler import loop
+from scheduler.queue import queues
 from scheduler.backends import reset_backend, set_backend
 from scheduler.backends.errors import BindError
 from scheduler.models import Attempt, Binding, Event, Node, Pod
-from scheduler.queue_redis import RedisQueue
+from scheduler.queue.redis_queue import RedisQueue
 from scheduler.testing.loop import FakeClock, apply, node, pod
 
 pytestmark = pytest.mark.django_db(transaction=True)

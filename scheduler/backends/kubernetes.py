@@ -49,7 +49,7 @@ class KubernetesBackend:
     @property
     def redis(self):
         if self._redis is None:
-            from ..queues import get_redis
+            from ..queue.queues import get_redis
 
             self._redis = get_redis()
             if self._redis is None:

@@ -160,8 +160,8 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
 
     from .. import loop
     from ..models import Attempt, Pod
-    from ..queue_redis import RedisQueue
-    from ..queues import get_redis
+    from ..queue.redis_queue import RedisQueue
+    from ..queue.queues import get_redis
 
     say = progress or (lambda msg: None)
     url, name = bench_database_url()

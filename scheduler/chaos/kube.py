@@ -193,7 +193,8 @@ class KubeRun:
         from django.test.utils import override_settings
         from kubernetes import client
 
-        from .. import loop, queues
+        from .. import loop
+        from ..queue import queues
         from ..kube.client import call
         from ..testing.kube_apiserver import local_kube_cluster
 
@@ -506,7 +507,7 @@ class KubeRun:
 
     def _states(self, pods: list[dict]) -> tuple[dict[str, str], dict[str, dict], int]:
         from ..models import Pod
-        from ..queues import get_queue
+        from ..queue.queues import get_queue
 
         queued = get_queue().keys()
         api = {p["metadata"]["name"]: p for p in pods if p["metadata"]["namespace"] == NAMESPACE}

@@ -76,7 +76,8 @@ class SimulatedRun:
         from django.core.management import call_command
         from django.test.utils import override_settings
 
-        from .. import loop, queues
+        from .. import loop
+        from ..queue import queues
 
         h = self.harness
         h.create_database()
@@ -244,7 +245,7 @@ class SimulatedRun:
 
     def _pod_states(self) -> tuple[dict[str, str], dict[str, dict], int]:
         from ..models import Pod
-        from ..queues import get_queue
+        from ..queue.queues import get_queue
 
         queued = get_queue().keys()
         rows = {r.name: r for r in Pod.objects.filter(namespace=NAMESPACE)}

@@ -23,6 +23,7 @@ from ..manifests.errors import ManifestError
 from ..manifests.objects import ParsedNode, ParsedPod, parse_object
 from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, ClusterEvent, Node, Pod
 from ..profiles import scheduler_names
+from ..queue.kick import kick
 from ..reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage, row_usage
 from ..services import EventSpec, cluster_apply, cluster_event_record, events_record, node_delete
 from ..telemetry import metrics
@@ -176,7 +177,7 @@ class PodStore:
     @property
     def queue(self):
         if self._queue is None:
-            from ..queues import get_queue
+            from ..queue.queues import get_queue
 
             self._queue = get_queue()
         return self._queue
@@ -284,8 +285,6 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
         if publish["done"]:
             queue.done(publish["done"])
         if publish["add"]:
-            from ..loop import kick
-
             queue.add(*publish["add"])
             kick()
 
@@ -310,8 +309,6 @@ def _queue_unreadable(manifest: dict, namespace: str, name: str, uid: str, sched
     key, priority = row.key, row.priority
 
     def after_commit():
-        from ..loop import kick
-
         queue.add(key, priority)
         kick()
 

@@ -3,7 +3,8 @@
 
 import yaml
 
-from scheduler import loop, queues
+from scheduler import loop
+from scheduler.queue import queues
 from scheduler.manifests.files import parse_documents
 from scheduler.services import cluster_apply
 
