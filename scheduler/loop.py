@@ -35,15 +35,15 @@ from .manifests.errors import ManifestError
 from .manifests.objects import pod_from_manifest
 from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Binding,
                      ClusterEvent, Node, Pod)
-from .profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version, scheduler_names
 from .queue.kick import kick, slot_release
 from .queue.queues import get_queue, set_queue_backoff
-from .reservations import (SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, release_assumed, reserve_many, row_usage,
-                           usage_recount)
-from .services import EventSpec, events_record
-from .snapshot import Snapshot
-from .sql import insert_many, update_from_values
+from .state.events import EventSpec, events_record
+from .state.reservations import (SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, release_assumed, reserve_many, row_usage,
+                                 usage_recount)
+from .state.snapshot import Snapshot
+from .state.sql import insert_many, update_from_values
 from .telemetry import live, metrics
+from .versions.profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version, scheduler_names
 
 log = logging.getLogger(__name__)
 

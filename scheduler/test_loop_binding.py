@@ -287,7 +287,7 @@ def test_the_same_bind_job_delivered_twice_at_once_binds_once_and_fails_nothing(
 
 
 def test_a_pod_deleted_while_its_binding_is_in_flight_is_forgotten_without_a_failure(backend):
-    from scheduler.services import pod_delete
+    from scheduler.cluster.services import pod_delete
 
     backend(Sent(during_call=lambda: pod_delete(namespace="default", name="web")))
     apply(node("only"), pod("web"))

@@ -47,7 +47,7 @@ def _vacuum_full() -> None:
 def _huge_pods(count: int) -> list:
     from ..manifests.objects import pod_from_manifest
     from ..models import Pod
-    from ..reservations import pod_usage_fields
+    from ..state.reservations import pod_usage_fields
 
     now = timezone.now()
     rows = []
@@ -101,7 +101,7 @@ def run_growth(*, nodes: int, placed: int, pods: int, failing: int, workers: int
     from ..models import Attempt, Pod
     from ..queue.redis_queue import RedisQueue
     from ..queue.queues import get_redis
-    from ..services import pod_delete
+    from ..cluster.services import pod_delete
 
     say = progress or (lambda msg: None)
     url, name = bench_database_url(suffix="_growth")

@@ -473,7 +473,7 @@ class KubeRun:
     def _placed(self, pods: list[dict]) -> tuple[list[Placed], list[str]]:
         from ..kube.mirror import pod_manifest
         from ..manifests.objects import pod_from_manifest
-        from ..reservations import pod_usage_fields
+        from ..state.reservations import pod_usage_fields
 
         ours = self.plan.pods_by_name()
         placed, unparsed = [], []
@@ -560,7 +560,7 @@ class KubeRun:
 
     def _verdict(self, settle_s: float) -> dict:
         from ..models import Attempt, Binding, Pod
-        from ..profiles import scheduler_names
+        from ..versions.profiles import scheduler_names
 
         h = self.harness
         end_wall = time.time()

@@ -35,7 +35,7 @@ def _parse(manifests: list[dict], name: str):
 
 
 def _apply(manifests: list[dict], name: str):
-    from ..services import cluster_apply
+    from ..cluster.services import cluster_apply
 
     return cluster_apply(_parse(manifests, name), filename=name)
 
@@ -117,7 +117,7 @@ class SimulatedRun:
         self.say("workers warm")
 
     def _timeline(self) -> None:
-        from ..services import pod_delete
+        from ..cluster.services import pod_delete
 
         h, plan, say = self.harness, self.plan, self.say
         arrivals = plan.pods  # in arrival order
@@ -287,7 +287,7 @@ class SimulatedRun:
 
     def _verdict(self, settle_s: float) -> dict:
         from ..models import Attempt, Binding, Pod
-        from ..profiles import scheduler_names
+        from ..versions.profiles import scheduler_names
 
         h = self.harness
         end_wall = time.time()

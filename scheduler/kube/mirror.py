@@ -17,16 +17,17 @@ from django.db import close_old_connections, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from ..cluster.services import cluster_apply, node_delete
 from ..engine.pods import DEFAULT_SCHEDULER_NAME, Container, PodSpec
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY
 from ..manifests.errors import ManifestError
 from ..manifests.objects import ParsedNode, ParsedPod, parse_object
 from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, ClusterEvent, Node, Pod
-from ..profiles import scheduler_names
 from ..queue.kick import kick
-from ..reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage, row_usage
-from ..services import EventSpec, cluster_apply, cluster_event_record, events_record, node_delete
+from ..state.events import EventSpec, cluster_event_record, events_record
+from ..state.reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage, row_usage
 from ..telemetry import metrics
+from ..versions.profiles import scheduler_names
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ def get_queue():
     global _queue
     with _lock:
         if _queue is None:
-            from ..profiles import scheduler_config
+            from ..versions.profiles import scheduler_config
 
             backoff = queue_backoff(scheduler_config())
             backoff["on_incoming"] = count_incoming  # scheduler_queue_incoming_pods_total
