@@ -1,6 +1,5 @@
 """/replays/: a replay started from the page runs as a task, and its page shows A vs B."""
 
-import io
 import json
 import re
 
@@ -8,17 +7,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from scheduler.replay.models import ReplayRun
-from scheduler.replay.test_replay import FIT, node, pod, trace
+from scheduler.testing.replay import FIT, spread_trace_text
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def spread_trace_text() -> str:
-    nodes = [node(f"n{i}", cpu="8", memory="32Gi") for i in range(6)]
-    events = [{"t": float(i), "kind": "pod_add", "manifest": pod(f"p{i:02d}", cpu="1")} for i in range(18)]
-    out = io.StringIO()
-    trace(nodes, [], events).dump(out)
-    return out.getvalue()
 
 
 def start(client, trace_text, **extra):

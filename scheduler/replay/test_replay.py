@@ -13,38 +13,8 @@ from scheduler.engine.nodes import NodeSpec, NodeTable
 from scheduler.engine.pods import Container, PodSpec
 from scheduler.replay import metrics
 from scheduler.replay.run import replay_trace
-from scheduler.replay.trace import Trace, TraceError, read_trace
-
-FIT = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  pluginConfig:
-  - name: NodeResourcesFit
-    args:
-      scoringStrategy:
-        type: {strategy}
-        resources: [{{name: cpu, weight: 1}}, {{name: memory, weight: 1}}]
-"""
-
-
-def node(name, cpu="4", memory="8Gi", zone="z1"):
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}},
-            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}}
-
-
-def pod(name, cpu="1", memory="1Gi", node_name=None):
-    spec = {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
-    if node_name:
-        spec["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
-
-
-def trace(nodes=(), pods=(), events=()):
-    return Trace(header={"source": "test", "seed": None, "config": None},
-                 nodes=list(nodes), pods=[(p, p["spec"].get("nodeName")) for p in pods], events=list(events))
+from scheduler.replay.trace import TraceError, read_trace
+from scheduler.testing.replay import FIT, node, pod, trace
 
 
 def run(t, config=None, **kw):
