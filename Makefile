@@ -10,7 +10,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/schedboard
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: run test bench venv clean
+.PHONY: run test lint bench venv clean
 
 venv: $(STAMP)
 
@@ -27,6 +27,10 @@ run: $(STAMP)
 	$(BIN)/python manage.py migrate --verbosity 0
 	$(BIN)/python manage.py run
 
+# The import contracts in .importlinter (docs/architecture.md): arrows only run down.
+lint: $(DEV_STAMP)
+	$(BIN)/lint-imports
+
 test: $(DEV_STAMP)
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
 		$(BIN)/python -m pytest
@@ -36,4 +40,4 @@ bench: $(STAMP)
 		DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-bench-only-secret}" $(BIN)/python manage.py bench --json
 
 clean:
-	rm -rf $(VENV) db.sqlite3 var
+	rm -rf $(VENV) db.sqlite3 var .grimp_cache .import_linter_cache

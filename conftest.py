@@ -31,7 +31,8 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture(autouse=True)
 def _fresh_queue():
     """Every test starts with an empty shared queue and a fresh in-process worker."""
-    from scheduler import loop, queues
+    from scheduler import loop
+    from scheduler.queue import queues
 
     if settings.REDIS_URL:
         r = redis.Redis.from_url(settings.REDIS_URL)

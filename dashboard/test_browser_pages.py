@@ -10,7 +10,7 @@ from scheduler.testing.browser import NARROW_VIEWPORT, VIEWPORT, login, screensh
 from scheduler.testing.wait import wait_for
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Attempt
-from scheduler.services import cluster_apply
+from scheduler.cluster.services import cluster_apply
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -152,7 +152,7 @@ def test_the_profile_pages_and_the_admin_profile_editor_show_their_headings(asgi
 
     from scheduler.testing.whatif import store
     from scheduler.engine.config import default_config
-    from scheduler.profile_services import config_version_create
+    from scheduler.versions.services import config_version_create
 
     dashboard_user.user_permissions.add(*Permission.objects.filter(
         codename__in=["view_schedulerconfigversion", "add_schedulerconfigversion"]))

@@ -3,8 +3,8 @@ task's progress, then read A vs B and its three plots."""
 
 import pytest
 
-from scheduler.replay.testing import FIT, spread_trace_text
 from scheduler.testing.browser import login, screenshot
+from scheduler.testing.replay import FIT, spread_trace_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -12,7 +12,7 @@ from django.test import Client
 
 from scheduler.engine.config import default_config
 from scheduler.models import SchedulerConfigVersion
-from scheduler.profile_services import config_version_create
+from scheduler.versions.services import config_version_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

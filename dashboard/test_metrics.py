@@ -15,9 +15,9 @@ from django.db.models import Count
 from django.test import override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from scheduler import metrics
+from scheduler.telemetry import metrics
 from scheduler.models import Attempt, Node, Pod
-from scheduler.queues import get_queue
+from scheduler.queue.queues import get_queue
 
 from scheduler.testing.loop import apply, drain, node, pod
 

@@ -9,7 +9,7 @@ from django.test import Client
 from django.utils import timezone
 
 from scheduler.engine.config import ProfileConfig, SchedulerConfig, default_profile
-from scheduler.profile_services import config_version_create
+from scheduler.versions.services import config_version_create
 from scheduler.testing.whatif import HISTORY
 from scheduler.testing.whatif import store
 

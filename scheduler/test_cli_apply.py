@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import queues
+from scheduler.queue import queues
 from scheduler.models import ClusterEvent, Node, Pod
 from scheduler.testing.cli import cli, manage, write
 
@@ -336,7 +336,7 @@ def test_two_new_pods_with_one_uid_in_one_apply_are_refused_whole(workdir):
 def test_two_new_pods_with_one_uid_reaching_the_service_together_are_refused_whole():
     from scheduler.manifests.errors import ManifestError
     from scheduler.manifests.files import parse_documents
-    from scheduler.services import cluster_apply
+    from scheduler.cluster.services import cluster_apply
 
     # Parsed apart (so the parser's own check cannot see both), applied in one call.
     objects = parse_documents(POD_A_UID, "a.yaml") + parse_documents(POD_B_UID, "b.yaml")
@@ -350,7 +350,7 @@ def test_two_new_pods_with_one_uid_reaching_the_service_together_are_refused_who
 def test_a_pod_committed_with_the_same_uid_by_a_concurrent_apply_is_refused_as_a_duplicate(monkeypatch):
     """Two applies look at the uids at once, neither sees the other's pod: the database refuses the second
     insert (the uid is unique), and that apply looks again and reports the duplicate like any other."""
-    from scheduler import services
+    from scheduler.cluster import services
     from scheduler.manifests.errors import ManifestError
     from scheduler.manifests.files import parse_documents
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import queues
+from scheduler.queue import queues
 from scheduler.models import Attempt, Binding, ClusterEvent, Event, Node, Pod
 from scheduler.testing.cli import cli, manage
 

@@ -3,9 +3,10 @@
 import pytest
 
 
-from scheduler import loop, queues
+from scheduler import loop
+from scheduler.queue import queues
 from scheduler.models import Attempt, Binding, Event, Node, Pod
-from scheduler.services import pod_delete
+from scheduler.cluster.services import pod_delete
 from scheduler.testing.loop import apply, drain, node, pod
 
 # The shared Redis queue on a hand-moved clock (the `clock` fixture) for every test here.
@@ -105,7 +106,7 @@ def test_a_repeated_failure_counts_the_event_instead_of_duplicating_it(clock):
 
 def test_pods_are_ours_when_their_scheduler_name_names_a_profile_of_the_active_configuration():
     from scheduler.engine.config import SchedulerConfig, default_profile
-    from scheduler.profile_services import config_version_create
+    from scheduler.versions.services import config_version_create
 
     config_version_create(config=SchedulerConfig(profiles=[default_profile(), default_profile("batch-scheduler")]),
                           reason="a second profile")

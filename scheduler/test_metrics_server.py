@@ -11,7 +11,7 @@ from django.db import connection
 
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Pod
-from scheduler.services import cluster_apply
+from scheduler.cluster.services import cluster_apply
 from scheduler.testing.workers import WorkerProcesses, purge_broker, worker_env
 from scheduler.testing.metrics import free_port, sample, scrape
 from scheduler.testing.wait import wait_for

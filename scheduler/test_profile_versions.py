@@ -17,8 +17,8 @@ from scheduler.engine.config import (ConfigError, ProfileConfig, SchedulerConfig
 from scheduler.engine.plugin_args import (MOST_ALLOCATED, NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs,
                                           ResourceSpec, ScoringStrategy)
 from scheduler.models import Attempt, SchedulerConfigVersion
-from scheduler.profile_services import config_active, config_version_create, config_version_restore
-from scheduler.profiles import active_version_number, initial_config
+from scheduler.versions.services import config_active, config_version_create, config_version_restore
+from scheduler.versions.profiles import active_version_number, initial_config
 from scheduler.testing.cli import REPO, cli, manage, manage_env
 from scheduler.testing.loop import apply, node, pod
 

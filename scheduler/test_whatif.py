@@ -7,7 +7,7 @@ import pytest
 
 from scheduler.engine.config import ProfileConfig, default_config, default_profile
 from scheduler.engine.plugin_args import MOST_ALLOCATED, NodeResourcesFitArgs, ScoringStrategy
-from scheduler.whatif import CHANGED, SAME, UNKNOWN, StoredAttempt, Target, rescore, what_if
+from scheduler.versions.whatif import CHANGED, SAME, UNKNOWN, StoredAttempt, Target, rescore, what_if
 from scheduler.testing.whatif import DEFAULT_WEIGHTS, HISTORY, TIE_OF_2, attempt, candidate
 
 

@@ -19,7 +19,7 @@ from django.db import connection, connections
 
 from scheduler.testing.browser import screenshot
 from scheduler.manifests.files import parse_documents
-from scheduler.services import cluster_apply
+from scheduler.cluster.services import cluster_apply
 from scheduler.testing.workers import WorkerProcesses, purge_broker, worker_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

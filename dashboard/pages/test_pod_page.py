@@ -5,7 +5,7 @@ import re
 import pytest
 
 from scheduler.models import Attempt
-from scheduler.services import pod_delete
+from scheduler.cluster.services import pod_delete
 from scheduler.testing.loop import apply, drain, node, pod
 
 # The shared Redis queue on a hand-moved clock (the `clock` fixture) for every test here.

@@ -7,7 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from scheduler.replay.models import ReplayRun
-from scheduler.replay.testing import FIT, spread_trace_text
+from scheduler.testing.replay import FIT, spread_trace_text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -21,7 +21,7 @@ from django.utils import timezone
 from ..engine import perf
 from ..engine.config import default_config
 from ..engine.reference.pipeline import reference_schedule
-from ..reservations import pod_usage_fields
+from ..state.reservations import pod_usage_fields
 from ..testing.workers import WorkerProcesses, purge_broker, worker_env
 
 NODE_MANIFEST = {
@@ -160,8 +160,8 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
 
     from .. import loop
     from ..models import Attempt, Pod
-    from ..queue_redis import RedisQueue
-    from ..queues import get_redis
+    from ..queue.redis_queue import RedisQueue
+    from ..queue.queues import get_redis
 
     say = progress or (lambda msg: None)
     url, name = bench_database_url()
@@ -249,7 +249,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
 
 
 def _switch_profile_version():
-    from ..profile_services import config_active, config_version_create
+    from ..versions.services import config_active, config_version_create
 
     _, config = config_active()
     return config_version_create(config=config, reason="bench: live switch-over")

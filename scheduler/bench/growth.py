@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from .e2e import (HELD_SCHEDULER_NAME, POD_MANIFEST, admin_execute, bench_database_url, kick, load_cluster,
                     UseDatabase, wait)
-from .. import queues
+from ..queue import queues
 from ..testing.workers import WorkerProcesses, purge_broker, worker_env
 
 TABLES = (("attempts", "scheduler_attempt"), ("events", "scheduler_event"), ("bindings", "scheduler_binding"),
@@ -47,7 +47,7 @@ def _vacuum_full() -> None:
 def _huge_pods(count: int) -> list:
     from ..manifests.objects import pod_from_manifest
     from ..models import Pod
-    from ..reservations import pod_usage_fields
+    from ..state.reservations import pod_usage_fields
 
     now = timezone.now()
     rows = []
@@ -99,9 +99,9 @@ def trace_sizes(node_counts: tuple[int, ...]) -> dict:
 def run_growth(*, nodes: int, placed: int, pods: int, failing: int, workers: int, seed: int = 0,
                timeout: float = 1800.0, trace_nodes: tuple[int, ...] = (5000, 50000), progress=None) -> dict:
     from ..models import Attempt, Pod
-    from ..queue_redis import RedisQueue
-    from ..queues import get_redis
-    from ..services import pod_delete
+    from ..queue.redis_queue import RedisQueue
+    from ..queue.queues import get_redis
+    from ..cluster.services import pod_delete
 
     say = progress or (lambda msg: None)
     url, name = bench_database_url(suffix="_growth")

@@ -80,7 +80,7 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
     from ..kube.client import call
     from ..testing.kube_apiserver import local_kube_cluster
     from ..models import Attempt
-    from ..queues import get_redis
+    from ..queue.queues import get_redis
 
     say = progress or (lambda msg: None)
     url, name = bench_database_url()

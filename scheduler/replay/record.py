@@ -20,7 +20,7 @@ from django.conf import settings
 
 from scheduler.engine.config import config_to_dict
 from scheduler.models import Binding, ClusterEvent, Node, Pod, SchedulerConfigVersion
-from scheduler.profiles import INITIAL_VERSION, initial_config
+from scheduler.versions.profiles import INITIAL_VERSION, initial_config
 
 from . import trace as tr
 

@@ -13,8 +13,9 @@ from scheduler.engine.nodes import NodeSpec, NodeTable
 from scheduler.engine.pods import Container, PodSpec
 from scheduler.replay import metrics
 from scheduler.replay.run import replay_trace
-from scheduler.replay.testing import FIT, node, pod, trace
 from scheduler.replay.trace import TraceError, read_trace
+from scheduler.testing.replay import FIT, node, pod, trace
+
 
 def run(t, config=None, **kw):
     report = replay_trace(t, [("default", config or default_config())], **kw)

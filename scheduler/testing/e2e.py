@@ -6,7 +6,7 @@ from django.db.models import Count, Sum
 
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Binding, Event, Node, Pod
-from scheduler.services import cluster_apply
+from scheduler.cluster.services import cluster_apply
 
 from .wait import wait_for
 

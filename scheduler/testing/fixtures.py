@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from scheduler import metrics, queues
-from scheduler.queue_redis import RedisQueue
+from scheduler.queue import queues
+from scheduler.queue.redis_queue import RedisQueue
+from scheduler.telemetry import metrics
 
 from .kube_apiserver import KubeApiServerNotBuilt, local_kube_cluster
 from .loop import FakeClock

@@ -3,9 +3,10 @@
 
 import yaml
 
-from scheduler import loop, queues
+from scheduler import loop
+from scheduler.queue import queues
 from scheduler.manifests.files import parse_documents
-from scheduler.services import cluster_apply
+from scheduler.cluster.services import cluster_apply
 
 
 def node(name, cpu="4", memory="8Gi", pods="110", **extra):

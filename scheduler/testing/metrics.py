@@ -1,9 +1,13 @@
-"""Prometheus endpoints, for tests: a free loopback port, a scrape, and one sample read from the text."""
+"""Prometheus endpoints, for tests: a free loopback port, a scrape, one sample read from the text, and what
+every process of this test session counted."""
 
+import os
 import socket
 import urllib.error
 import urllib.request
 
+from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 
@@ -28,3 +32,10 @@ def sample(text: str | None, name: str, **labels) -> float | None:
             if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
                 return s.value
     return None
+
+
+def counters() -> CollectorRegistry:
+    """What every process of this session counted (their multiprocess files), to read a sample from."""
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    return registry

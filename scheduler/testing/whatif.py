@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from scheduler.engine.config import default_profile
 from scheduler.models import Attempt
-from scheduler.whatif import StoredAttempt
+from scheduler.versions.whatif import StoredAttempt
 
 DEFAULT_WEIGHTS = dict(default_profile().scores)  # TaintToleration 3, NodeAffinity 2, the others 1
 

@@ -2,11 +2,11 @@
 
 import sys
 
-from scheduler.kubectl import KubectlCommand, KubectlError
+from scheduler.kubectl.printers import KubectlCommand, KubectlError
 from scheduler.manifests.errors import ManifestError
 from scheduler.manifests.files import STDIN, parse_files
 from scheduler.manifests.objects import ParsedPod
-from scheduler.services import cluster_apply
+from scheduler.cluster.services import cluster_apply
 
 
 class Command(KubectlCommand):

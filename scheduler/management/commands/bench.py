@@ -38,7 +38,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, nodes, pods, placed, workers, reference_sample, skip_e2e, seed, **options):
         as_json = options["json"]
-        from config.celery import app
+        from celery import current_app as app  # the project's app (config/celery.py), as current
 
         app.conf.task_always_eager = False  # the e2e run must go through the broker to real workers
 

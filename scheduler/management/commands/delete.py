@@ -1,7 +1,7 @@
 """`manage.py delete pod NS/NAME` (or NAME with -n) and `delete node NAME`."""
 
-from scheduler.kubectl import KubectlCommand, KubectlError
-from scheduler.services import node_delete, pod_delete
+from scheduler.kubectl.printers import KubectlCommand, KubectlError
+from scheduler.cluster.services import node_delete, pod_delete
 
 
 class Command(KubectlCommand):

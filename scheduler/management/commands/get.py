@@ -2,7 +2,7 @@
 
 from django.utils import timezone
 
-from scheduler import kubectl
+from scheduler.kubectl import printers as kubectl
 from scheduler.models import Event, Node, Pod
 
 # As kubectl's resource names and short names.

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from scheduler.kubectl import KubectlCommand, KubectlError
+from scheduler.kubectl.printers import KubectlCommand, KubectlError
 from scheduler.replay.record import go_duration, record_from_cluster, record_from_database
 from scheduler.replay.trace import TraceError, trace_from_manifests
 

@@ -14,9 +14,9 @@ import yaml
 from django.db import connection, transaction
 from django.db.models import Max
 
-from .engine.config import (ConfigError, SchedulerConfig, config_from_dict, config_to_dict, default_profile, dump_config,
+from ..engine.config import (ConfigError, SchedulerConfig, config_from_dict, config_to_dict, default_profile, dump_config,
                             load_config)
-from .models import SchedulerConfigVersion
+from ..models import SchedulerConfigVersion
 from .profiles import active_config, config_for_version
 
 

@@ -20,9 +20,10 @@ the scripts (not passed in KEYS), which standalone Redis allows and Redis Cluste
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Callable
 
-from .engine.queue import (
+from ..engine.queue import (
     ACTIVE_Q,
     BACKOFF_COMPLETE,
     BACKOFF_Q,
@@ -40,219 +41,13 @@ from .engine.queue import (
     check_priority,
 )
 
-_PRELUDE = r"""
-local P = ARGV[1]
-local KA, KB, KU, KI, KC, KM = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local INITIAL, MAXB = tonumber(ARGV[2]), tonumber(ARGV[3])
-local NOW_S = ARGV[4]
-local NOW = tonumber(NOW_S)
 
-local function pk(key) return P .. ':pod:' .. key end
-local function fmt(x) return string.format('%.17g', x) end
-local function num(s)
-  if s == false or s == nil or s == '' then return nil end
-  return tonumber(s)
-end
+_LUA = Path(__file__).with_name("lua")
 
--- PrioritySort.Less as a byte-ordered string; the key breaks ties.
-local function member(key)
-  local h = pk(key)
-  local prio = tonumber(redis.call('HGET', h, 'priority'))
-  local ts = tonumber(redis.call('HGET', h, 'timestamp'))
-  return string.format('%010.0f|%019.0f|', 2147483647 - prio, math.floor(ts * 1e6 + 0.5)) .. key
-end
-local function key_of(m) return string.match(m, '^%d+|%d+|(.*)$') end
 
-local function unlink(key)
-  local h = pk(key)
-  local q = redis.call('HGET', h, 'queue')
-  if q == 'active' then redis.call('ZREM', KA, member(key))
-  elseif q == 'backoff' then redis.call('ZREM', KB, key)
-  elseif q == 'unschedulable' then redis.call('ZREM', KU, key)
-  elseif q == 'in_flight' then redis.call('ZREM', KI, key) end
-  redis.call('HSET', h, 'queue', '')
-end
-
--- As backoffQueue.calculateBackoffDuration.
-local function backoff_duration(attempts)
-  if attempts == 0 then return 0 end
-  local d = INITIAL
-  for _ = 1, attempts - 1 do
-    if d > MAXB - d then return MAXB end
-    d = d + d
-  end
-  return d
-end
-
-local function expiry_of(key)
-  local h = pk(key)
-  local e = num(redis.call('HGET', h, 'backoff_expiry'))
-  if e == nil then
-    e = tonumber(redis.call('HGET', h, 'timestamp'))
-        + backoff_duration(tonumber(redis.call('HGET', h, 'attempts')))
-    redis.call('HSET', h, 'backoff_expiry', fmt(e))
-  end
-  return e
-end
-
-local function backing_off(key)
-  local e = num(redis.call('HGET', pk(key), 'backoff_expiry'))
-  return e ~= nil and e > NOW
-end
-
-local function to_active(key)
-  local h = pk(key)
-  if redis.call('HGET', h, 'initial_attempt_timestamp') == '' then
-    redis.call('HSET', h, 'initial_attempt_timestamp', NOW_S)
-  end
-  redis.call('HSET', h, 'queue', 'active', 'unschedulable_since', '')
-  redis.call('ZADD', KA, 0, member(key))
-end
-
-local function to_backoff(key)
-  local e = expiry_of(key)
-  redis.call('HSET', pk(key), 'queue', 'backoff', 'unschedulable_since', '')
-  redis.call('ZADD', KB, fmt(e), key)
-end
-
--- Returns how many went to backoffQ (the rest went to activeQ), for queue_incoming_pods_total.
-local function move_to_active_or_backoff(keys)
-  local backoff = 0
-  for _, key in ipairs(keys) do
-    unlink(key)
-    if backing_off(key) then to_backoff(key); backoff = backoff + 1 else to_active(key) end
-  end
-  redis.call('SET', KM, redis.call('GET', KC) or '0')
-  return backoff
-end
-
-local function new_pod(key, prio)
-  redis.call('HSET', pk(key), 'priority', prio, 'timestamp', NOW_S, 'attempts', '0',
-    'initial_attempt_timestamp', '', 'cycle', '0', 'backoff_expiry', '',
-    'unschedulable_since', '', 'message', '', 'queue', '', 'popped_at', '')
-  to_active(key)
-end
-
-local function set_priority(key, prio)
-  local h = pk(key)
-  if redis.call('HGET', h, 'priority') == prio then return end
-  if redis.call('HGET', h, 'queue') == 'active' then
-    unlink(key)
-    redis.call('HSET', h, 'priority', prio)
-    to_active(key)
-  else
-    redis.call('HSET', h, 'priority', prio)
-  end
-end
-"""
-
-_ADD = r"""
-local key, prio = ARGV[5], ARGV[6]
-if redis.call('EXISTS', pk(key)) == 1 then
-  set_priority(key, prio)
-  return 0
-end
-new_pod(key, prio)
-return 1
-"""
-
-_UPDATE = r"""
-local key, prio = ARGV[5], ARGV[6]
-if redis.call('EXISTS', pk(key)) == 0 then
-  new_pod(key, prio)
-  return {'active', 'added'}
-end
-set_priority(key, prio)
-if redis.call('HGET', pk(key), 'queue') == 'unschedulable' then
-  unlink(key)
-  if backing_off(key) then to_backoff(key) else to_active(key) end
-  return {redis.call('HGET', pk(key), 'queue'), 'moved'}
-end
-return {redis.call('HGET', pk(key), 'queue'), ''}
-"""
-
-_DELETE = r"""
-local key = ARGV[5]
-if redis.call('EXISTS', pk(key)) == 0 then return 0 end
-unlink(key)
-redis.call('DEL', pk(key))
-return 1
-"""
-
-_POP = r"""
-local out = {}
-local popped = redis.call('ZPOPMIN', KA, tonumber(ARGV[5]))
-for i = 1, #popped, 2 do
-  local key = key_of(popped[i])
-  local h = pk(key)
-  local c = redis.call('INCR', KC)
-  redis.call('HINCRBY', h, 'attempts', 1)
-  redis.call('HSET', h, 'cycle', c, 'backoff_expiry', '', 'queue', 'in_flight', 'popped_at', NOW_S)
-  redis.call('ZADD', KI, NOW_S, key)
-  out[#out + 1] = key
-  out[#out + 1] = redis.call('HGETALL', h)
-end
-return out
-"""
-
-_ADD_UNSCHEDULABLE = r"""
-local key, cycle_s, unsched, msg = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local h = pk(key)
-if redis.call('HGET', h, 'queue') ~= 'in_flight' then return false end
-if redis.call('HGET', h, 'cycle') ~= cycle_s then return false end
-unlink(key)
-redis.call('HSET', h, 'popped_at', '', 'message', msg, 'timestamp', NOW_S, 'backoff_expiry', '')
-local mrc = tonumber(redis.call('GET', KM) or '-1')
-if unsched == '0' or mrc >= tonumber(cycle_s) then
-  to_backoff(key)
-  return 'backoff'
-end
-expiry_of(key)
-redis.call('HSET', h, 'queue', 'unschedulable', 'unschedulable_since', NOW_S)
-redis.call('ZADD', KU, NOW_S, key)
-return 'unschedulable'
-"""
-
-_MOVE_ALL = r"""
-local keys = redis.call('ZRANGE', KU, 0, -1)
-return {#keys, move_to_active_or_backoff(keys)}
-"""
-
-_FLUSH = r"""
-local done = redis.call('ZRANGEBYSCORE', KB, '-inf', NOW_S)
-for _, key in ipairs(done) do
-  unlink(key)
-  to_active(key)
-end
-local cutoff = NOW - tonumber(ARGV[5])
-local left = redis.call('ZRANGEBYSCORE', KU, '-inf', '(' .. fmt(cutoff))
-local backoff = 0
-if #left > 0 then backoff = move_to_active_or_backoff(left) end
-return {#done, #left, backoff}
-"""
-
-_RECLAIM = r"""
-local cutoff = NOW - tonumber(ARGV[5])
-local dead = redis.call('ZRANGEBYSCORE', KI, '-inf', '(' .. fmt(cutoff))
-for _, key in ipairs(dead) do
-  unlink(key)
-  redis.call('HSET', pk(key), 'popped_at', '')
-  to_active(key)
-end
-return dead
-"""
-
-_ENTRIES = r"""
-local z = ({active = KA, backoff = KB, unschedulable = KU, in_flight = KI})[ARGV[5]]
-local out = {}
-for _, m in ipairs(redis.call('ZRANGE', z, 0, tonumber(ARGV[6]) - 1)) do
-  local key = m
-  if z == KA then key = key_of(m) end
-  out[#out + 1] = key
-  out[#out + 1] = redis.call('HGETALL', pk(key))
-end
-return out
-"""
+def _lua(name: str) -> str:
+    """One operation's script, after the prelude every script shares (keys, backoff, ordering helpers)."""
+    return (_LUA / "prelude.lua").read_text() + (_LUA / f"{name}.lua").read_text()
 
 
 def _s(value) -> str:
@@ -314,15 +109,15 @@ class RedisQueue:
             f"{prefix}:movecycle",
         ]
         reg = redis_client.register_script
-        self._add = reg(_PRELUDE + _ADD)
-        self._update = reg(_PRELUDE + _UPDATE)
-        self._delete = reg(_PRELUDE + _DELETE)
-        self._pop = reg(_PRELUDE + _POP)
-        self._add_unschedulable = reg(_PRELUDE + _ADD_UNSCHEDULABLE)
-        self._move_all = reg(_PRELUDE + _MOVE_ALL)
-        self._flush = reg(_PRELUDE + _FLUSH)
-        self._reclaim = reg(_PRELUDE + _RECLAIM)
-        self._entries = reg(_PRELUDE + _ENTRIES)
+        self._add = reg(_lua("add"))
+        self._update = reg(_lua("update"))
+        self._delete = reg(_lua("delete"))
+        self._pop = reg(_lua("pop"))
+        self._add_unschedulable = reg(_lua("add_unschedulable"))
+        self._move_all = reg(_lua("move_all"))
+        self._flush = reg(_lua("flush"))
+        self._reclaim = reg(_lua("reclaim"))
+        self._entries = reg(_lua("entries"))
 
     def _run(self, script, *args, now: float | None = None):
         now = self._clock() if now is None else now

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Iterable
 
-from .engine.config import ProfileConfig, SchedulerConfig
-from .engine.explain import trace_scores
+from ..engine.config import ProfileConfig, SchedulerConfig
+from ..engine.explain import trace_scores
 
 DEFAULT_WINDOW = 1000
 SAME, CHANGED, UNKNOWN = "same", "changed", "unknown"

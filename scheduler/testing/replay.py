@@ -2,7 +2,7 @@
 
 import io
 
-from .trace import Trace
+from scheduler.replay.trace import Trace
 
 FIT = """
 apiVersion: kubescheduler.config.k8s.io/v1

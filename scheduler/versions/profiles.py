@@ -13,8 +13,8 @@ from functools import cache
 from django.conf import settings
 from django.db import connection
 
-from .engine.config import SchedulerConfig, config_from_dict, default_config, load_config
-from .models import SchedulerConfigVersion
+from ..engine.config import SchedulerConfig, config_from_dict, default_config, load_config
+from ..models import SchedulerConfigVersion
 
 INITIAL_VERSION = 0
 

@@ -4,7 +4,7 @@ labels and buckets, shared by every worker process through prometheus_client's m
 Processes write counters and histograms into PROMETHEUS_MULTIPROC_DIR (config/settings.py sets it
 before prometheus_client is imported); /metrics merges the files. What is "current state" rather
 than an event count (pending pods per queue, the cache size) is read from Redis and Postgres at
-scrape time by StateCollector, so it is right whichever process asks.
+scrape time by the dashboard's /metrics view (dashboard/metrics.py), so it is right whichever process asks.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from django.conf import settings
 # The value class is chosen when prometheus_client is imported: the directory must be set first.
 os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(settings.PROMETHEUS_MULTIPROC_DIR))
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, values  # noqa: E402
-from prometheus_client.core import GaugeMetricFamily  # noqa: E402
-from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead  # noqa: E402
+from prometheus_client import Counter, Gauge, Histogram, values  # noqa: E402
+from prometheus_client.multiprocess import mark_process_dead  # noqa: E402
 
 SUBSYSTEM = "scheduler"
 
@@ -238,42 +237,6 @@ class BatchTimings:
             samples.setdefault((plugin, point, status), []).append(seconds)
         for labels, seconds in samples.items():
             observe_many(plugin_execution_duration.labels(*labels), seconds)
-
-
-# ---- scrape time ------------------------------------------------------------------------
-
-class StateCollector:
-    """Gauges that are current state, read at scrape time: pending pods per queue, cache size."""
-
-    def collect(self):
-        from django.db.models import Count, Q
-
-        from .models import Node, Pod
-        from .queues import get_queue
-
-        pending = GaugeMetricFamily("scheduler_pending_pods", PENDING_PODS_HELP, labels=["queue"])
-        lengths = get_queue().lengths()
-        for queue in ("active", "backoff", "unschedulable"):
-            pending.add_metric([queue], lengths.get(queue, 0))
-        pending.add_metric(["gated"], 0)  # scheduling gates are not modelled: never gated
-        yield pending
-
-        # As the cache's updateMetrics: nodes, pods (bound or assumed) and assumed pods.
-        cache = GaugeMetricFamily("scheduler_scheduler_cache_size", CACHE_SIZE_HELP, labels=["type"])
-        counts = Pod.objects.aggregate(
-            pods=Count("id", filter=~Q(node_name="") | ~Q(assumed_node="")),
-            assumed=Count("id", filter=Q(node_name="") & ~Q(assumed_node="")))
-        cache.add_metric(["assumed_pods"], counts["assumed"])
-        cache.add_metric(["nodes"], Node.objects.count())
-        cache.add_metric(["pods"], counts["pods"])
-        yield cache
-
-
-def scrape_registry(path: str | None = None) -> CollectorRegistry:
-    registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=path or os.environ["PROMETHEUS_MULTIPROC_DIR"])
-    registry.register(StateCollector())
-    return registry
 
 
 def process_exited(pid: int | None = None) -> None:

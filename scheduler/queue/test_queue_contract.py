@@ -27,7 +27,7 @@ from scheduler.engine.queue import (
     SchedulingQueue,
     calculate_backoff_duration,
 )
-from scheduler.queue_redis import RedisQueue
+from scheduler.queue.redis_queue import RedisQueue
 
 T0 = 1000.0
 

@@ -6,6 +6,8 @@ import threading
 
 from django.conf import settings
 
+from ..telemetry.metrics import count_incoming
+
 _lock = threading.Lock()
 _queue = None
 
@@ -14,20 +16,18 @@ def get_queue():
     global _queue
     with _lock:
         if _queue is None:
-            from .profiles import scheduler_config
-
-            from .metrics import count_incoming
+            from ..versions.profiles import scheduler_config
 
             backoff = queue_backoff(scheduler_config())
             backoff["on_incoming"] = count_incoming  # scheduler_queue_incoming_pods_total
             if settings.REDIS_URL:
                 import redis
 
-                from .queue_redis import RedisQueue
+                from .redis_queue import RedisQueue
 
                 _queue = RedisQueue(redis.Redis.from_url(settings.REDIS_URL), prefix=settings.SCHEDBOARD_QUEUE_PREFIX, **backoff)
             else:
-                from .engine.queue import MemoryQueue
+                from ..engine.queue import MemoryQueue
 
                 _queue = MemoryQueue(**backoff)
         return _queue

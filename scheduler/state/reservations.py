@@ -18,9 +18,9 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import BigIntegerField, F, Q, Value
 from django.utils import timezone
 
-from .engine.pods import PodSpec
-from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
-from .models import Node, Pod
+from ..engine.pods import PodSpec
+from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from ..models import Node, Pod
 
 log = logging.getLogger(__name__)
 

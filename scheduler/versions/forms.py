@@ -14,12 +14,12 @@ from typing import Any
 import yaml
 from django import forms
 
-from .engine.config import (API_VERSION, BIND_PLUGINS, DEFAULT_MULTI_POINT, MODELLED_POINTS, QUEUE_SORT_PLUGINS,
+from ..engine.config import (API_VERSION, BIND_PLUGINS, DEFAULT_MULTI_POINT, MODELLED_POINTS, QUEUE_SORT_PLUGINS,
                             SCORING_STRATEGY_TYPES, ProfileConfig, SchedulerConfig, args_to_v1, plugins_to_v1,
                             default_profile)
-from .engine.plugin_args import (REQUESTED_TO_CAPACITY_RATIO, NodeAffinityArgs, NodeResourcesBalancedAllocationArgs,
+from ..engine.plugin_args import (REQUESTED_TO_CAPACITY_RATIO, NodeAffinityArgs, NodeResourcesBalancedAllocationArgs,
                                  NodeResourcesFitArgs)
-from .engine.yaml_safe import DecodeProblem, load_yaml
+from ..engine.yaml_safe import DecodeProblem, load_yaml
 
 # One row per plugin the page can switch: ours, plus upstream's queue sort and binder.
 FORM_PLUGINS = [n for n, _ in DEFAULT_MULTI_POINT if n in MODELLED_POINTS or n in QUEUE_SORT_PLUGINS + BIND_PLUGINS]

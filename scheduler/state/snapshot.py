@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 from django.db.models import Q
 
-from .engine.cache import Cache
-from .engine.nodes import NodeSpec, NodeTable, NodeUsage
-from .engine.pods import HostPort
-from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
-from .manifests.objects import node_from_manifest
-from .models import Node
+from ..engine.cache import Cache
+from ..engine.nodes import NodeSpec, NodeTable, NodeUsage
+from ..engine.pods import HostPort
+from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from ..manifests.objects import node_from_manifest
+from ..models import Node
 
 _USAGE_FIELDS = ("req_cpu", "req_memory", "req_ephemeral", "req_pods", "nonzero_cpu", "nonzero_memory",
                  "req_scalar", "used_ports")

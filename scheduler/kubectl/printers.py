@@ -13,7 +13,7 @@ from datetime import datetime, timezone as dt_timezone
 
 from django.core.management.base import BaseCommand, CommandError
 
-from .models import Event, Node, Pod
+from ..models import Event, Node, Pod
 
 
 def _rfc3339(dt: datetime | None) -> str | None:

@@ -1,4 +1,4 @@
-"""Business operations on the simulated cluster: apply and delete nodes and pods, record events.
+"""Business operations on the simulated cluster: apply and delete nodes and pods (their events: state/events.py).
 
 Each operation is all-or-nothing (one transaction); what others must see (queue entries,
 cluster events) is published after commit.
@@ -6,38 +6,23 @@ cluster events) is published after commit.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field as dataclass_field
-from datetime import datetime
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from .engine.pods import DEFAULT_SCHEDULER_NAME
-from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
-from .manifests.errors import ManifestError, Problem, uid_taken
-from .manifests.objects import ParsedNode, ParsedPod
-from .models import POD_UID_CONSTRAINT, ClusterEvent, Node, Pod
-from .profiles import scheduler_names
-from .reservations import add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage, row_usage
-
-
-@dataclass
-class EventSpec:
-    """A Kubernetes event to record (repeats are counted by events_record)."""
-
-    type: str
-    reason: str
-    message: str
-    kind: str
-    namespace: str
-    name: str
-    uid: str = ""
-    action: str = ""
-    reporting_controller: str = DEFAULT_SCHEDULER_NAME
+from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from ..manifests.errors import ManifestError, Problem, uid_taken
+from ..manifests.objects import ParsedNode, ParsedPod
+from ..models import POD_UID_CONSTRAINT, ClusterEvent, Node, Pod
+from ..queue.kick import kick
+from ..state.events import cluster_event_record
+from ..state.reservations import (add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage,
+                                 row_usage)
+from ..versions.profiles import scheduler_names
 
 
 @dataclass
@@ -52,36 +37,6 @@ class ApplyResult:
     def record(self, kind: str, namespace: str, name: str, status: str) -> None:
         getattr(self, status).append(f"{kind.lower()}/{name}")
         self.statuses[(kind, namespace, name)] = status
-
-
-# ---- events -----------------------------------------------------------------------------
-
-_EVENT_UPSERT = """
-INSERT INTO scheduler_event (dedup_key, type, reason, action, message, involved_kind, involved_namespace,
-    involved_name, involved_uid, reporting_controller, count, first_timestamp, last_timestamp)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1, %s, %s)
-ON CONFLICT (dedup_key) DO UPDATE SET count = scheduler_event.count + 1, last_timestamp = excluded.last_timestamp
-"""
-
-
-def events_record(events: list[EventSpec], *, now: datetime | None = None) -> None:
-    """Insert events in one round trip; an identical event for the same object bumps its count (as the event correlator)."""
-    if not events:
-        return
-    ts = connection.ops.adapt_datetimefield_value(now or timezone.now())
-    rows = []
-    for e in events:
-        key = hashlib.sha256(
-            "\x00".join((e.kind, e.namespace, e.name, e.uid, e.type, e.reason, e.message, e.reporting_controller)).encode()
-        ).hexdigest()
-        rows.append((key, e.type, e.reason, e.action, e.message, e.kind, e.namespace, e.name, e.uid,
-                     e.reporting_controller, ts, ts))
-    with connection.cursor() as cursor:
-        cursor.executemany(_EVENT_UPSERT, rows)
-
-
-def cluster_event_record(kind: str, object_name: str) -> None:
-    ClusterEvent.objects.create(kind=kind, object_name=object_name)
 
 
 # ---- apply ------------------------------------------------------------------------------
@@ -244,8 +199,7 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
 
 def _publish(to_queue: list[tuple[str, int]], node_events: list[tuple[str, str]]) -> None:
     """After commit: tell the queue at once (the reconciler would find out within a second anyway)."""
-    from .loop import kick
-    from .queues import get_queue
+    from ..queue.queues import get_queue
 
     queue = get_queue()
     for key, priority in to_queue:
@@ -277,7 +231,7 @@ def pod_delete(*, namespace: str, name: str) -> bool:
             cluster_event_record(ClusterEvent.ASSIGNED_POD_DELETE, key)
 
     def publish():
-        from .queues import get_queue
+        from ..queue.queues import get_queue
 
         queue = get_queue()
         queue.delete(key)
@@ -299,7 +253,7 @@ def node_delete(*, name: str) -> bool:
         node.delete()
 
     def publish():
-        from .queues import get_queue
+        from ..queue.queues import get_queue
 
         queue = get_queue()
         for ns, pod_name, priority in requeue:
