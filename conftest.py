@@ -40,8 +40,8 @@ def _fresh_queue():
         if keys:
             r.delete(*keys)
     queues.reset_queue()
-    loop._worker = None
-    loop._last_cluster_event_id = None
+    loop.reset_worker()
+    loop.forget_cluster_events()
     yield
     queues.reset_queue()
-    loop._worker = None
+    loop.reset_worker()

@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers over scheduler/loop.py."""
+"""Celery tasks: thin wrappers over scheduler/loop/."""
 
 from celery import shared_task
 

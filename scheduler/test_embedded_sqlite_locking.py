@@ -4,7 +4,7 @@ server's threads): a transaction that reads and then writes must wait its turn, 
 
 Why it failed: in WAL mode a deferred transaction (SQLite's default BEGIN) starts as a reader; when it
 then writes after another connection has committed, SQLite cannot upgrade it (its snapshot is stale) and
-answers SQLITE_BUSY immediately, without the busy timeout. services.py and loop.py read with
+answers SQLITE_BUSY immediately, without the busy timeout. services.py and the loop read with
 select_for_update() (a no-op on SQLite) and then write, in transaction.atomic(): exactly that pattern.
 BEGIN IMMEDIATE takes the write lock up front, so a second writer waits (busy timeout) instead."""
 

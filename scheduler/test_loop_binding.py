@@ -16,6 +16,7 @@ from scheduler.backends.simulated import SimulatedBackend
 from scheduler.kube.mirror import PodStore
 from scheduler.models import Attempt, Binding, Event, Node, Pod
 from scheduler.testing.loop import apply, node, pod
+from scheduler.loop.bind import mark_binding
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -159,7 +160,7 @@ def test_a_binding_left_in_flight_by_a_binder_that_died_is_sent_again_by_the_nex
     cluster = backend(Cluster())
     apply(node("only"), pod("web"))
     job = placed("web")
-    loop._mark_binding(job, timezone.now() - timedelta(seconds=100))  # marked, then the leader died mid-call
+    mark_binding(job, timezone.now() - timedelta(seconds=100))  # marked, then the leader died mid-call
     age_reservation("web", seconds=100)
     assert loop.reconcile()["expired"] == 0  # in flight: not the TTL's to free
 
@@ -179,7 +180,7 @@ def test_on_the_simulated_cluster_a_dead_binders_reservation_is_freed_after_the_
     backend(Sent())
     apply(node("only", cpu="1"), pod("web", cpu="1"))
     job = placed("web")
-    loop._mark_binding(job, timezone.now() - timedelta(seconds=100))  # marked, then the worker was SIGKILLed
+    mark_binding(job, timezone.now() - timedelta(seconds=100))  # marked, then the worker was SIGKILLed
     age_reservation("web", seconds=100)
 
     assert loop.reconcile()["expired"] == 1
@@ -196,7 +197,7 @@ def test_a_binding_mark_whose_job_was_lost_is_freed_after_the_binding_timeout_an
     apply(node("only"), pod("web"))
     job = placed("web")
     long_ago = timezone.now() - timedelta(seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS + 1)
-    loop._mark_binding(job, long_ago)
+    mark_binding(job, long_ago)
     age_reservation("web", seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS + 1)
     queues.get_queue().delete("default/web")  # the job and the queue were lost with Redis
 
@@ -214,7 +215,7 @@ def test_the_mirror_seeing_the_pod_bound_settles_its_binding_mark(backend):
     backend(Cluster())
     apply(node("only"), pod("web"))
     job = placed("web")
-    loop._mark_binding(job, timezone.now())
+    mark_binding(job, timezone.now())
 
     watch_says_bound("web", "only")
 
@@ -359,7 +360,7 @@ def test_a_binding_sent_by_a_binder_that_died_is_recorded_when_the_watch_shows_i
     backend(Cluster())
     apply(node("only"), pod("web"))
     job = placed("web")
-    loop._mark_binding(job, timezone.now())  # marked, sent ... and the binder died before recording
+    mark_binding(job, timezone.now())  # marked, sent ... and the binder died before recording
 
     watch_says_bound("web", "only")
 

@@ -109,11 +109,11 @@ def test_a_missing_attempt_is_a_404(admin_client):
 def test_a_capped_trace_shows_the_verdicts_it_names_and_says_how_many_nodes_were_left_out(admin_client, monkeypatch):
     import functools
 
-    from scheduler import loop
     from scheduler.engine.explain import trace
+    from scheduler.loop import schedule
 
     # The loop's trace with a cap of 3 names, as 1,000 caps it on a large cluster.
-    monkeypatch.setattr(loop, "trace", functools.partial(trace, max_nodes=3))
+    monkeypatch.setattr(schedule, "trace", functools.partial(trace, max_nodes=3))
     cluster()
     apply(pod("huge", cpu="16"))
     drain()

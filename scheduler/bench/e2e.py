@@ -244,7 +244,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             wp.stop()
         for key in r.scan_iter(match=prefix + "*", count=1000):
             r.delete(key)
-        loop._worker = None
+        loop.reset_worker()
         admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

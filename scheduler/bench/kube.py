@@ -162,6 +162,6 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
                 wp.stop()
             for key in r.scan_iter(match=prefix + "*", count=1000):
                 r.delete(key)
-            loop._worker = None
+            loop.reset_worker()
             api.close()
             admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

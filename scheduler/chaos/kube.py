@@ -223,7 +223,7 @@ class KubeRun:
                     with UseDatabase(h.db_name), override_settings(SCHEDBOARD_QUEUE_PREFIX=h.prefix,
                                                                    SCHEDBOARD_LIVE_PREFIX=f"{h.prefix}:live"):
                         queues.reset_queue()
-                        loop._worker = None
+                        loop.reset_worker()
                         call_command("migrate", verbosity=0)
                         self.say(f"{len(self.plan.nodes)} nodes; {len(self.plan.pods)} pods over "
                                  f"{self.plan.duration_s:.0f} s; {len(self.plan.faults)} faults; "
@@ -248,7 +248,7 @@ class KubeRun:
                         replica.stop()
                     h.close()
                     queues.reset_queue()
-                    loop._worker = None
+                    loop.reset_worker()
                     api.close()
         finally:
             if webhook is not None:

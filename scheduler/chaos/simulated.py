@@ -85,7 +85,7 @@ class SimulatedRun:
             with UseDatabase(h.db_name), override_settings(SCHEDBOARD_QUEUE_PREFIX=h.prefix,
                                                            SCHEDBOARD_LIVE_PREFIX=f"{h.prefix}:live"):
                 queues.reset_queue()
-                loop._worker = None
+                loop.reset_worker()
                 call_command("migrate", verbosity=0)
                 self.say(f"{len(self.plan.nodes)} nodes; {len(self.plan.pods)} pods over {self.plan.duration_s:.0f} s; "
                          f"{len(self.plan.faults)} faults; {len(self.plan.hostile)} hostile applies; seed {self.plan.seed}")
@@ -101,7 +101,7 @@ class SimulatedRun:
         finally:
             h.close()
             queues.reset_queue()
-            loop._worker = None
+            loop.reset_worker()
 
     def _warm_up(self) -> None:
         from ..models import Pod

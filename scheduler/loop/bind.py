@@ -1,0 +1,365 @@
+"""The binding cycle, as kube-scheduler's bindingCycle: mark each placed pod's binding in flight, ask the
+backend, and record every outcome in one transaction (a pod whose rows the database refuses fails alone)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ..backends import get_backend
+from ..backends.errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
+from ..engine.queue import QueuedPodInfo
+from ..models import RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, Attempt, Binding, Node, Pod
+from ..queue.kick import kick
+from ..queue.queues import get_queue
+from ..state.events import EventSpec, events_record
+from ..state.reservations import SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, release_assumed, row_usage
+from ..state.sql import insert_many, update_from_values
+from ..telemetry import live, metrics
+from .common import ms, why
+
+log = logging.getLogger(__name__)
+
+
+def bind_batch(items: list[dict], *, queue=None) -> dict:
+    """Bind placed pods (the seed's binding goroutine, a batch at a time)."""
+    queue = queue or get_queue()
+    backend = get_backend()
+    binding = metrics.goroutines.labels(metrics.BINDING)  # metrics: bindings in flight in this process
+    binding.inc(len(items))
+    try:
+        return _bind_batch(items, queue, backend)
+    finally:
+        binding.dec(len(items))
+
+
+@dataclass(eq=False)
+class _Bind:
+    """One bind item and what became of it."""
+
+    item: dict
+    pod: Pod | None
+    outcome: str = ""  # see _bind_batch
+    error: BaseException | None = None
+    message: str = ""
+    seconds: float = 0.0
+    final: str = ""  # the outcome as written (a binding whose reservation vanished meanwhile is "lost")
+    recorded: bool = False  # a Binding row, an event and the attempt's success were written for it
+
+    @property
+    def node(self) -> str:
+        return self.item["node"]
+
+    @property
+    def key(self) -> str:
+        return self.item["info"]["key"]
+
+
+_BIND_ROW_FIELDS = ("id", "namespace", "name", "uid", "scheduler_name", "manifest", "attempts", "queued_at", "created_at",
+                    "node_name", "assumed_node", *USAGE_FIELDS)
+
+
+def _bind_batch(items: list[dict], queue, backend) -> dict:
+    """Bind a batch: mark, call the backend for what is still ours, record; one pod's failure is its own.
+
+    Outcomes: "bound" (the backend accepted), "refused" (it said no, or raised: release, back off),
+    "dropped" (bound elsewhere or deleted in the cluster: release, no retry), "lost" (the reservation
+    was gone before the call: nothing sent, nothing released, the pod is already someone else's
+    business), "already" (bound to this node before: a redelivered job is a success, never a failure),
+    "elsewhere" (bound to another node meanwhile), "gone" (deleted), "unknown" (the cluster may have
+    bound it, nothing settled whether: the reservation stays, marked, for the watch or the timeout).
+    """
+    now = timezone.now()
+    items = list({(i["pod"], i["node"], i["attempt"]): i for i in items}.values())  # one job twice in a batch
+    marked = mark_binding(items, now)
+    deadline = time.monotonic() + settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS / 2.0
+    pods = Pod.objects.only(*_BIND_ROW_FIELDS).in_bulk([i["pod"] for i in items])
+    binds = [_Bind(item, pods.get(item["pod"])) for item in items]
+    _settle(binds, backend, marked=marked)
+    _call_backend(backend, [b for b in binds if b.outcome == "call"], deadline)
+    _record_binds(binds, backend, now)
+
+    def publish():
+        queue.done_many([b.key for b in binds if b.final in ("bound", "unrecorded", "already", "elsewhere", "dropped",
+                                                                "gone", "unknown")])
+        for b in binds:
+            if b.final == "refused":
+                queue.add_unschedulable_if_not_present(QueuedPodInfo(**b.item["info"]), unschedulable=False,
+                                                       message=b.message)
+            elif b.final == "lost":  # if its cycle still holds it in flight, back off and try again
+                queue.add_unschedulable_if_not_present(QueuedPodInfo(**b.item["info"]), unschedulable=False,
+                                                       message=b.message)
+        backend.report(failed=[(b.pod, "SchedulerError", b.message) for b in binds if b.final == "refused"],
+                       scheduled=[(b.pod, b.node) for b in binds if b.recorded])
+        if any(b.final in ("refused", "lost") for b in binds):
+            kick()
+
+    # Metrics, after commit and once per batch: as the binding cycle, a bound pod counts as "scheduled"
+    # (attempt = scheduling cycle + binding), with its attempts and its SLI; a refused binding is an "error".
+    bound_pods = [(b.item, b.pod, b.seconds) for b in binds if b.recorded]
+    refused = [(b.item, b.pod, b.message, b.seconds) for b in binds if b.final == "refused"]
+    lost = sum(b.final == "lost" for b in binds)
+    transaction.on_commit(lambda: _observe_bind_batch(bound_pods, refused, now))
+    transaction.on_commit(lambda: live.bind_batch_done(bound_pods, refused, now))  # live dashboard, never waits
+    if lost:
+        transaction.on_commit(lambda: metrics.bind_reservations_lost.inc(lost))
+    transaction.on_commit(publish)
+    return {"bound": len(bound_pods), "failed": len(refused), "lost": lost,
+            "dropped": sum(b.final in ("dropped", "elsewhere") for b in binds)}
+
+
+def mark_binding(items: list[dict], now) -> set[int]:
+    """Mark every reservation that still stands as binding, in one statement: the reconciler leaves those alone.
+
+    Conditional on the reservation (assumed on this node, not bound), so a reservation the reconciler
+    freed first is not marked, and the binding is not sent. A mark already there (a previous binder
+    died mid-call, the job is retried) is renewed.
+    """
+    return set(update_from_values(Pod, ["binding_at", "assumed_node"], [(i["pod"], now, i["node"]) for i in items],
+                                  where="scheduler_pod.assumed_node = v.assumed_node AND scheduler_pod.node_name = ''",
+                                  returning=True))
+
+
+def _settle(binds: list[_Bind], backend, *, marked: set[int] | None = None) -> None:
+    """Classify binds whose reservation is not (or no longer) theirs, from their pod rows as read."""
+    bound_here = [b for b in binds if b.pod is not None and (marked is None or b.pod.pk not in marked)
+                  and b.pod.node_name == b.node]
+    recorded = {}
+    if bound_here:
+        recorded = {(uid, pod_id): attempt_id for uid, pod_id, attempt_id in Binding.objects.filter(
+            pod_uid__in={b.pod.uid for b in bound_here}).values_list("pod_uid", "pod_id", "attempt_id")}
+    for b in binds:
+        if b.pod is None:
+            b.outcome = "gone"
+        elif marked is not None and b.pod.pk in marked:
+            b.outcome = "call"
+        elif b.pod.node_name == b.node:
+            attempt = recorded.get((b.pod.uid, b.pod.pk), 0)
+            if attempt == b.item["attempt"]:
+                b.outcome = "already"  # this very binding, recorded before: a redelivered job
+            elif attempt != 0 or not backend.mirrors_bindings:
+                # Bound here by another attempt (or, on the simulated cluster, by its manifest): not this attempt's.
+                b.outcome, b.message = "elsewhere", "Binding skipped: the pod is already bound to this node"
+            else:
+                # The cluster says it is bound here and nothing recorded it: our call went out and its
+                # binder stopped before writing (a leader that died), and the mirror saw it. Success.
+                b.outcome = "bound"
+        elif b.pod.node_name:
+            # Worded as the API's 409 says it (BoundElsewhere): the same outcome, whoever noticed first.
+            b.outcome, b.message = "elsewhere", f"Binding rejected: {BoundElsewhere(b.pod.node_name)}"
+        else:
+            b.outcome = "lost"
+            b.message = (f"Binding skipped: the reservation on {b.node} was released before the binding "
+                         "(expired, or the pod changed); the pod is scheduled again")
+
+
+def _call_backend(backend, binds: list[_Bind], deadline: float) -> None:
+    """The backend's bindings, in parallel where it can; an exception is that pod's failure."""
+    requests: list[tuple[_Bind, dict]] = []
+    for b in binds:
+        try:
+            requests.append((b, {"pod_manifest": b.pod.manifest, "node_name": b.node, "attempt_number": b.pod.attempts,
+                                 "previous_bind_failures": Attempt.objects.filter(pod=b.pod, result=RESULT_BIND_FAILED)
+                                 .count() if backend.counts_bind_failures(b.pod.manifest) else 0}))
+        except Exception as exc:  # noqa: BLE001 - a pod whose manifest the binder cannot read
+            log.exception("preparing the binding of %s failed", b.pod.key)
+            b.outcome, b.error = "refused", exc
+    # In parallel where the backend can, as upstream's binding goroutines.
+    answered = backend.bind_many([{**request, "deadline": deadline} for _, request in requests])
+    for (b, _), (error, seconds) in zip(requests, answered):
+        b.seconds = seconds
+        if error is None:
+            b.outcome = "bound"
+        elif isinstance(error, (BoundElsewhere, PodGone)):
+            b.outcome, b.error = "dropped", error
+        elif isinstance(error, BindOutcomeUnknown):
+            b.outcome, b.error = "unknown", error
+        else:
+            b.outcome, b.error = "refused", error
+    for b in binds:
+        if b.outcome == "unknown":
+            b.message = f"Binding outcome unknown: {b.error}; the reservation is kept until the cluster says"
+        elif b.error is not None:
+            if isinstance(b.error, BindError):
+                b.message = f"Binding rejected: {b.error}"
+            else:
+                b.message = f"Binding rejected: internal error: {why(b.error)}"
+
+
+def _record_binds(binds: list[_Bind], backend, now) -> None:
+    """Write every outcome in one transaction; if that raises, bind by bind, and a bind whose rows the
+    database refuses is failed alone (released and backed off, unless the cluster already bound it)."""
+    try:
+        with transaction.atomic():
+            _write_binds(binds, backend, now)
+        return
+    except SYSTEMIC_ERRORS:
+        raise
+    except Exception:  # noqa: BLE001 - find the pod whose rows the database refuses
+        log.exception("recording a binding batch of %d pods failed: recording them one by one", len(binds))
+    for b in binds:
+        try:
+            with transaction.atomic():
+                _write_binds([b], backend, now)
+        except SYSTEMIC_ERRORS:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            log.exception("recording the binding of %s failed", b.pod.key if b.pod else b.item["pod"])
+            _write_bind_failed(b, backend, exc, now)
+
+
+def _write_binds(binds: list[_Bind], backend, now) -> None:
+    for b in binds:
+        b.final, b.recorded = b.outcome, False
+    events: list[EventSpec] = []
+    attempt_rows: list[tuple] = []
+    # The binding itself, for every accepted pod at once: only where our reservation still stands
+    # (or, with a cluster that reports bindings, where its watch already recorded this very binding).
+    accepted = [b for b in binds if b.final == "bound" and b.pod.node_name != b.node]
+    fields = ["node_name", "assumed_node", "assumed_at", "binding_at", "phase", "bound_at", "scheduled_status",
+              "scheduled_reason", "scheduled_message", "scheduled_transition_at"]
+    where = "scheduler_pod.assumed_node = v.node_name AND scheduler_pod.node_name = ''"
+    if backend.mirrors_bindings:
+        where = f"(({where}) OR scheduler_pod.node_name = v.node_name)"
+    phase = Pod.RUNNING
+    bound_ids = set(update_from_values(
+        Pod, fields, [(b.pod.pk, b.node, "", None, None, phase, now, "True", "", "", now) for b in accepted],
+        where=where, returning=True))
+    missed = [b for b in accepted if b.pod.pk not in bound_ids]
+    if missed:
+        # The reservation went away between the mark and now (the pod or its node deleted, another
+        # replica's binder): read what the rows say now and settle on that.
+        rows = Pod.objects.only(*_BIND_ROW_FIELDS).in_bulk([b.pod.pk for b in missed])
+        present = []
+        for b in missed:
+            if b.pod.pk in rows:
+                b.pod = rows[b.pod.pk]
+                present.append(b)
+            else:
+                b.final = "gone"  # deleted meanwhile: its reservation went with it
+        _settle(present, backend)
+        for b in present:
+            b.final, b.outcome = b.outcome, "bound"  # the call's outcome stays (a retried write settles again)
+            if b.final in ("lost", "elsewhere") and backend.mirrors_bindings:
+                # The cluster accepted this binding: the pod is bound there whatever our rows say, and the
+                # mirror will record it (and count it on its node). Never a failure on a bound pod.
+                log.warning("%s was bound to %s but its reservation was gone: the mirror will record it",
+                            b.pod.key, b.node)
+                b.final = "unrecorded"
+    # Binding rows, events and attempts for the bindings that happened.
+    successes = [b for b in binds if b.final == "bound"]
+    # Recorded before: by a redelivered job that raced this one (it wrote the attempt's binding time too:
+    # nothing left to do), or by the mirror, whose watch showed the binding before this binder got here
+    # (kube/mirror.py: the row only; the event, attempt and metrics are this binder's to write).
+    recorded = dict(Binding.objects.filter(pod_uid__in={b.pod.uid for b in successes},
+                                           pod_id__in=[b.pod.pk for b in successes])
+                    .values_list("pod_id", "attempt__binding_ms")) if successes else {}
+    bindings = []
+    for b in successes:
+        pod = b.pod
+        if pod.pk in recorded and recorded[pod.pk] is not None:
+            continue
+        b.recorded = True
+        if pod.pk not in recorded:
+            bindings.append(Binding(pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid,
+                                    node_name=b.node, attempt_id=b.item["attempt"], bound_at=now))
+        events.append(EventSpec("Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {b.node}",
+                                "Pod", pod.namespace, pod.name, pod.uid, action="Binding",
+                                reporting_controller=pod.scheduler_name))
+        first = pod.queued_at or pod.created_at
+        attempt_rows.append((b.item["attempt"], RESULT_SCHEDULED, "", ms(b.seconds),
+                             ms(max(0.0, (now - first).total_seconds())) if first else None))
+    refused = [b for b in binds if b.final == "refused"]
+    for b in refused:
+        release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=row_usage(b.pod))
+        events.append(EventSpec("Warning", "FailedScheduling", b.message, "Pod", b.pod.namespace, b.pod.name, b.pod.uid,
+                                action="Scheduling", reporting_controller=b.pod.scheduler_name))
+        attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, ms(b.seconds), None))
+    # Never failure fields on a bound pod.
+    update_from_values(Pod, ["scheduled_status", "scheduled_reason", "scheduled_message", "scheduled_transition_at"],
+                       [(b.pod.pk, "False", "SchedulerError", b.message, now) for b in refused],
+                       where="scheduler_pod.node_name = ''")
+    for b in binds:
+        if b.final != "dropped":
+            continue
+        # Not ours to place any more: give the room back. A pod the API says is bound elsewhere
+        # counts there from now on (unless the watch recorded it first), so it is not requeued.
+        release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=row_usage(b.pod))
+        if isinstance(b.error, BoundElsewhere):
+            moved = Pod.objects.filter(pk=b.pod.pk, node_name="", assumed_node="").update(
+                node_name=b.error.node_name, bound_at=now)
+            if moved and Node.objects.filter(name=b.error.node_name).exists():
+                add_node_usage(node_name=b.error.node_name, usage=row_usage(b.pod))
+        attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, ms(b.seconds), None))
+    for b in binds:
+        if b.final in ("lost", "elsewhere"):
+            attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, None, None))
+        elif b.final == "gone":
+            # Its row went with the pod; the attempt stays in the audit, and must not read "scheduled".
+            attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED,
+                                 "Binding skipped: the pod was deleted before its binding", None, None))
+        elif b.final == "unknown":
+            # Not released, not requeued, no event: the pod may well be bound. Its mark stays, so the
+            # reconciler frees it only after the binding timeout, unless the watch settles it first
+            # (and if the watch already did, it recorded the binding with this attempt: that stands).
+            log.warning("%s: %s", b.pod.key, b.message)
+            Attempt.objects.filter(pk=b.item["attempt"], binding__isnull=True).update(
+                result=RESULT_BIND_FAILED, message=b.message, binding_ms=ms(b.seconds))
+    insert_many(Binding, bindings)
+    update_from_values(Attempt, ["result", "message", "binding_ms", "e2e_ms"], attempt_rows)
+    events_record(events, now=now)
+
+
+def _write_bind_failed(b: _Bind, backend, exc: Exception, now) -> None:
+    """This bind's rows were refused. Bound in a cluster: leave it to the mirror. Otherwise fail it alone."""
+    b.recorded = False
+    if b.pod is None:
+        b.final = "gone"
+        return
+    if b.outcome == "bound" and backend.mirrors_bindings:
+        b.final = "unrecorded"  # the cluster bound it; its reservation (marked binding) stays until the mirror sees it
+        return
+    b.final = "refused"
+    b.message = f"Binding rejected: internal error recording the binding: {why(exc)}"
+    try:
+        with transaction.atomic():
+            release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=row_usage(b.pod))
+            events_record([EventSpec("Warning", "FailedScheduling", b.message, "Pod", b.pod.namespace, b.pod.name,
+                                     b.pod.uid, action="Scheduling", reporting_controller=b.pod.scheduler_name)], now=now)
+            Pod.objects.filter(pk=b.pod.pk, node_name="").update(
+                scheduled_status="False", scheduled_reason="SchedulerError", scheduled_message=b.message,
+                scheduled_transition_at=now)
+            Attempt.objects.filter(pk=b.item["attempt"]).update(result=RESULT_BIND_FAILED, message=b.message)
+    except SYSTEMIC_ERRORS:
+        raise
+    except Exception:  # noqa: BLE001 - its reservation is freed by the binding timeout, its room by the recount
+        log.exception("could not record the failed binding of %s either", b.pod.key)
+
+
+def _observe_bind_batch(bound: list, refused: list, now) -> None:
+    attempt_seconds: dict[tuple[str, str], list[float]] = {}
+    bind_seconds: dict[tuple[str, str], list[float]] = {}
+    sli: dict[str, list[float]] = {}
+    attempts: list[int] = []
+    for item, pod, seconds in bound:
+        attempt_seconds.setdefault((RESULT_SCHEDULED, pod.scheduler_name), []).append(item.get("cycle_s", 0.0) + seconds)
+        bind_seconds.setdefault((metrics.SUCCESS, pod.scheduler_name), []).append(seconds)
+        attempts.append(pod.attempts)
+        first = pod.queued_at or pod.created_at
+        if first:
+            sli.setdefault(metrics.attempts_label(pod.attempts), []).append(max(0.0, (now - first).total_seconds()))
+    for item, pod, _error, seconds in refused:
+        attempt_seconds.setdefault((RESULT_ERROR, pod.scheduler_name), []).append(item.get("cycle_s", 0.0) + seconds)
+        bind_seconds.setdefault((metrics.ERROR_STATUS, pod.scheduler_name), []).append(seconds)
+    for (result, profile_name), seconds in attempt_seconds.items():
+        metrics.record_attempts(result, profile_name, seconds)
+    for (status, profile_name), seconds in bind_seconds.items():
+        metrics.observe_many(metrics.framework_extension_point_duration.labels(metrics.BIND, status, profile_name), seconds)
+    metrics.observe_many(metrics.pod_scheduling_attempts, attempts)
+    for label, seconds in sli.items():
+        metrics.observe_many(metrics.pod_scheduling_sli_duration.labels(label), seconds)

@@ -1,0 +1,94 @@
+"""Reconciliation (beat): cluster events move unschedulable pods, stale reservations are freed, dead workers'
+in-flight pods reclaimed, pending pods the queue lost re-queued; and the periodic usage recount."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from ..backends import get_backend
+from ..models import ClusterEvent, Pod
+from ..queue.kick import kick
+from ..queue.queues import get_queue
+from ..state.reservations import release_assumed, row_usage, usage_recount
+from ..telemetry import metrics
+from ..versions.profiles import scheduler_names
+
+log = logging.getLogger(__name__)
+
+
+_last_cluster_event_id: int | None = None
+
+
+def forget_cluster_events() -> None:
+    """Start again from the newest cluster event at the next reconcile (tests start afresh)."""
+    global _last_cluster_event_id
+    _last_cluster_event_id = None
+
+
+def reconcile(*, queue=None) -> dict:
+    """Repair the queue from the truth in Postgres; safe to run anywhere, any number of times."""
+    global _last_cluster_event_id
+    queue = queue or get_queue()
+    now = timezone.now()
+    report = {"expired": 0, "requeued": 0, "moved": 0, "reclaimed": 0}
+
+    # Cluster events (from any process) move unschedulable pods, as the informers would.
+    if _last_cluster_event_id is None:
+        _last_cluster_event_id = ClusterEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    kinds = list(ClusterEvent.objects.filter(id__gt=_last_cluster_event_id).values_list("id", "kind"))
+    if kinds:
+        _last_cluster_event_id = kinds[-1][0]
+        for kind in sorted({k for _, k in kinds}):
+            queue.move_all_to_active_or_backoff(kind)
+            report["moved"] += 1
+
+    # Reservations whose binding never came (a worker died between reserve and bind). One whose
+    # binding is in flight (marked by its binder) is left alone: the binder's outcome settles it, or
+    # the mirror seeing the pod bound. Only a mark older than the binding timeout (its binder died and
+    # its job was lost with Redis) is freed; no binder sends a binding that late (see _bind_batch).
+    # Only a binding that goes out of this database needs that (a call to an API server cannot be taken
+    # back): on the simulated cluster the binding is this database's own conditional write, which simply
+    # finds the reservation gone, so a dead worker's pod is freed after the assume TTL as any other.
+    stale = now - timedelta(seconds=settings.SCHEDBOARD_ASSUME_TTL_SECONDS)
+    expirable = Q(binding_at__isnull=True) | Q(binding_at__lt=now - timedelta(seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS))
+    if not get_backend().mirrors_bindings:
+        expirable = Q()
+    for pod in Pod.objects.filter(expirable, node_name="", assumed_at__lt=stale).exclude(assumed_node=""):
+        if release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=row_usage(pod),
+                           condition=expirable & Q(assumed_at__lt=stale)):
+            if pod.binding_at is not None:
+                log.warning("freed the reservation of %s on %s: its binding was marked in flight at %s and never "
+                            "settled", pod.key, pod.assumed_node, pod.binding_at.isoformat())
+            report["expired"] += 1
+            queue.add(pod.key, pod.priority)
+
+    # In-flight pods whose worker died, then pending pods the queue does not know (Redis lost).
+    report["reclaimed"] = len(queue.reclaim_expired(None, settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS))
+    known = queue.keys()
+    pending = Pod.objects.filter(node_name="", assumed_node="", deleting=False,
+                                 scheduler_name__in=scheduler_names())
+    for ns, name, priority in pending.values_list("namespace", "name", "priority").iterator():
+        key = f"{ns}/{name}"
+        if key not in known:
+            queue.add(key, priority)
+            report["requeued"] += 1
+    pending.filter(queued_at__isnull=True).update(queued_at=now)
+    queue.flush()
+    if queue.lengths().get("active", 0):
+        kick()
+    return report
+
+
+def recount() -> dict:
+    """The periodic recount of every node's usage (beat, SCHEDBOARD_RECOUNT_SECONDS): repairs drift, counts it."""
+    report = usage_recount(on_repair=lambda resource: metrics.usage_drift_repaired.labels(resource).inc())
+    metrics.usage_recounts.inc()
+    if report["repaired"]:
+        # Nodes that got room back may fit pods waiting as unschedulable.
+        get_queue().move_all_to_active_or_backoff(ClusterEvent.NODE_UPDATE)
+    return report

@@ -1,0 +1,420 @@
+"""Scheduling: a worker pops a batch from the queue, runs schedule_one for each pod against its snapshot
+(reserving each placement in Postgres), writes the attempts, events and conditions of the whole batch at
+once, and hands the placements to the bind task (bind.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import socket
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ..backends import get_backend
+from ..engine import schedule_one as cycle
+from ..engine.config import SchedulerConfig
+from ..engine.explain import top_candidates, trace
+from ..engine.framework import Algorithm
+from ..engine.pods import PodSpec
+from ..engine.queue import QueuedPodInfo
+from ..manifests.errors import ManifestError
+from ..manifests.objects import pod_from_manifest
+from ..models import RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Pod
+from ..queue.kick import kick, slot_release
+from ..queue.queues import get_queue, set_queue_backoff
+from ..state.events import EventSpec, events_record
+from ..state.reservations import SYSTEMIC_ERRORS, release_assumed, reserve_many, row_usage
+from ..state.snapshot import Snapshot
+from ..state.sql import insert_many, update_from_values
+from ..telemetry import live, metrics
+from ..versions.profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version
+from .common import ms, why
+
+log = logging.getLogger(__name__)
+
+
+POD_SPEC_CACHE_SIZE = 50_000
+
+
+@dataclass
+class BatchStats:
+    popped: int = 0
+    scheduled: int = 0
+    unschedulable: int = 0
+    errors: int = 0
+    skipped: int = 0
+    conflicts: int = 0
+    bind_items: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class _Scheduled:
+    """One popped pod's outcome in a scheduling batch: what to write, report and requeue."""
+
+    pod: Pod
+    info: QueuedPodInfo
+    attempt: Attempt | None = None
+    events: list = field(default_factory=list)
+    failed: bool = False  # its PodScheduled condition is written (False)
+    placed: bool = False  # reserved: handed to the binder
+    node: str = ""
+    reported: tuple | None = None  # (pod, condition reason or None, message) for the backend
+    requeue: tuple[bool, str] | None = None  # (unschedulable, message)
+    again: bool = False  # changed since it was read: back to the active queue at once
+    done: bool = False
+    skipped: int = 0
+    algorithm_seconds: float = 0.0
+    cycle_seconds: float = 0.0
+    written: bool = False
+
+
+_CONDITION = ["scheduled_status", "scheduled_reason", "scheduled_message", "scheduled_transition_at", "attempts"]
+
+
+def _write_scheduled(outcomes: list[_Scheduled]) -> None:
+    """Set-based: one insert for the attempts, one for the events, one update per kind of pod change."""
+    now = timezone.now()
+    attempts = [o.attempt for o in outcomes if o.attempt is not None]
+    for a in attempts:
+        a.pk = None  # a retried write inserts afresh
+    insert_many(Attempt, attempts)
+    events_record([e for o in outcomes for e in o.events], now=now)
+    # Never failure fields on a bound pod (it may have been bound meanwhile, by the mirror of a cluster).
+    update_from_values(Pod, _CONDITION, [(o.pod.pk, *(getattr(o.pod, f) for f in _CONDITION)) for o in outcomes if o.failed],
+                       where="scheduler_pod.node_name = ''")
+    update_from_values(Pod, ["attempts"], [(o.pod.pk, o.pod.attempts) for o in outcomes if o.placed])
+
+
+class _DbCluster:
+    """schedule_batch's Cluster port over Postgres for one batch of pod rows."""
+
+    def __init__(self, worker: Worker, rows: dict[str, Pod]):
+        self.worker = worker
+        self.rows = rows
+        self.changed: set[str] = set()  # pods that changed since they were read: scheduled again at once
+
+    def reserve_many(self, placements: list[tuple[PodSpec, str]]) -> cycle.ReserveOutcome:
+        versions = self.worker.snapshot.spec_versions
+        by_id = {self.rows[pod.key].pk: pod.key for pod, _ in placements}
+        # The pod row's updated_at as read: the claim takes the pod only in the version that was scheduled.
+        result = reserve_many([(row.pk, row_usage(row), node, versions.get(node), row.updated_at)
+                               for row, node in ((self.rows[pod.key], node) for pod, node in placements)])
+        self.changed |= {by_id[i] for i in result.changed}
+        return cycle.ReserveOutcome(conflicts={by_id[i] for i in result.conflicts}, gone={by_id[i] for i in result.gone},
+                                    errors={by_id[i]: message for i, message in result.errors.items()})
+
+    def refresh_nodes(self, cache, node_names: set[str]) -> None:
+        self.worker.snapshot.refresh_nodes(cache, node_names)
+
+
+class Worker:
+    """What one process keeps between batches: its snapshot, algorithm state and parsed pods."""
+
+    def __init__(self, queue=None, config: SchedulerConfig | None = None, seed: int | None = None):
+        self.queue = queue or get_queue()
+        # A given config is pinned (version 0, never reloaded); otherwise the active version is followed.
+        self.follows_versions = config is None
+        self._use_config(*(active_config() if config is None else (INITIAL_VERSION, config)))
+        self.algorithm = Algorithm(seed if seed is not None else settings.SCHEDBOARD_SEED)
+        self.snapshot = Snapshot()
+        self.identity = f"{socket.gethostname()}-{os.getpid()}"
+        self._pod_specs: OrderedDict[tuple, PodSpec] = OrderedDict()
+        self._templates: OrderedDict[str, PodSpec] = OrderedDict()
+
+    def _use_config(self, version: int, config: SchedulerConfig) -> None:
+        self.version, self.config = version, config
+        self.profiles = config.build_profiles(version=version)
+        if self.follows_versions:
+            set_queue_backoff(self.queue, config)
+
+    def refresh_config(self) -> bool:
+        """Switch to the active configuration version if it changed since the last batch."""
+        if not self.follows_versions:
+            return False
+        number = active_version_number()
+        if number == self.version:
+            return False
+        self._use_config(number, config_for_version(number))
+        log.info("worker %s now runs scheduler configuration version %d", self.identity, number)
+        return True
+
+    def pod_spec(self, pod: Pod) -> PodSpec:
+        key = (pod.uid, pod.updated_at)
+        spec = self._pod_specs.get(key)
+        if spec is None:
+            # Pods of one workload share a spec: parse (and validate) each distinct spec once.
+            shape = json.dumps(pod.manifest.get("spec"), sort_keys=True)
+            template = self._templates.get(shape)
+            if template is None:
+                spec = pod_from_manifest(pod.manifest)
+                self._templates[shape] = spec
+            else:
+                deleting = bool((pod.manifest.get("metadata") or {}).get("deletionTimestamp"))
+                spec = dataclasses.replace(template, namespace=pod.namespace, name=pod.name, uid=pod.uid, deleting=deleting)
+            self._pod_specs[key] = spec
+            for cache in (self._pod_specs, self._templates):
+                if len(cache) > POD_SPEC_CACHE_SIZE:
+                    cache.popitem(last=False)
+        return spec
+
+    # ---- the scheduling cycle, a batch at a time ---------------------------------------------
+    def schedule_batch(self, max_pods: int | None = None) -> BatchStats:
+        stats = BatchStats()
+        infos = self.queue.pop(max_pods or settings.SCHEDBOARD_BATCH_SIZE)
+        if not infos:
+            return stats
+        self.refresh_config()  # once per batch, so a batch never mixes configuration versions
+        stats.popped = len(infos)
+        popped_at = self.queue.clock()
+        now = timezone.now()
+        rows = _pods_by_key([i.key for i in infos])
+        cache = self.snapshot.refresh()
+        outcomes: list[_Scheduled] = []
+
+        batch: list[tuple[PodSpec, object]] = []
+        batch_rows: dict[str, Pod] = {}
+        batch_infos: dict[str, QueuedPodInfo] = {}
+        timings = metrics.BatchTimings()  # metrics: plugin calls timed, observed once per batch below
+        for info in infos:
+            pod = rows.get(info.key)
+            if pod is None or pod.node_name or pod.assumed_node or pod.scheduler_name not in self.profiles:
+                self.queue.done(info.key)  # deleted, already placed, or not ours any more
+                continue
+            try:
+                spec = self.pod_spec(pod)
+            except Exception as exc:  # noqa: BLE001 - this pod fails, the batch goes on
+                outcomes.append(self._unreadable(pod, info, exc, now, popped_at))
+                continue
+            batch.append((spec, timings.profile(self.profiles[pod.scheduler_name], info.key)))
+            batch_rows[info.key] = pod
+            batch_infos[info.key] = info
+        db_cluster = _DbCluster(self, batch_rows)
+        results = cycle.schedule_batch(batch, algorithm=self.algorithm, cache=cache, cluster=db_cluster)
+
+        for (spec, profile), result in zip(batch, results):
+            pod, info = batch_rows[spec.key], batch_infos[spec.key]
+            stats.conflicts += result.conflicts
+            if result.status == cycle.GONE:
+                if spec.key in db_cluster.changed:
+                    outcomes.append(_Scheduled(pod, info, again=True))  # changed meanwhile: its new version, at once
+                else:
+                    self.queue.done(info.key)
+                continue
+            try:
+                outcomes.append(self._outcome(pod, info, result, profile, now, popped_at))
+            except Exception as exc:  # noqa: BLE001 - recording this pod's decision failed: it fails alone
+                log.exception("recording the scheduling result of %s failed", pod.key)
+                outcomes.append(self._failed_internally(pod, info, result, exc, now, popped_at))
+
+        self._write(outcomes)
+        reported = [o.reported for o in outcomes if o.reported]
+        if reported:  # committed: the backend may tell the cluster (the kubernetes backend's leader does)
+            get_backend().report(failed=reported, scheduled=[])
+        for o in outcomes:
+            if o.done:
+                self.queue.done(o.info.key)
+            elif o.again:
+                self.queue.done(o.info.key)
+                self.queue.add(o.info.key, o.pod.priority)
+            elif o.requeue is not None:
+                self.queue.add_unschedulable_if_not_present(o.info, unschedulable=o.requeue[0], message=o.requeue[1])
+        placed = [o for o in outcomes if o.placed and o.written]
+        attempts = [o.attempt for o in outcomes if o.attempt is not None and o.written]
+        stats.skipped = sum(o.skipped for o in outcomes)
+        stats.scheduled = len(placed)
+        stats.unschedulable = sum(a.result == RESULT_UNSCHEDULABLE for a in attempts)
+        stats.errors = sum(a.result == RESULT_ERROR for a in attempts) + sum(not o.written for o in outcomes)
+        stats.bind_items = [
+            # "cycle_s" carries the scheduling cycle's time to the binder for scheduling_attempt_duration_seconds.
+            {"attempt": o.attempt.pk, "pod": o.pod.pk, "node": o.attempt.node_name, "info": asdict(o.info),
+             "cycle_s": (o.attempt.attempt_ms or 0.0) / 1000.0}
+            for o in placed
+        ]
+        # Metrics, once per batch: failed attempts (scheduled ones count when bound), algorithm and
+        # extension point latencies (the queue counts the pods it takes back itself).
+        failed_seconds: dict[tuple[str, str], list[float]] = {}  # (result, profile) -> attempt seconds
+        for o in outcomes:
+            if o.attempt is not None and o.written and not o.placed:
+                failed_seconds.setdefault((o.attempt.result, o.attempt.profile_name), []).append(o.cycle_seconds)
+        for (result, profile_name), seconds in failed_seconds.items():
+            metrics.record_attempts(result, profile_name, seconds)
+        # As schedulingCycle: the algorithm latency is observed when schedulePod succeeded.
+        metrics.observe_many(metrics.scheduling_algorithm_duration, [o.algorithm_seconds for o in placed])
+        timings.record({key: pod.scheduler_name for key, pod in batch_rows.items()}, [r.decision for r in results])
+        # The live dashboard: one message per batch, buffered and sent by another thread (never waits).
+        transaction.on_commit(lambda: live.schedule_batch_done(attempts, stats.popped))
+        return stats
+
+    def _outcome(self, pod: Pod, info: QueuedPodInfo, result, profile, now, popped_at: float) -> _Scheduled:
+        """What one pod's cycle result writes: attempt, event, condition, requeue."""
+        if result.status == cycle.SKIPPED:
+            event = EventSpec("Warning", "FailedScheduling", result.message, "Pod", pod.namespace, pod.name,
+                              pod.uid, action="Scheduling", reporting_controller=pod.scheduler_name)
+            return _Scheduled(pod, info, events=[event], reported=(pod, None, result.message), done=True, skipped=1)
+        pod.attempts += 1
+        attempt = self._attempt(pod, info, result, profile, now, popped_at)
+        if result.status == cycle.SCHEDULED:
+            return _Scheduled(pod, info, attempt=attempt, placed=True, node=result.node_name,
+                              algorithm_seconds=result.algorithm_seconds, cycle_seconds=result.cycle_seconds)
+        unschedulable = result.status == cycle.UNSCHEDULABLE
+        return self._failure(pod, info, attempt, unschedulable, result.message, now, result.cycle_seconds)
+
+    def _failure(self, pod: Pod, info: QueuedPodInfo, attempt: Attempt, unschedulable: bool, message: str, now,
+                 cycle_seconds: float = 0.0) -> _Scheduled:
+        """As handleSchedulingFailure: the event, PodScheduled=False, back to the queue (unschedulable or backoff)."""
+        event = EventSpec("Warning", "FailedScheduling", message, "Pod", pod.namespace, pod.name,
+                          pod.uid, action="Scheduling", reporting_controller=pod.scheduler_name)
+        _set_condition(pod, False, "Unschedulable" if unschedulable else "SchedulerError", message, now)
+        return _Scheduled(pod, info, attempt=attempt, events=[event], failed=True, requeue=(unschedulable, message),
+                          reported=(pod, pod.scheduled_reason, message), cycle_seconds=cycle_seconds)
+
+    def _error_attempt(self, pod: Pod, info: QueuedPodInfo, message: str, now, popped_at: float) -> Attempt:
+        profile = self.profiles.get(pod.scheduler_name)
+        return Attempt(
+            pod=pod, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, number=pod.attempts,
+            started_at=now, finished_at=timezone.now(), result=RESULT_ERROR, message=message,
+            profile_name=pod.scheduler_name, profile_version=profile.version if profile else self.version,
+            worker=self.identity, queue_wait_ms=ms(max(0.0, popped_at - info.timestamp)))
+
+    def _unreadable(self, pod: Pod, info: QueuedPodInfo, exc: Exception, now, popped_at: float) -> _Scheduled:
+        """A pod whose stored spec cannot be read: it fails (SchedulerError, backoff), the rest of the batch goes on."""
+        if isinstance(exc, ManifestError):
+            what = "; ".join(f"{p.path}: {p.message}" if p.path else p.message for p in exc.problems)
+            message = f"the pod's spec cannot be read: {what}"
+        else:
+            log.exception("reading the spec of %s failed", pod.key)
+            message = f"internal error reading the pod's spec: {why(exc)}"
+        pod.attempts += 1
+        return self._failure(pod, info, self._error_attempt(pod, info, message, now, popped_at), False, message, now)
+
+    def _failed_internally(self, pod: Pod, info: QueuedPodInfo, result, exc: Exception, now,
+                           popped_at: float) -> _Scheduled:
+        if result.status == cycle.SCHEDULED:  # its reservation stands: give it back before failing the pod
+            release_assumed(pod_id=pod.pk, node_name=result.node_name, usage=row_usage(pod))
+        message = f"internal error recording the scheduling result: {why(exc)}"
+        pod.attempts = max(pod.attempts, 1)
+        return self._failure(pod, info, self._error_attempt(pod, info, message, now, popped_at), False, message, now)
+
+    def _write(self, outcomes: list[_Scheduled]) -> None:
+        """The batch's attempts, events and conditions in one transaction; pod by pod only if that raises."""
+        try:
+            with transaction.atomic():
+                _write_scheduled(outcomes)
+            for o in outcomes:
+                o.written = True
+            return
+        except SYSTEMIC_ERRORS:
+            raise
+        except Exception:  # noqa: BLE001 - find the pod whose rows the database refuses
+            log.exception("writing a scheduling batch of %d pods failed: writing them one by one", len(outcomes))
+        for o in outcomes:
+            try:
+                with transaction.atomic():
+                    _write_scheduled([o])
+                o.written = True
+            except SYSTEMIC_ERRORS:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                log.exception("writing the scheduling result of %s failed", o.pod.key)
+                self._write_failed(o, exc)
+
+    def _write_failed(self, o: _Scheduled, exc: Exception) -> None:
+        """The pod's own rows were refused: give back its reservation, back it off; record what can be recorded."""
+        message = f"internal error recording the scheduling result: {why(exc)}"
+        if o.placed:
+            release_assumed(pod_id=o.pod.pk, node_name=o.node, usage=row_usage(o.pod))
+        o.placed, o.attempt, o.reported, o.again = False, None, (o.pod, "SchedulerError", message), False
+        o.requeue = (False, message)
+        try:
+            with transaction.atomic():
+                events_record([EventSpec("Warning", "FailedScheduling", message, "Pod", o.pod.namespace, o.pod.name,
+                                         o.pod.uid, action="Scheduling", reporting_controller=o.pod.scheduler_name)])
+                Pod.objects.filter(pk=o.pod.pk, node_name="").update(
+                    scheduled_status="False", scheduled_reason="SchedulerError", scheduled_message=message,
+                    scheduled_transition_at=timezone.now())
+        except SYSTEMIC_ERRORS:
+            raise
+        except Exception:  # noqa: BLE001 - the log line above is all that is left to say
+            log.exception("could not record the failure of %s either", o.pod.key)
+
+    def _attempt(self, pod: Pod, info: QueuedPodInfo, result, profile, now, popped_at: float) -> Attempt:
+        decision = result.decision
+        table = self.snapshot.cache.table
+        attempt = Attempt(
+            pod=pod, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, number=pod.attempts,
+            started_at=now, finished_at=timezone.now(), node_name=result.node_name or "", message=result.message,
+            profile_name=profile.scheduler_name, profile_version=profile.version, worker=self.identity,
+            queue_wait_ms=ms(max(0.0, popped_at - info.timestamp)), algorithm_ms=ms(result.algorithm_seconds),
+            attempt_ms=ms(result.cycle_seconds),
+            result={cycle.SCHEDULED: RESULT_SCHEDULED, cycle.UNSCHEDULABLE: RESULT_UNSCHEDULABLE}.get(result.status, RESULT_ERROR),
+        )
+        if decision is not None:
+            attempt.num_nodes = decision.num_all_nodes
+            attempt.feasible_nodes = len(decision.candidates)
+            attempt.evaluated_nodes = decision.evaluated_nodes
+            if result.status == cycle.SCHEDULED:
+                attempt.candidates = top_candidates(decision, table)
+            else:
+                attempt.reasons = decision.reason_histogram()
+            # The attempt page's per-node verdicts (and, traced "all", every candidate's scores).
+            mode = settings.SCHEDBOARD_TRACE
+            if mode == "all" or (mode == "failures" and result.status != cycle.SCHEDULED):
+                attempt.trace = trace(decision, table, scores=mode == "all")
+        return attempt
+
+
+def _pods_by_key(keys: list[str]) -> dict[str, Pod]:
+    pairs = [k.split("/", 1) for k in keys]
+    names = {n for _, n in pairs}
+    namespaces = {ns for ns, _ in pairs}
+    wanted = set(keys)
+    return {p.key: p for p in Pod.objects.filter(name__in=names, namespace__in=namespaces) if p.key in wanted}
+
+
+def _set_condition(pod: Pod, ok: bool, reason: str, message: str, now) -> None:
+    status = "True" if ok else "False"
+    if pod.scheduled_status != status:
+        pod.scheduled_transition_at = now
+    pod.scheduled_status = status
+    pod.scheduled_reason = reason
+    pod.scheduled_message = message
+
+
+_worker: Worker | None = None
+
+
+def reset_worker() -> None:
+    """Forget this process's worker, so the next batch builds a new one (tests and benchmarks start afresh)."""
+    global _worker
+    _worker = None
+
+
+def get_worker() -> Worker:
+    global _worker
+    if _worker is None:
+        _worker = Worker()
+    return _worker
+
+
+def run_schedule_task(token: str | None = None) -> BatchStats:
+    """One batch, then hand on: binding runs as its own task, and the next batch is another kick."""
+    try:
+        worker = get_worker()
+        worker.queue.flush()
+        stats = worker.schedule_batch()
+        if stats.bind_items:
+            items = stats.bind_items
+            backend = get_backend()
+            transaction.on_commit(lambda: backend.hand_off(items))
+    finally:
+        if token:
+            slot_release(token)
+    if stats.popped:
+        kick()
+    return stats
