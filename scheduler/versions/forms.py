@@ -1,5 +1,5 @@
 """The admin's profile page as forms: filled from a stored profile, turned back into a v1
-KubeSchedulerProfile for profile_services.config_profile_save.
+KubeSchedulerProfile for versions.services.config_profile_save.
 
 The forms only shape input (a number is a number); every rule is kube-scheduler's, applied when
 the whole configuration is loaded, so the admin, `profiles import` and `explain --profile` refuse
