@@ -146,6 +146,9 @@ def test_other_schedulers_pods_are_left_alone_but_count_against_their_node(runni
 
 def test_an_unschedulable_pod_gets_the_event_and_condition_then_a_new_node_unblocks_it(running, core, api):
     call(core.create_node, node("small", cpu="1"))
+    # The node and pod watches are separate streams: without this, the pod may be scheduled before the node
+    # is mirrored, and fail with "no nodes available" instead.
+    wait_for_cluster(lambda: Node.objects.filter(name="small").exists(), "the node mirrored")
     call(core.create_namespaced_pod, NS, pod("big", cpu="2"))
 
     message = "0/1 nodes are available: 1 Insufficient cpu."
@@ -219,8 +222,9 @@ def _etcd_compact(etcd_url, revision):
 def _placed_and_handed_off(core, name, nodes):
     """Create the pod, let the mirror queue it, run one scheduling batch: it is reserved, its binding waits."""
     call(core.create_namespaced_pod, NS, pod(name))
-    wait_for_cluster(lambda: db_pod(name) is not None and loop.get_worker().queue.get(f"{NS}/{name}") is not None,
-             "the pod mirrored and queued")
+    # Nodes and pods arrive on separate watches: wait for both, or the batch may find no node yet.
+    wait_for_cluster(lambda: db_pod(name) is not None and loop.get_worker().queue.get(f"{NS}/{name}") is not None
+                     and Node.objects.filter(name__in=nodes).count() == len(nodes), "the pod and its nodes mirrored")
     stats = loop.run_schedule_task()
     assert stats.scheduled == 1
     row = db_pod(name)
