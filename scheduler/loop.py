@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from dashboard.live import publish as live
 
-from . import metrics
+from . import metrics, pod_terms, topology_claims
 from .backends import get_backend
 from .backends.errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
 from .engine import schedule_one as cycle
@@ -40,7 +40,7 @@ from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_
                      ClusterEvent, Node, Pod)
 from .profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version, scheduler_names
 from .queues import get_queue, get_redis, set_queue_backoff
-from .reservations import (SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, release_assumed, reserve_many, row_usage,
+from .reservations import (SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, release_assumed, row_usage,
                            usage_recount)
 from .services import EventSpec, events_record
 from .snapshot import Snapshot
@@ -127,8 +127,9 @@ class _DbCluster:
         versions = self.worker.snapshot.spec_versions
         by_id = {self.rows[pod.key].pk: pod.key for pod, _ in placements}
         # The pod row's updated_at as read: the claim takes the pod only in the version that was scheduled.
-        result = reserve_many([(row.pk, _usage(row), node, versions.get(node), row.updated_at)
-                               for row, node in ((self.rows[pod.key], node) for pod, node in placements)])
+        result = topology_claims.reserve(
+            [((row.pk, _usage(row), node, versions.get(node), row.updated_at), pod, self.worker.profiles[pod.scheduler_name])
+             for pod, node, row in ((pod, node, self.rows[pod.key]) for pod, node in placements)], self.worker.snapshot)
         self.changed |= {by_id[i] for i in result.changed}
         return cycle.ReserveOutcome(conflicts={by_id[i] for i in result.conflicts}, gone={by_id[i] for i in result.gone},
                                     errors={by_id[i]: message for i, message in result.errors.items()})
@@ -176,11 +177,13 @@ class Worker:
             shape = json.dumps(pod.manifest.get("spec"), sort_keys=True)
             template = self._templates.get(shape)
             if template is None:
-                spec = pod_from_manifest(pod.manifest)
+                spec = dataclasses.replace(pod_from_manifest(pod.manifest), **pod_terms.spec_fields(pod.manifest),
+                                           **pod_terms.metadata_fields(pod.manifest))
                 self._templates[shape] = spec
             else:
                 deleting = bool((pod.manifest.get("metadata") or {}).get("deletionTimestamp"))
-                spec = dataclasses.replace(template, namespace=pod.namespace, name=pod.name, uid=pod.uid, deleting=deleting)
+                spec = dataclasses.replace(template, namespace=pod.namespace, name=pod.name, uid=pod.uid, deleting=deleting,
+                                           **pod_terms.metadata_fields(pod.manifest))
             self._pod_specs[key] = spec
             for cache in (self._pod_specs, self._templates):
                 if len(cache) > POD_SPEC_CACHE_SIZE:

@@ -213,7 +213,12 @@ class ReserveResult:
 Placement = tuple[int, dict, str, "int | None", object]
 
 
-def reserve_many(placements: list[Placement]) -> ReserveResult:
+class TopologyClockMoved(Exception):
+    """A guard's refusal: a pod with required anti-affinity was claimed since the worker's snapshot,
+    so the batch is reserved again with each placement checked (scheduler/topology_claims.py)."""
+
+
+def reserve_many(placements: list[Placement], *, guard=None) -> ReserveResult:
     """Reserve many placements in one transaction; a pod whose reservation raises fails alone.
 
     The common path is one transaction for the whole batch. If it raises (a pod row no reservation
@@ -223,9 +228,9 @@ def reserve_many(placements: list[Placement]) -> ReserveResult:
     if not placements:
         return ReserveResult()
     try:
-        return _reserve_batch(placements)
-    except SYSTEMIC_ERRORS:
-        raise  # the database itself is in trouble: no pod is to blame
+        return _reserve_batch(placements, guard)
+    except (TopologyClockMoved, *SYSTEMIC_ERRORS):
+        raise  # the database itself is in trouble (no pod is to blame), or the guard refused
     except Exception:  # noqa: BLE001 - isolated below, pod by pod
         if len(placements) == 1:
             pod_id = placements[0][0]
@@ -235,8 +240,8 @@ def reserve_many(placements: list[Placement]) -> ReserveResult:
     result = ReserveResult()
     for placement in placements:
         try:
-            one = _reserve_batch([placement])
-        except SYSTEMIC_ERRORS:
+            one = _reserve_batch([placement], guard)
+        except (TopologyClockMoved, *SYSTEMIC_ERRORS):
             raise
         except Exception:  # noqa: BLE001
             log.exception("reserving pod %s on node %s failed", placement[0], placement[2])
@@ -256,12 +261,15 @@ def _internal_error(what: str, placement: Placement) -> str:
     return f"internal error {what} the pod on node {placement[2]}: {type(exc).__name__}" + (f": {text[0]}" if text else "")
 
 
-def _reserve_batch(placements: list[Placement]) -> ReserveResult:
-    """Pods on one node are taken together, so the node's check is against their sum."""
+def _reserve_batch(placements: list[Placement], guard=None) -> ReserveResult:
+    """Pods on one node are taken together, so the node's check is against their sum. `guard(cursor)`,
+    when given, runs first in the transaction (it may raise to refuse the whole batch)."""
     result = ReserveResult()
     simple = [p for p in placements if not p[1]["req_scalar"] and not p[1]["host_ports"]]
     special = [p for p in placements if p[1]["req_scalar"] or p[1]["host_ports"]]
     with transaction.atomic(), connection.cursor() as cursor:
+        if guard is not None:
+            guard(cursor)
         claimed: set[int] = set()
         if simple:
             adapt = connection.ops.adapt_datetimefield_value  # the column's own form (SQLite keeps text)

@@ -1,0 +1,198 @@
+"""PodTopologySpread and InterPodAffinity in the loop on the shared state: the worker's snapshot
+holds the placed pods (loaded once, then followed by node generation), and a claim whose constraints
+span nodes is checked again against what other workers committed."""
+
+import dataclasses
+
+import pytest
+import yaml
+
+from django.conf import settings
+
+from scheduler import loop, metrics, queues, topology_claims
+from scheduler.engine.config import default_config
+from scheduler.manifests import parse_documents
+from scheduler.models import Attempt, Pod
+from scheduler.queue_redis import RedisQueue
+from scheduler.services import cluster_apply, pod_delete
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+
+
+def topology_config():
+    """The default profile with both plugins where upstream's default order puts them."""
+    cfg = default_config()
+    p = cfg.profiles[0]
+    filters = list(p.filters)
+    if "PodTopologySpread" not in filters:
+        filters[filters.index("NodeResourcesFit") + 1:filters.index("NodeResourcesFit") + 1] = [
+            "PodTopologySpread", "InterPodAffinity"]
+    scores = dict(p.scores)
+    scores.setdefault("PodTopologySpread", 2)
+    scores.setdefault("InterPodAffinity", 2)
+    cfg.profiles[0] = dataclasses.replace(p, filters=filters, scores=list(scores.items()))
+    return cfg
+
+
+def node(name, zone):
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {HOST: name, ZONE: zone}},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}
+
+
+def pod(name, labels=None, node_name="", **spec):
+    body = {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}], **spec}
+    if node_name:
+        body["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
+            "spec": body}
+
+
+def anti(key, **labels):
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": key, "labelSelector": {"matchLabels": labels}}]}}
+
+
+def spread(key, max_skew=1, **labels):
+    return [{"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": {"matchLabels": labels}}]
+
+
+def apply(*objs):
+    return cluster_apply(parse_documents(yaml.safe_dump_all(objs), "test.yaml"))
+
+
+@pytest.fixture(autouse=True)
+def worker():
+    queues.reset_queue(RedisQueue(queues.get_redis(), prefix=settings.SCHEDBOARD_QUEUE_PREFIX,
+                                  on_incoming=metrics.count_incoming))
+    loop._worker = loop.Worker(config=topology_config())
+    return loop._worker
+
+
+def drain():
+    for _ in range(30):
+        loop.reconcile()
+        if not loop.run_schedule_task().popped:
+            return
+    raise AssertionError("queue never drained")
+
+
+def placed(prefix):
+    return dict(Pod.objects.filter(name__startswith=prefix).exclude(node_name="").values_list("name", "node_name"))
+
+
+def test_anti_affine_replicas_land_on_distinct_hosts_and_the_one_too_many_is_unschedulable_with_upstreams_reason():
+    apply(*(node(f"n{i}", "a") for i in range(3)))
+    apply(*(pod(f"web-{i}", {"app": "web"}, affinity=anti(HOST, app="web")) for i in range(4)))
+    drain()
+    hosts = placed("web-")
+    assert len(hosts) == 3 and len(set(hosts.values())) == 3
+    left = Pod.objects.get(name__in=[f"web-{i}" for i in range(4)], node_name="")
+    assert left.scheduled_reason == "Unschedulable"
+    assert left.scheduled_message == "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+
+
+def test_a_pod_without_terms_avoids_the_hosts_of_existing_pods_anti_affinity():
+    apply(node("n0", "a"), node("n1", "a"))
+    apply(pod("guard", {"app": "guard"}, node_name="n0", affinity=anti(HOST, app="web")))
+    apply(pod("web", {"app": "web"}))
+    drain()
+    assert Pod.objects.get(name="web").node_name == "n1"
+
+
+def test_spread_with_max_skew_one_alternates_zones():
+    apply(node("a0", "a"), node("a1", "a"), node("b0", "b"))
+    apply(*(pod(f"s-{i}", {"app": "s"}, topologySpreadConstraints=spread(ZONE, app="s")) for i in range(4)))
+    drain()
+    zones = [name[0] for name in placed("s-").values()]
+    assert len(zones) == 4 and zones.count("a") == 2 and zones.count("b") == 2
+
+
+def test_the_snapshot_follows_placed_pods_by_node_generation(worker):
+    apply(node("n0", "a"), node("n1", "a"), node("n2", "b"))
+    apply(pod("x", {"app": "x"}, node_name="n0"), pod("y", {"app": "y"}, node_name="n1"))
+    snapshot = worker.snapshot
+    cache = snapshot.refresh()
+    assert sorted(cache.table.pods.pods()) == [("default/x", 0), ("default/y", 1)]
+    # Nothing changed: no node is read again.
+    assert snapshot.placed.sync(cache.table, snapshot.placed.generations) == 0
+    pod_delete(namespace="default", name="x")
+    apply(pod("z", {"app": "z"}, node_name="n2"))
+    generations = snapshot.placed.generations.copy()
+    cache = snapshot.refresh()
+    assert sorted(cache.table.pods.pods()) == [("default/y", 1), ("default/z", 2)]
+    # Only the two nodes whose pods changed were read again.
+    changed = {name for name, gen in snapshot.placed.generations.items() if generations.get(name) != gen}
+    assert changed == {"n0", "n2"}
+
+
+def test_a_pod_assumed_and_then_released_leaves_the_index():
+    apply(node("n0", "a"), node("n1", "a"))
+    apply(pod("web-0", {"app": "web"}, affinity=anti(HOST, app="web")))
+    w = loop.get_worker()
+    w.schedule_batch()  # reserved (not bound yet: the bind task has not run)
+    row = Pod.objects.get(name="web-0")
+    assert row.assumed_node
+    from scheduler.reservations import release_assumed, row_usage
+
+    assert release_assumed(pod_id=row.pk, node_name=row.assumed_node, usage=row_usage(row))
+    cache = w.snapshot.refresh()
+    assert cache.table.pods.pods() == []
+
+
+def _stale_reserve(worker, name, node_name):
+    """Reserve `name` on `node_name` as a worker whose snapshot predates the last commit would."""
+    row = Pod.objects.get(name=name)
+    spec = worker.pod_spec(row)
+    worker.snapshot.cache.assume(spec, worker.snapshot.cache.table.index[node_name])
+    placement = (row.pk, loop._usage(row), node_name, worker.snapshot.spec_versions.get(node_name), row.updated_at)
+    return topology_claims.reserve([(placement, spec, worker.profiles[spec.scheduler_name])], worker.snapshot), row.pk
+
+
+def test_a_claim_that_another_workers_commit_made_invalid_is_refused():
+    apply(node("n0", "a"), node("n1", "b"))
+    apply(pod("web-0", {"app": "web"}, affinity=anti(ZONE, app="web")),
+          pod("web-1", {"app": "web"}, affinity=anti(ZONE, app="web")))
+    late = loop.Worker(config=topology_config())
+    late.snapshot.refresh()  # before web-0 lands
+    first = loop.get_worker()
+    first.snapshot.refresh()
+    result, _ = _stale_reserve(first, "web-0", "n0")
+    assert not result.conflicts
+    # The late worker still sees zone a empty and puts web-1 there: refused at claim.
+    result, pk = _stale_reserve(late, "web-1", "n0")
+    assert result.conflicts == {pk}
+    assert Pod.objects.get(name="web-1").assumed_node == ""
+    # The same worker's other choice holds.
+    late.snapshot.cache.forget("default/web-1")
+    result, _ = _stale_reserve(late, "web-1", "n1")
+    assert not result.conflicts and Pod.objects.get(name="web-1").assumed_node == "n1"
+
+
+def test_a_plain_pod_is_checked_when_an_anti_affine_pod_was_claimed_since_its_snapshot():
+    apply(node("n0", "a"), node("n1", "a"))
+    apply(pod("guard", {"app": "guard"}, affinity=anti(HOST, app="web")), pod("web", {"app": "web"}))
+    late = loop.Worker(config=topology_config())
+    late.snapshot.refresh()  # before the guard lands
+    first = loop.get_worker()
+    first.snapshot.refresh()
+    result, _ = _stale_reserve(first, "guard", "n0")
+    assert not result.conflicts
+    result, pk = _stale_reserve(late, "web", "n0")
+    assert result.conflicts == {pk}
+    late.snapshot.cache.forget("default/web")
+    result, _ = _stale_reserve(late, "web", "n1")
+    assert not result.conflicts
+
+
+def test_a_plain_pod_claims_without_a_check_while_no_anti_affine_pod_was_claimed():
+    apply(node("n0", "a"))
+    apply(pod("a", {"app": "a"}), pod("b", {"app": "b"}))
+    w = loop.get_worker()
+    clock = topology_claims.read_clock()
+    drain()
+    assert set(placed("").values()) == {"n0"} and topology_claims.read_clock() == clock
+    assert Attempt.objects.filter(result="scheduled").count() == 2
