@@ -84,9 +84,14 @@ class LocalKubeCluster:
     def kubeconfig_for(self, user: str) -> Path:
         path = self.workdir / f"kubeconfig-{user}"
         if not path.exists():
-            path.write_text(json.dumps(_kubeconfig(self.url, user, self.tokens[user]), indent=2))
+            path.write_text(json.dumps(_kubeconfig(self.url, user, self.tokens[user], self.ca_file), indent=2))
             path.chmod(0o600)
         return path
+
+    @property
+    def ca_file(self) -> Path:
+        """The API server's self-signed certificate (it names 127.0.0.1): clients verify TLS against it."""
+        return self.workdir / "certs" / "apiserver.crt"
 
     def api_client(self, user: str = ADMIN_USER):
         """A `kubernetes.client.ApiClient` for one of the token users."""
@@ -202,12 +207,12 @@ def local_kube_cluster(
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _kubeconfig(url: str, user: str, token: str) -> dict:
+def _kubeconfig(url: str, user: str, token: str, ca_file: Path) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        # The API server's certificate is self-signed in --cert-dir; the server is on loopback.
-        "clusters": [{"name": "schedboard-test", "cluster": {"server": url, "insecure-skip-tls-verify": True}}],
+        # The API server made its own certificate in --cert-dir; clients verify it as they would a real one.
+        "clusters": [{"name": "schedboard-test", "cluster": {"server": url, "certificate-authority": str(ca_file)}}],
         "users": [{"name": user, "user": {"token": token}}],
         "contexts": [{"name": user, "context": {"cluster": "schedboard-test", "user": user}}],
         "current-context": user,

@@ -12,11 +12,9 @@ import pytest
 
 from scheduler.kube_testing import KUBE_VERSION, KubeApiServerNotBuilt, LocalKubeCluster, local_kube_cluster
 
-pytestmark = [
-    pytest.mark.kube,
-    # The loopback server's certificate is self-signed (insecure-skip-tls-verify in the kubeconfig).
-    pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning"),
-]
+# The loopback server's certificate is self-signed; the harness's kubeconfig names it as the CA, so TLS is
+# verified and urllib3 has nothing to warn about.
+pytestmark = pytest.mark.kube
 
 NAMESPACE = "default"
 

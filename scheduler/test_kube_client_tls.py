@@ -4,6 +4,7 @@ Run in a fresh interpreter, as `kube run` runs: Python's and urllib3's own warni
 there, not pytest's.
 """
 
+import json
 import subprocess
 import sys
 
@@ -30,13 +31,29 @@ print("done", file=sys.stderr)
 """
 
 
-def test_an_unverified_api_server_is_warned_about_once_at_start_not_on_every_request():
+def _run(kubeconfig):
+    return subprocess.run([sys.executable, "-c", _SCRIPT, str(kubeconfig), str(CALLS)], cwd=BASE_DIR,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_an_unverified_api_server_is_warned_about_once_at_start_not_on_every_request(tmp_path):
     with local_kube_cluster() as cluster:
-        run = subprocess.run([sys.executable, "-c", _SCRIPT, str(cluster.kubeconfig), str(CALLS)], cwd=BASE_DIR,
-                             capture_output=True, text=True, timeout=120)
+        insecure = json.loads(cluster.kubeconfig.read_text())
+        for entry in insecure["clusters"]:
+            entry["cluster"].pop("certificate-authority")
+            entry["cluster"]["insecure-skip-tls-verify"] = True
+        (tmp_path / "kubeconfig").write_text(json.dumps(insecure))
+        run = _run(tmp_path / "kubeconfig")
     assert run.returncode == 0, run.stderr
     log = run.stderr
     assert log.rstrip().endswith("done")
     assert "InsecureRequestWarning" not in log and "Unverified HTTPS request" not in log
     assert log.count("TLS verification of the API server") == 1
     assert f"TLS verification of the API server {cluster.url} is off" in log
+
+
+def test_a_verified_api_server_is_used_without_any_tls_warning():
+    with local_kube_cluster() as cluster:
+        run = _run(cluster.kubeconfig)
+    assert run.returncode == 0, run.stderr
+    assert "TLS verification" not in run.stderr and "InsecureRequestWarning" not in run.stderr
