@@ -19,6 +19,7 @@ from django.utils.dateparse import parse_datetime
 from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from .manifests import ManifestError, ParsedNode, ParsedPod, Problem, uid_taken
 from .models import POD_UID_CONSTRAINT, ClusterEvent, Node, Pod
+from .placed_pods import placed_pod_changed
 from .profiles import scheduler_names
 from .reservations import add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage
 
@@ -218,6 +219,7 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
     if pod.manifest == manifest:
         result.record("Pod", spec.namespace, spec.name, "unchanged")
         return None
+    old_manifest = pod.manifest
     pod.manifest = manifest
     pod.priority = spec.priority
     pod.scheduler_name = spec.scheduler_name
@@ -236,6 +238,7 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
             pod.queued_at = pod.queued_at or timezone.now()
             to_queue.append((pod.key, spec.priority))
     pod.save()
+    placed_pod_changed(pod, old_manifest)
     result.record("Pod", spec.namespace, spec.name, "configured")
     return None
 

@@ -22,6 +22,7 @@ from ..engine.pods import Container, PodSpec
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY
 from ..manifests import ManifestError, ParsedNode, ParsedPod, _parse_object
 from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, ClusterEvent, Node, Pod
+from ..placed_pods import placed_pod_changed
 from ..profiles import scheduler_names
 from ..reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage
 from ..services import EventSpec, cluster_apply, cluster_event_record, events_record, node_delete
@@ -264,6 +265,7 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
                 publish["add"] = (row.key, spec.priority)
             row.save()
         else:
+            old_manifest = row.manifest
             was_pending = not row.node_name and not row.assumed_node
             if not row.node_name and not row.assumed_node:
                 for field, value in usage.items():  # a pending pod's requests may still change
@@ -278,6 +280,7 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
             elif was_pending:
                 publish["done"] = row.key  # no longer ours, or being deleted
             row.save()
+            placed_pod_changed(row, old_manifest)
 
     def after_commit():
         if publish["done"]:
