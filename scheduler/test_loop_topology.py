@@ -196,3 +196,33 @@ def test_a_plain_pod_claims_without_a_check_while_no_anti_affine_pod_was_claimed
     drain()
     assert set(placed("").values()) == {"n0"} and topology_claims.read_clock() == clock
     assert Attempt.objects.filter(result="scheduled").count() == 2
+
+
+def test_a_spread_failure_keeps_each_domains_count_and_the_attempt_page_shows_the_skew(admin_client):
+    full = node("b0", "b")
+    full["status"]["allocatable"]["cpu"] = "50m"  # no room in zone b
+    apply(node("a0", "a"), full)
+    apply(pod("old-0", {"app": "s"}, node_name="a0"), pod("old-1", {"app": "s"}, node_name="a0"))
+    apply(pod("s-new", {"app": "s"}, topologySpreadConstraints=spread(ZONE, app="s")))
+    drain()
+    attempt = Attempt.objects.get(pod_name="s-new")
+    assert attempt.message == ("0/2 nodes are available: 1 Insufficient cpu, "
+                               "1 node(s) didn't match pod topology spread constraints.")
+    [constraint] = attempt.trace["topology"]["PodTopologySpread"]
+    assert constraint["topologyKey"] == ZONE and constraint["maxSkew"] == 1 and constraint["selector"] == "app=s"
+    assert constraint["domains"] == {"a": 2, "b": 0} and constraint["globalMin"] == 0
+    html = admin_client.get(f"/attempts/{attempt.pk}/").content.decode()
+    assert 'id="h-topology"' in html
+    # Zone a would go to 3 against a minimum of 0: marked as beyond maxSkew 1.
+    assert '<tr class="bad"><td>a</td><td class="num">2</td><td class="num">3 &gt; 1</td></tr>' in html
+
+
+def test_an_anti_affinity_failure_keeps_the_matching_pods_per_domain():
+    apply(node("n0", "a"))
+    apply(pod("web-0", {"app": "web"}, node_name="n0"))
+    apply(pod("web-1", {"app": "web"}, affinity=anti(HOST, app="web")))
+    drain()
+    attempt = Attempt.objects.get(pod_name="web-1")
+    assert attempt.message == "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules."
+    part = attempt.trace["topology"]["InterPodAffinity"]
+    assert part["antiAffinity"] == {HOST: {"n0": 1}} and part["requiredAntiAffinityKeys"] == [HOST]
