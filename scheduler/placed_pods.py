@@ -24,36 +24,44 @@ from .pod_terms import label_selector, pod_affinities_shared
 # Beyond this share of the nodes changed, one bulk read is cheaper than the per-node filter.
 BULK_SHARE = 0.5
 
-_FIELDS = ("pk", "updated_at", "node_name", "assumed_node", "namespace", "name", "deleting",
-           "manifest__metadata__labels", "manifest__spec__affinity")
-
-
-# The same rows as _FIELDS, with the node list as one array parameter: psycopg splits a query with
-# hundreds of placeholders (Django's IN) slower than Postgres runs it.
-_ON_NODES = """
-SELECT id, updated_at, node_name, assumed_node, namespace, name, deleting,
-       manifest->'metadata'->'labels', manifest->'spec'->'affinity'
+# A placed pod's row: (id, version, node_name, assumed_node, namespace, name, deleting, labels, affinity),
+# labels and affinity as JSON text; the version is what the index depends on, (deleting, labels,
+# affinity), compared as text so an unchanged pod on a node read again costs no decoding.
+_FIELDS = ("pk", "node_name", "assumed_node", "namespace", "name", "deleting", "manifest__metadata__labels",
+           "manifest__spec__affinity")
+_SELECT = """
+SELECT id, node_name, assumed_node, namespace, name, deleting,
+       (manifest->'metadata'->'labels')::text, (manifest->'spec'->'affinity')::text
 FROM scheduler_pod
-WHERE node_name = ANY(%(names)s) OR (node_name = '' AND assumed_node = ANY(%(names)s))
 """
+# The node list is one array parameter: psycopg splits a query with hundreds of placeholders
+# (Django's IN) slower than Postgres runs it.
+_ON_NODES = _SELECT + "WHERE node_name = ANY(%(names)s) OR (node_name = '' AND assumed_node = ANY(%(names)s))"
+_ALL_PLACED = _SELECT + "WHERE node_name <> '' OR assumed_node <> ''"
 
 
-def _rows_on(names: list[str]):
+def _with_versions(rows) -> list[tuple]:
+    return [(pk, (deleting, labels, affinity), node, assumed, ns, name, deleting, labels, affinity)
+            for pk, node, assumed, ns, name, deleting, labels, affinity in rows]
+
+
+def _rows(names: list[str] | None) -> list[tuple]:
+    """The placed pods on these nodes (None: on any node)."""
     if connection.vendor != "postgresql":
-        return Pod.objects.filter(Q(node_name__in=names) | Q(node_name="", assumed_node__in=names)).values_list(*_FIELDS)
+        pods = Pod.objects.exclude(node_name="", assumed_node="") if names is None else \
+            Pod.objects.filter(Q(node_name__in=names) | Q(node_name="", assumed_node__in=names))
+        return _with_versions((*r[:6], json.dumps(r[6]), json.dumps(r[7])) for r in pods.values_list(*_FIELDS))
     with connection.cursor() as cursor:
-        cursor.execute(_ON_NODES, {"names": names})
-        rows = cursor.fetchall()
-    # Django has psycopg hand jsonb over as text (its JSONField decodes it): so do we.
-    return [(*r[:7], _json(r[7]), _json(r[8])) for r in rows]
+        if names is None:
+            cursor.execute(_ALL_PLACED)
+        else:
+            cursor.execute(_ON_NODES, {"names": names})
+        return _with_versions(cursor.fetchall())
 
 
-def _json(value):
-    return json.loads(value) if isinstance(value, (str, bytes)) else value
-
-
-def _placed(pk, updated_at, node_name, assumed_node, namespace, name, deleting, labels, affinity) -> PodSpec:
-    pod_affinity, pod_anti_affinity = pod_affinities_shared(affinity)
+def _placed(pk, version, node_name, assumed_node, namespace, name, deleting, labels, affinity) -> PodSpec:
+    labels = json.loads(labels) if labels else None
+    pod_affinity, pod_anti_affinity = pod_affinities_shared(json.loads(affinity) if affinity else None)
     return PodSpec(namespace=namespace, name=name, deleting=deleting,
                    labels=labels if isinstance(labels, dict) else {},
                    pod_affinity=pod_affinity, pod_anti_affinity=pod_anti_affinity)
@@ -79,7 +87,7 @@ class PlacedPods:
         if len(changed) > BULK_SHARE * max(1, table.n):
             self._load_all(table, generations)
             return table.n
-        rows = _rows_on(changed)
+        rows = _rows(changed)
         fresh: dict[str, dict[int, tuple]] = {name: {} for name in changed}
         for r in rows:
             fresh.setdefault(r[2] or r[3], {})[r[0]] = r
@@ -101,6 +109,23 @@ class PlacedPods:
                     self._index(row, pk, spec, name)
             self.generations[name] = generations[name]
         return len(changed)
+
+    def note_reserved(self, reserved: list[tuple[int, str, PodSpec]], generations: dict[str, int]) -> None:
+        """These pods (id, node, spec), assumed and indexed by this worker, are now reserved. Where the
+        reservation moved a node's generation just one past the one last read, nobody else changed
+        that node since: its pods are what the index holds, and the next refresh need not read them."""
+        by_node: dict[str, list[tuple[int, PodSpec]]] = {}
+        for pk, node, spec in reserved:
+            by_node.setdefault(node, []).append((pk, spec))
+        for node, pods in by_node.items():
+            gen = generations.get(node)
+            if gen is None or self.generations.get(node) != gen - 1 or self.table is None:
+                continue
+            known = self.by_node.setdefault(node, {})
+            for pk, spec in pods:
+                known[pk] = (None, spec)  # no version: a later read of the node indexes it afresh
+                self.indexed[spec.key] = (pk, node)
+            self.generations[node] = gen
 
     def drop_assumed(self, cache) -> None:
         """Take out of the index the pods the cache assumed that no read of the shared state put there:
@@ -127,7 +152,7 @@ class PlacedPods:
         self.by_node = {}
         self.indexed = {}
         placed = []
-        for r in Pod.objects.filter(~Q(node_name="") | ~Q(assumed_node="")).values_list(*_FIELDS):
+        for r in _rows(None):
             name = r[2] or r[3]
             spec = _placed(*r)
             self.by_node.setdefault(name, {})[r[0]] = (r[1], spec)

@@ -195,7 +195,7 @@ WHERE scheduler_node.name = v.name AND (v.specv = 0 OR scheduler_node.spec_versi
   AND (v.cpu = 0 OR req_cpu + v.cpu <= alloc_cpu)
   AND (v.mem = 0 OR req_memory + v.mem <= alloc_memory)
   AND (v.eph = 0 OR req_ephemeral + v.eph <= alloc_ephemeral)
-RETURNING scheduler_node.name
+RETURNING scheduler_node.name, scheduler_node.generation
 """
 
 
@@ -207,6 +207,9 @@ class ReserveResult:
     gone: set[int] = field(default_factory=set)  # deleted, placed meanwhile, or changed since it was read
     changed: set[int] = field(default_factory=set)  # of `gone`: still pending, in a newer version (schedule it again)
     errors: dict[int, str] = field(default_factory=dict)  # its reservation raised: this pod, not the batch, fails
+    # Node -> its generation after this reservation's take (nodes taken column-wise only): a worker
+    # whose snapshot had the generation before it knows that nobody else changed the node since.
+    generations: dict[str, int] = field(default_factory=dict)
 
 
 # A placement: (pod id, usage, node, node spec_version or None, pod updated_at as read or None).
@@ -250,6 +253,7 @@ def reserve_many(placements: list[Placement], *, guard=None) -> ReserveResult:
         result.conflicts |= one.conflicts
         result.gone |= one.gone
         result.changed |= one.changed
+        result.generations.update(one.generations)
     return result
 
 
@@ -290,7 +294,8 @@ def _reserve_batch(placements: list[Placement], guard=None) -> ReserveResult:
                 rows.append((node, *total, len(group), *nonzero, group[0][3] if group[0][3] is not None else 0))
             values, params = _values(rows)
             cursor.execute(_TAKE.format(values=values), params)
-            taken = {row[0] for row in cursor.fetchall()}
+            taken = dict(cursor.fetchall())
+            result.generations.update(taken)
             lost = [p[0] for node, group in by_node.items() if node not in taken for p in group]
             if lost:
                 Pod.objects.filter(pk__in=lost).update(assumed_node="", assumed_at=None)

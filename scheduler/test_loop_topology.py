@@ -226,3 +226,27 @@ def test_an_anti_affinity_failure_keeps_the_matching_pods_per_domain():
     assert attempt.message == "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules."
     part = attempt.trace["topology"]["InterPodAffinity"]
     assert part["antiAffinity"] == {HOST: {"n0": 1}} and part["requiredAntiAffinityKeys"] == [HOST]
+
+
+def test_nodes_only_this_worker_reserved_on_are_not_read_again_and_others_are(worker, monkeypatch):
+    from scheduler import placed_pods
+
+    reads = []
+    real_rows = placed_pods._rows
+    monkeypatch.setattr(placed_pods, "_rows", lambda names: reads.append(names) or real_rows(names))
+    apply(node("n0", "a"), node("n1", "a"), node("n2", "b"))
+    apply(*(pod(f"p-{i}", {"app": "p"}) for i in range(3)))
+    w = loop.get_worker()
+    w.snapshot.refresh()
+    w.schedule_batch()  # reserves all three (the bind task has not run)
+    assert Pod.objects.exclude(assumed_node="").count() == 3
+    placed = w.snapshot.placed
+    before = dict(placed.generations)
+    reads.clear()
+    cache = w.snapshot.refresh()
+    assert reads == []  # no node read again: the reservations were this worker's own
+    assert sorted(k for k, _ in cache.table.pods.pods()) == ["default/p-0", "default/p-1", "default/p-2"]
+    # Another worker's change on a node is read.
+    apply(pod("other", {"app": "o"}, node_name="n2"))
+    cache = w.snapshot.refresh()
+    assert reads == [["n2"]] and ("default/other", 2) in cache.table.pods.pods()

@@ -132,11 +132,20 @@ def reserve_checked(placements: list[tuple[Placement, PodSpec, object]], snapsho
         result.gone |= one.gone
         result.changed |= one.changed
         result.errors.update(one.errors)
+        result.generations.update(one.generations)
     return result
 
 
 def reserve(items: list[tuple[Placement, PodSpec, object]], snapshot) -> ReserveResult:
-    """reserve_many for a batch, with the placements that need it checked (see the module's docstring)."""
+    """reserve_many for a batch, with the placements that need it checked (see the module's docstring);
+    the snapshot then knows the pods it reserved as committed (its next refresh need not read them)."""
+    result = _reserve(items, snapshot)
+    failed = result.conflicts | result.gone | set(result.errors)
+    snapshot.placed.note_reserved([(p[0], p[2], pod) for p, pod, _ in items if p[0] not in failed], result.generations)
+    return result
+
+
+def _reserve(items: list[tuple[Placement, PodSpec, object]], snapshot) -> ReserveResult:
     if not enabled():
         return reserve_many([p for p, _, _ in items])
     cache = snapshot.cache
@@ -156,4 +165,5 @@ def reserve(items: list[tuple[Placement, PodSpec, object]], snapshot) -> Reserve
         result.gone |= more.gone
         result.changed |= more.changed
         result.errors.update(more.errors)
+        result.generations.update(more.generations)
     return result
