@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from dashboard.browser_testing import NARROW_VIEWPORT, VIEWPORT, login, screenshot, wait_for
-from scheduler.manifests import parse_documents
+from scheduler.manifests.files import parse_documents
 from scheduler.models import Attempt
 from scheduler.services import cluster_apply
 

@@ -10,7 +10,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from .engine.config import ConfigError, SchedulerConfig, dump_config
+from .engine.config import ConfigError, config_from_dict, dump_config
 from .models import Attempt, Binding, Event, Node, Pod, SchedulerConfigVersion
 from .profile_forms import ProfilePage
 from .profiles import config_for_version
@@ -98,7 +98,7 @@ class SchedulerConfigVersionAdmin(ReadOnly):
 
     @admin.display(description="KubeSchedulerConfiguration")
     def configuration(self, obj):
-        return format_html("<pre>{}</pre>", dump_config(SchedulerConfig.from_dict(obj.config)))
+        return format_html("<pre>{}</pre>", dump_config(config_from_dict(obj.config)))
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         extra_context = dict(extra_context or {})
@@ -252,7 +252,7 @@ class SchedulerConfigVersionAdmin(ReadOnly):
             self.message_user(request, "Select exactly one version to export.", messages.WARNING)
             return None
         version = queryset.get()
-        return _yaml_download(dump_config(SchedulerConfig.from_dict(version.config)),
+        return _yaml_download(dump_config(config_from_dict(version.config)),
                               f"scheduler-config-v{version.number}.yaml")
 
     @admin.action(description="Restore as a new version", permissions=["restore"])
@@ -275,7 +275,7 @@ class SchedulerConfigVersionAdmin(ReadOnly):
             "title": f"Restore version {version.number}",
             "opts": self.model._meta,
             "version": version,
-            "yaml": dump_config(SchedulerConfig.from_dict(version.config)),
+            "yaml": dump_config(config_from_dict(version.config)),
             "form": form,
             "action_checkbox_name": ACTION_CHECKBOX_NAME,
         })

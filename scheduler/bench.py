@@ -117,7 +117,7 @@ def _load_cluster(nodes: int, placed: int, pods: int, seed: int, held: int = 0) 
     """Nodes, the already-placed pods (counted on their nodes) and the pending pods (the first `held` held), in bulk."""
     import uuid
 
-    from .manifests import node_from_manifest, pod_from_manifest
+    from .manifests.objects import node_from_manifest, pod_from_manifest
     from .models import Node, Pod
 
     now = timezone.now()

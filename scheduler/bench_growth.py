@@ -45,7 +45,7 @@ def _vacuum_full() -> None:
 
 
 def _huge_pods(count: int) -> list:
-    from .manifests import pod_from_manifest
+    from .manifests.objects import pod_from_manifest
     from .models import Pod
     from .reservations import pod_usage_fields
 

@@ -6,7 +6,9 @@ from .engine.config import ConfigError, default_config, load_config
 from .engine.explain import explain
 from .engine.framework import Algorithm
 from .engine.nodes import NodeTable, NodeUsage
-from .manifests import ManifestError, ParsedNode, ParsedPod, parse_files
+from .manifests.errors import ManifestError
+from .manifests.files import parse_files
+from .manifests.objects import ParsedNode, ParsedPod
 
 
 class DryRunError(Exception):

@@ -35,7 +35,8 @@ from .engine.explain import top_candidates, trace
 from .engine.framework import Algorithm
 from .engine.pods import PodSpec
 from .engine.queue import QueuedPodInfo
-from .manifests import ManifestError, pod_from_manifest
+from .manifests.errors import ManifestError
+from .manifests.objects import pod_from_manifest
 from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Binding,
                      ClusterEvent, Node, Pod)
 from .profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version, scheduler_names
@@ -49,8 +50,6 @@ from .sql import insert_many, update_from_values
 log = logging.getLogger(__name__)
 
 POD_SPEC_CACHE_SIZE = 50_000
-_USAGE_FIELDS = USAGE_FIELDS
-_usage = row_usage
 # Errors that say the database (not one pod) is in trouble: a batch fails as a whole on these (a
 # deadlock too: the whole batch is tried again).
 _SYSTEMIC = SYSTEMIC_ERRORS
@@ -128,7 +127,7 @@ class _DbCluster:
         by_id = {self.rows[pod.key].pk: pod.key for pod, _ in placements}
         # The pod row's updated_at as read: the claim takes the pod only in the version that was scheduled.
         result = topology_claims.reserve(
-            [((row.pk, _usage(row), node, versions.get(node), row.updated_at), pod, self.worker.profiles[pod.scheduler_name])
+            [((row.pk, row_usage(row), node, versions.get(node), row.updated_at), pod, self.worker.profiles[pod.scheduler_name])
              for pod, node, row in ((pod, node, self.rows[pod.key]) for pod, node in placements)], self.worker.snapshot)
         self.changed |= {by_id[i] for i in result.changed}
         return cycle.ReserveOutcome(conflicts={by_id[i] for i in result.conflicts}, gone={by_id[i] for i in result.gone},
@@ -323,7 +322,7 @@ class Worker:
     def _failed_internally(self, pod: Pod, info: QueuedPodInfo, result, exc: Exception, now,
                            popped_at: float) -> _Scheduled:
         if result.status == cycle.SCHEDULED:  # its reservation stands: give it back before failing the pod
-            release_assumed(pod_id=pod.pk, node_name=result.node_name, usage=_usage(pod))
+            release_assumed(pod_id=pod.pk, node_name=result.node_name, usage=row_usage(pod))
         message = f"internal error recording the scheduling result: {_why(exc)}"
         pod.attempts = max(pod.attempts, 1)
         return self._failure(pod, info, self._error_attempt(pod, info, message, now, popped_at), False, message, now)
@@ -355,7 +354,7 @@ class Worker:
         """The pod's own rows were refused: give back its reservation, back it off; record what can be recorded."""
         message = f"internal error recording the scheduling result: {_why(exc)}"
         if o.placed:
-            release_assumed(pod_id=o.pod.pk, node_name=o.node, usage=_usage(o.pod))
+            release_assumed(pod_id=o.pod.pk, node_name=o.node, usage=row_usage(o.pod))
         o.placed, o.attempt, o.reported, o.again = False, None, (o.pod, "SchedulerError", message), False
         o.requeue = (False, message)
         try:
@@ -450,7 +449,7 @@ class _Bind:
 
 
 _BIND_ROW_FIELDS = ("id", "namespace", "name", "uid", "scheduler_name", "manifest", "attempts", "queued_at", "created_at",
-                    "node_name", "assumed_node", *_USAGE_FIELDS)
+                    "node_name", "assumed_node", *USAGE_FIELDS)
 
 
 def _bind_batch(items: list[dict], queue, backend) -> dict:
@@ -676,7 +675,7 @@ def _write_binds(binds: list[_Bind], backend, now) -> None:
                              _ms(max(0.0, (now - first).total_seconds())) if first else None))
     refused = [b for b in binds if b.final == "refused"]
     for b in refused:
-        release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=_usage(b.pod))
+        release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=row_usage(b.pod))
         events.append(EventSpec("Warning", "FailedScheduling", b.message, "Pod", b.pod.namespace, b.pod.name, b.pod.uid,
                                 action="Scheduling", reporting_controller=b.pod.scheduler_name))
         attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, _ms(b.seconds), None))
@@ -689,16 +688,20 @@ def _write_binds(binds: list[_Bind], backend, now) -> None:
             continue
         # Not ours to place any more: give the room back. A pod the API says is bound elsewhere
         # counts there from now on (unless the watch recorded it first), so it is not requeued.
-        release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=_usage(b.pod))
+        release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=row_usage(b.pod))
         if isinstance(b.error, BoundElsewhere):
             moved = Pod.objects.filter(pk=b.pod.pk, node_name="", assumed_node="").update(
                 node_name=b.error.node_name, bound_at=now)
             if moved and Node.objects.filter(name=b.error.node_name).exists():
-                add_node_usage(node_name=b.error.node_name, usage=_usage(b.pod))
+                add_node_usage(node_name=b.error.node_name, usage=row_usage(b.pod))
         attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, _ms(b.seconds), None))
     for b in binds:
         if b.final in ("lost", "elsewhere"):
             attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED, b.message, None, None))
+        elif b.final == "gone":
+            # Its row went with the pod; the attempt stays in the audit, and must not read "scheduled".
+            attempt_rows.append((b.item["attempt"], RESULT_BIND_FAILED,
+                                 "Binding skipped: the pod was deleted before its binding", None, None))
         elif b.final == "unknown":
             # Not released, not requeued, no event: the pod may well be bound. Its mark stays, so the
             # reconciler frees it only after the binding timeout, unless the watch settles it first
@@ -724,7 +727,7 @@ def _write_bind_failed(b: _Bind, backend, exc: Exception, now) -> None:
     b.message = f"Binding rejected: internal error recording the binding: {_why(exc)}"
     try:
         with transaction.atomic():
-            release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=_usage(b.pod))
+            release_assumed(pod_id=b.pod.pk, node_name=b.node, usage=row_usage(b.pod))
             events_record([EventSpec("Warning", "FailedScheduling", b.message, "Pod", b.pod.namespace, b.pod.name,
                                      b.pod.uid, action="Scheduling", reporting_controller=b.pod.scheduler_name)], now=now)
             Pod.objects.filter(pk=b.pod.pk, node_name="").update(
@@ -802,7 +805,7 @@ def reconcile(*, queue=None) -> dict:
     if not get_backend().mirrors_bindings:
         expirable = Q()
     for pod in Pod.objects.filter(expirable, node_name="", assumed_at__lt=stale).exclude(assumed_node=""):
-        if release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=_usage(pod),
+        if release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=row_usage(pod),
                            condition=expirable & Q(assumed_at__lt=stale)):
             if pod.binding_at is not None:
                 log.warning("freed the reservation of %s on %s: its binding was marked in flight at %s and never "

@@ -8,6 +8,8 @@ interleaving of workers can push them past allocatable.
 from django.conf import settings
 from django.db import models
 
+from .engine.pods import DEFAULT_SCHEDULER_NAME
+
 RESULT_SCHEDULED = "scheduled"
 RESULT_UNSCHEDULABLE = "unschedulable"
 RESULT_ERROR = "error"
@@ -60,7 +62,7 @@ class Pod(models.Model):
     name = models.CharField(max_length=253)
     uid = models.CharField(max_length=64)
     manifest = models.JSONField(help_text="The v1 Pod as applied (normalised).")
-    scheduler_name = models.CharField(max_length=253, default="default-scheduler")
+    scheduler_name = models.CharField(max_length=253, default=DEFAULT_SCHEDULER_NAME)
     priority = models.IntegerField(default=0)
     phase = models.CharField(max_length=16, default=PENDING)
     node_name = models.CharField(max_length=253, blank=True, default="", help_text="spec.nodeName once bound")
@@ -169,7 +171,7 @@ class Attempt(models.Model):
     num_nodes = models.IntegerField(default=0)
     feasible_nodes = models.IntegerField(default=0)
     evaluated_nodes = models.IntegerField(default=0)
-    profile_name = models.CharField(max_length=253, default="default-scheduler")
+    profile_name = models.CharField(max_length=253, default=DEFAULT_SCHEDULER_NAME)
     profile_version = models.IntegerField(default=0)
     worker = models.CharField(max_length=128, blank=True, default="")
     queue_wait_ms = models.FloatField(null=True, blank=True)
@@ -239,7 +241,7 @@ class Event(models.Model):
     involved_namespace = models.CharField(max_length=253, blank=True, default="")
     involved_name = models.CharField(max_length=253)
     involved_uid = models.CharField(max_length=64, blank=True, default="")
-    reporting_controller = models.CharField(max_length=253, default="default-scheduler")
+    reporting_controller = models.CharField(max_length=253, default=DEFAULT_SCHEDULER_NAME)
     count = models.IntegerField(default=1)
     first_timestamp = models.DateTimeField()
     last_timestamp = models.DateTimeField()

@@ -15,7 +15,7 @@ import yaml
 from django import forms
 
 from .engine.config import (API_VERSION, BIND_PLUGINS, DEFAULT_MULTI_POINT, MODELLED_POINTS, QUEUE_SORT_PLUGINS,
-                            SCORING_STRATEGY_TYPES, ProfileConfig, SchedulerConfig, _args_to_v1, _plugins_to_v1,
+                            SCORING_STRATEGY_TYPES, ProfileConfig, SchedulerConfig, args_to_v1, plugins_to_v1,
                             default_profile)
 from .engine.plugin_args import (REQUESTED_TO_CAPACITY_RATIO, NodeAffinityArgs, NodeResourcesBalancedAllocationArgs,
                                  NodeResourcesFitArgs)
@@ -24,10 +24,10 @@ from .engine.yaml_safe import DecodeProblem, load_yaml
 # One row per plugin the page can switch: ours, plus upstream's queue sort and binder.
 FORM_PLUGINS = [n for n, _ in DEFAULT_MULTI_POINT if n in MODELLED_POINTS or n in QUEUE_SORT_PLUGINS + BIND_PLUGINS]
 DEFAULT_WEIGHTS = {n: w for n, w in DEFAULT_MULTI_POINT}
-DEFAULT_ARGS = {"NodeAffinity": _args_to_v1("NodeAffinity", NodeAffinityArgs()),
-                "NodeResourcesBalancedAllocation": _args_to_v1("NodeResourcesBalancedAllocation",
+DEFAULT_ARGS = {"NodeAffinity": args_to_v1("NodeAffinity", NodeAffinityArgs()),
+                "NodeResourcesBalancedAllocation": args_to_v1("NodeResourcesBalancedAllocation",
                                                                NodeResourcesBalancedAllocationArgs()),
-                "NodeResourcesFit": _args_to_v1("NodeResourcesFit", NodeResourcesFitArgs())}
+                "NodeResourcesFit": args_to_v1("NodeResourcesFit", NodeResourcesFitArgs())}
 
 
 def _int(label: str, help_text: str = "", **kw) -> forms.IntegerField:
@@ -151,7 +151,7 @@ class ProfilePage:
         out: dict[str, Any] = {"schedulerName": d["scheduler_name"]}
         if d["percentage_of_nodes_to_score"] is not None:
             out["percentageOfNodesToScore"] = d["percentage_of_nodes_to_score"]
-        plugins = _plugins_to_v1(shell)
+        plugins = plugins_to_v1(shell)
         if plugins is not None:
             out["plugins"] = plugins
         plugin_config = self._plugin_config()
@@ -249,7 +249,7 @@ def _initial(config: SchedulerConfig, profile: ProfileConfig | None, based_on: i
     fit: NodeResourcesFitArgs = profile.args_for("NodeResourcesFit")
     balanced: NodeResourcesBalancedAllocationArgs = profile.args_for("NodeResourcesBalancedAllocation")
     affinity: NodeAffinityArgs = profile.args_for("NodeAffinity")
-    added = _args_to_v1("NodeAffinity", affinity).get("addedAffinity")
+    added = args_to_v1("NodeAffinity", affinity).get("addedAffinity")
     form.update({
         "scheduler_name": profile.scheduler_name,
         "percentage_of_nodes_to_score": profile.percentage_of_nodes_to_score,

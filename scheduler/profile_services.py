@@ -14,7 +14,8 @@ import yaml
 from django.db import connection, transaction
 from django.db.models import Max
 
-from .engine.config import ConfigError, SchedulerConfig, default_profile, dump_config, load_config
+from .engine.config import (ConfigError, SchedulerConfig, config_from_dict, config_to_dict, default_profile, dump_config,
+                            load_config)
 from .models import SchedulerConfigVersion
 from .profiles import active_config, config_for_version
 
@@ -76,7 +77,7 @@ def config_version_create(*, config: SchedulerConfig, reason: str, user=None,
                                         "reload the page and make your change again")])
         number = (SchedulerConfigVersion.objects.aggregate(n=Max("number"))["n"] or 0) + 1
         SchedulerConfigVersion.objects.filter(active=True).update(active=False)
-        return SchedulerConfigVersion.objects.create(number=number, config=checked.to_dict(), reason=reason,
+        return SchedulerConfigVersion.objects.create(number=number, config=config_to_dict(checked), reason=reason,
                                                      created_by=user, active=True)
 
 
@@ -156,6 +157,6 @@ def config_version_diff(version: SchedulerConfigVersion, against: int | None = N
     """
     against = version.number - 1 if against is None else against
     before = dump_config(config_for_version(against))
-    after = dump_config(SchedulerConfig.from_dict(version.config))
+    after = dump_config(config_from_dict(version.config))
     return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                         fromfile=f"version {against}", tofile=f"version {version.number}"))

@@ -13,7 +13,7 @@ from functools import cache
 from django.conf import settings
 from django.db import connection
 
-from .engine.config import SchedulerConfig, default_config, load_config
+from .engine.config import SchedulerConfig, config_from_dict, default_config, load_config
 from .models import SchedulerConfigVersion
 
 INITIAL_VERSION = 0
@@ -47,7 +47,7 @@ def active_version_number() -> int:
 def config_for_version(number: int) -> SchedulerConfig:
     if number == INITIAL_VERSION:
         return initial_config()
-    return SchedulerConfig.from_dict(SchedulerConfigVersion.objects.values_list("config", flat=True).get(number=number))
+    return config_from_dict(SchedulerConfigVersion.objects.values_list("config", flat=True).get(number=number))
 
 
 def active_config() -> tuple[int, SchedulerConfig]:
@@ -55,7 +55,7 @@ def active_config() -> tuple[int, SchedulerConfig]:
     row = SchedulerConfigVersion.objects.filter(active=True).values_list("number", "config").first()
     if row is None:
         return INITIAL_VERSION, initial_config()
-    return row[0], SchedulerConfig.from_dict(row[1])
+    return row[0], config_from_dict(row[1])
 
 
 def scheduler_config() -> SchedulerConfig:

@@ -16,12 +16,14 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from .engine.pods import DEFAULT_SCHEDULER_NAME
 from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
-from .manifests import ManifestError, ParsedNode, ParsedPod, Problem, uid_taken
+from .manifests.errors import ManifestError, Problem, uid_taken
+from .manifests.objects import ParsedNode, ParsedPod
 from .models import POD_UID_CONSTRAINT, ClusterEvent, Node, Pod
 from .placed_pods import placed_pod_changed
 from .profiles import scheduler_names
-from .reservations import add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage
+from .reservations import add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage, row_usage
 
 
 @dataclass
@@ -36,7 +38,7 @@ class EventSpec:
     name: str
     uid: str = ""
     action: str = ""
-    reporting_controller: str = "default-scheduler"
+    reporting_controller: str = DEFAULT_SCHEDULER_NAME
 
 
 @dataclass
@@ -265,8 +267,7 @@ def pod_delete(*, namespace: str, name: str) -> bool:
         pod = Pod.objects.select_for_update().filter(namespace=namespace, name=name).first()
         if pod is None:
             return False
-        usage = {f: getattr(pod, f) for f in ("req_cpu", "req_memory", "req_ephemeral", "req_scalar",
-                                               "nonzero_cpu", "nonzero_memory", "host_ports")}
+        usage = row_usage(pod)
         was_bound = bool(pod.node_name)
         if pod.node_name:
             if Node.objects.filter(name=pod.node_name).exists():

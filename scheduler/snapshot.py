@@ -11,7 +11,7 @@ from .engine.cache import Cache
 from .engine.nodes import NodeSpec, NodeTable, NodeUsage
 from .engine.pods import HostPort
 from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
-from .manifests import node_from_manifest
+from .manifests.objects import node_from_manifest
 from .models import Node
 from .placed_pods import FollowedObjects, PlacedPods
 from .topology_claims import read_clock

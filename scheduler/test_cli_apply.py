@@ -396,7 +396,8 @@ def test_two_new_pods_with_one_uid_in_one_apply_are_refused_whole(workdir):
 
 
 def test_two_new_pods_with_one_uid_reaching_the_service_together_are_refused_whole():
-    from scheduler.manifests import ManifestError, parse_documents
+    from scheduler.manifests.errors import ManifestError
+    from scheduler.manifests.files import parse_documents
     from scheduler.services import cluster_apply
 
     # Parsed apart (so the parser's own check cannot see both), applied in one call.
@@ -412,7 +413,8 @@ def test_a_pod_committed_with_the_same_uid_by_a_concurrent_apply_is_refused_as_a
     """Two applies look at the uids at once, neither sees the other's pod: the database refuses the second
     insert (the uid is unique), and that apply looks again and reports the duplicate like any other."""
     from scheduler import services
-    from scheduler.manifests import ManifestError, parse_documents
+    from scheduler.manifests.errors import ManifestError
+    from scheduler.manifests.files import parse_documents
 
     services.cluster_apply(parse_documents(POD_A_UID, "a.yaml"))
     looks = []

@@ -4,7 +4,7 @@ the row is written past the service (a raw insert): the constraints reject what 
 import pytest
 from django.db import IntegrityError, transaction
 
-from scheduler.engine.config import ConfigError, ProfileConfig, SchedulerConfig, default_profile
+from scheduler.engine.config import ConfigError, ProfileConfig, SchedulerConfig, config_to_dict, default_profile
 from scheduler.engine.plugin_args import (REQUESTED_TO_CAPACITY_RATIO, NodeResourcesBalancedAllocationArgs,
                                           NodeResourcesFitArgs, ResourceSpec, ScoringStrategy, UtilizationShapePoint)
 from scheduler.models import SchedulerConfigVersion
@@ -73,7 +73,7 @@ def test_the_database_refuses_what_validation_refuses(config, problem, constrain
         config_version_create(config=config, reason="through the service")
     assert problem in exc.value.problems
     with pytest.raises(IntegrityError, match=constraint), transaction.atomic():
-        SchedulerConfigVersion.objects.create(number=1, config=config.to_dict(), reason="past the service")
+        SchedulerConfigVersion.objects.create(number=1, config=config_to_dict(config), reason="past the service")
     assert not SchedulerConfigVersion.objects.exists()
 
 
@@ -84,7 +84,7 @@ def test_the_database_refuses_what_validation_refuses(config, problem, constrain
     (lambda d: d.pop("pod_max_backoff_seconds"), "config_version_has_fields"),
 ], ids=["score-weight-zero", "no-profile", "empty-name", "missing-field"])
 def test_rows_the_model_cannot_even_express_are_refused(mutate, constraint):
-    data = SchedulerConfig([profile()]).to_dict()
+    data = config_to_dict(SchedulerConfig([profile()]))
     mutate(data)
     with pytest.raises(IntegrityError, match=constraint), transaction.atomic():
         SchedulerConfigVersion.objects.create(number=1, config=data, reason="past the service")

@@ -10,7 +10,7 @@ import yaml
 from django.conf import settings
 from django.db import connection
 
-from scheduler.manifests import parse_documents
+from scheduler.manifests.files import parse_documents
 from scheduler.models import Attempt, Pod, SchedulerConfigVersion
 from scheduler.services import cluster_apply
 from scheduler.test_loop_topology import ZONE, anti, node, pod, spread, topology_config

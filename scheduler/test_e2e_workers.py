@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Sum
 
-from scheduler.manifests import parse_documents
+from scheduler.manifests.files import parse_documents
 from scheduler.models import Attempt, Binding, Event, Node, Pod
 from scheduler.services import cluster_apply
 from scheduler.workers import WorkerProcesses, purge_broker, worker_env

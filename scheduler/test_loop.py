@@ -7,7 +7,7 @@ from django.conf import settings
 
 from scheduler import loop, metrics, queues
 from scheduler.queue_redis import RedisQueue
-from scheduler.manifests import parse_documents
+from scheduler.manifests.files import parse_documents
 from scheduler.models import Attempt, Binding, Event, Node, Pod
 from scheduler.services import cluster_apply, pod_delete
 

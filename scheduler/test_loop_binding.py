@@ -295,6 +295,9 @@ def test_a_pod_deleted_while_its_binding_is_in_flight_is_forgotten_without_a_fai
     assert not Pod.objects.exists() and not Binding.objects.exists()
     assert Node.objects.get(name="only").req_pods == 0
     assert queues.get_queue().get("default/web") is None
+    # The audit does not claim a placement that never happened.
+    assert list(Attempt.objects.values_list("result", "message")) == [
+        ("bind_failed", "Binding skipped: the pod was deleted before its binding")]
 
 
 class Unsettled(Cluster):

@@ -11,9 +11,10 @@ from django.conf import settings
 
 from scheduler import loop, metrics, queues, topology_claims
 from scheduler.engine.config import default_config
-from scheduler.manifests import parse_documents
+from scheduler.manifests.files import parse_documents
 from scheduler.models import Attempt, Pod
 from scheduler.queue_redis import RedisQueue
+from scheduler.reservations import release_assumed, row_usage
 from scheduler.services import cluster_apply, pod_delete
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -136,7 +137,6 @@ def test_a_pod_assumed_and_then_released_leaves_the_index():
     w.schedule_batch()  # reserved (not bound yet: the bind task has not run)
     row = Pod.objects.get(name="web-0")
     assert row.assumed_node
-    from scheduler.reservations import release_assumed, row_usage
 
     assert release_assumed(pod_id=row.pk, node_name=row.assumed_node, usage=row_usage(row))
     cache = w.snapshot.refresh()
@@ -148,7 +148,7 @@ def _stale_reserve(worker, name, node_name):
     row = Pod.objects.get(name=name)
     spec = worker.pod_spec(row)
     worker.snapshot.cache.assume(spec, worker.snapshot.cache.table.index[node_name])
-    placement = (row.pk, loop._usage(row), node_name, worker.snapshot.spec_versions.get(node_name), row.updated_at)
+    placement = (row.pk, row_usage(row), node_name, worker.snapshot.spec_versions.get(node_name), row.updated_at)
     return topology_claims.reserve([(placement, spec, worker.profiles[spec.scheduler_name])], worker.snapshot), row.pk
 
 

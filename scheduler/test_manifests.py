@@ -8,16 +8,9 @@ import pytest
 
 from scheduler.engine.nodes import ImageState
 from scheduler.engine.pods import HostPort, NodeSelectorTerm, PreferredTerm, Requirement, Taint, Toleration
-from scheduler.manifests import (
-    ManifestError,
-    ParsedNode,
-    ParsedPod,
-    Problem,
-    node_from_manifest,
-    parse_documents,
-    parse_files,
-    pod_from_manifest,
-)
+from scheduler.manifests.errors import ManifestError, Problem
+from scheduler.manifests.files import parse_documents, parse_files
+from scheduler.manifests.objects import ParsedNode, ParsedPod, node_from_manifest, pod_from_manifest
 
 TESTDATA = os.path.join(os.path.dirname(__file__), "testdata", "manifests")
 

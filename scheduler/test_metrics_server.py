@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 from prometheus_client.parser import text_string_to_metric_families
 
-from scheduler.manifests import parse_documents
+from scheduler.manifests.files import parse_documents
 from scheduler.models import Pod
 from scheduler.services import cluster_apply
 from scheduler.workers import WorkerProcesses, purge_broker, worker_env

@@ -6,7 +6,7 @@ import pytest
 
 from scheduler import queues
 from scheduler.kube.mirror import pod_upsert
-from scheduler.manifests import parse_documents
+from scheduler.manifests.files import parse_documents
 from scheduler.models import Node, Pod
 from scheduler.services import cluster_apply
 

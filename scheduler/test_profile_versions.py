@@ -12,8 +12,8 @@ from django.db import IntegrityError, connection, transaction
 from django.test import Client
 
 from scheduler import loop
-from scheduler.engine.config import (ConfigError, ProfileConfig, SchedulerConfig, default_config, default_profile,
-                                     dump_config, load_config)
+from scheduler.engine.config import (ConfigError, ProfileConfig, SchedulerConfig, config_to_dict, default_config,
+                                     default_profile, dump_config, load_config)
 from scheduler.engine.plugin_args import (MOST_ALLOCATED, NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs,
                                           ResourceSpec, ScoringStrategy)
 from scheduler.models import Attempt, SchedulerConfigVersion
@@ -90,7 +90,7 @@ def test_each_save_is_a_new_active_version_and_the_previous_one_stays_as_it_was(
     assert [rows[1].active, rows[2].active] == [False, True]
     assert rows[1].created_by == alice and rows[2].created_by is None
     assert rows[2].reason == "back to spreading"
-    assert rows[1].config == most_allocated().to_dict()
+    assert rows[1].config == config_to_dict(most_allocated())
     assert config_active() == (2, default_config())
 
 
@@ -138,7 +138,7 @@ def test_restoring_an_old_version_saves_it_again_as_a_new_active_version():
     assert (restored.number, restored.active, restored.created_by, restored.reason) == (3, True, bob, "packing was better")
     assert restored.config == SchedulerConfigVersion.objects.get(number=1).config
     assert config_active() == (3, most_allocated())
-    assert config_version_restore(number=0, reason="the initial one").config == default_config().to_dict()
+    assert config_version_restore(number=0, reason="the initial one").config == config_to_dict(default_config())
     with pytest.raises(SchedulerConfigVersion.DoesNotExist):
         config_version_restore(number=99, reason="no such version")
 
@@ -175,11 +175,11 @@ def test_concurrent_saves_get_consecutive_numbers_and_one_active_version():
 ], ids=["empty-reason", "blank-reason", "number-zero"])
 def test_the_database_refuses_a_version_the_service_would_refuse(fields):
     with pytest.raises(IntegrityError), transaction.atomic():
-        SchedulerConfigVersion.objects.create(config=default_config().to_dict(), **fields)
+        SchedulerConfigVersion.objects.create(config=config_to_dict(default_config()), **fields)
 
 
 def test_the_database_refuses_a_second_active_version_and_a_reused_number():
-    valid = default_config().to_dict()
+    valid = config_to_dict(default_config())
     SchedulerConfigVersion.objects.create(number=1, config=valid, reason="one", active=True)
     with pytest.raises(IntegrityError, match="config_version_one_active"), transaction.atomic():
         SchedulerConfigVersion.objects.create(number=2, config=valid, reason="two", active=True)

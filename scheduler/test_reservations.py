@@ -10,7 +10,7 @@ from django.db import connection, connections, transaction
 
 from scheduler import loop, metrics
 from scheduler.models import Node, Pod
-from scheduler.reservations import add_node_usage, release_assumed, reserve, reserve_many, usage_recount
+from scheduler.reservations import add_node_usage, release_assumed, reserve, reserve_many, row_usage, usage_recount
 from scheduler.test_loop import apply, node, pod
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,11 +34,6 @@ def gpu_pod(name, gpus="1", host_port=None, node_name=None):
     if node_name:
         obj["spec"]["nodeName"] = node_name
     return obj
-
-
-def usage_of(row: Pod) -> dict:
-    return {f: getattr(row, f) for f in ("req_cpu", "req_memory", "req_ephemeral", "req_scalar", "nonzero_cpu",
-                                         "nonzero_memory", "host_ports")}
 
 
 def counted_from_pods(node_name: str) -> tuple[dict, list]:
@@ -118,21 +113,21 @@ def add_bound(name):
         with transaction.atomic():
             row = Pod.objects.get(name=name)
             Pod.objects.filter(pk=row.pk).update(node_name="gpu-node")
-            add_node_usage(node_name="gpu-node", usage=usage_of(row))
+            add_node_usage(node_name="gpu-node", usage=row_usage(row))
     return op
 
 
 def reserve_on(name):
     def op():
         row = Pod.objects.get(name=name)
-        return reserve(pod_id=row.pk, usage=usage_of(row), node_name="gpu-node")
+        return reserve(pod_id=row.pk, usage=row_usage(row), node_name="gpu-node")
     return op
 
 
 def release(name):
     def op():
         row = Pod.objects.get(name=name)
-        return release_assumed(pod_id=row.pk, node_name="gpu-node", usage=usage_of(row))
+        return release_assumed(pod_id=row.pk, node_name="gpu-node", usage=row_usage(row))
     return op
 
 
@@ -186,7 +181,7 @@ def test_a_claim_refuses_a_pod_whose_row_changed_after_the_worker_read_it():
     read = Pod.objects.get(name="web")
     apply(pod("web", cpu="2"))  # the pending pod's requests change between the read and the claim
 
-    result = reserve_many([(read.pk, usage_of(read), "node-a", None, read.updated_at)])
+    result = reserve_many([(read.pk, row_usage(read), "node-a", None, read.updated_at)])
 
     assert (result.conflicts, result.gone, result.changed) == (set(), {read.pk}, {read.pk})
     assert Pod.objects.get(name="web").assumed_node == ""
@@ -198,7 +193,7 @@ def test_a_claim_refuses_a_changed_pod_with_extended_resources_too():
     read = Pod.objects.get(name="g")
     apply(gpu_pod("g", gpus="2"))
 
-    result = reserve_many([(read.pk, usage_of(read), "gpu-node", None, read.updated_at)])
+    result = reserve_many([(read.pk, row_usage(read), "gpu-node", None, read.updated_at)])
 
     assert (result.conflicts, result.gone, result.changed) == (set(), {read.pk}, {read.pk})
     assert Node.objects.get(name="gpu-node").req_scalar == {}
@@ -269,7 +264,7 @@ def test_a_reservation_claimed_before_the_recount_and_taken_after_it_is_counted_
 
     apply(node("node-a", cpu="4"), pod("p1", cpu="1"), pod("p2", cpu="1"))
     assumed_row = Pod.objects.get(name="p2")
-    reserve(pod_id=assumed_row.pk, usage=usage_of(assumed_row), node_name="node-a")
+    reserve(pod_id=assumed_row.pk, usage=row_usage(assumed_row), node_name="node-a")
     claimed, go_on = threading.Event(), threading.Event()
     errors = []
 
@@ -280,7 +275,7 @@ def test_a_reservation_claimed_before_the_recount_and_taken_after_it_is_counted_
                 Pod.objects.filter(pk=row.pk).update(assumed_node="node-a")
                 claimed.set()
                 go_on.wait(10)
-                assert _apply_delta("node-a", usage_of(row), +1, check_fit=True)
+                assert _apply_delta("node-a", row_usage(row), +1, check_fit=True)
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
         finally:
@@ -325,7 +320,7 @@ def test_usage_deltas_of_two_gibibytes_and_more_are_not_wrapped_to_32_bits(host_
     apply(waiting)
     row = Pod.objects.get(name="waiting")
     # 3Gi + 28Gi fits in 32Gi; a wrapped comparison would have let 30Gi more in too.
-    assert reserve(pod_id=row.pk, usage=usage_of(row), node_name="big-node")
+    assert reserve(pod_id=row.pk, usage=row_usage(row), node_name="big-node")
     assert Node.objects.get(name="big-node").req_memory == 31 * 1024**3
-    assert release_assumed(pod_id=row.pk, node_name="big-node", usage=usage_of(row))
+    assert release_assumed(pod_id=row.pk, node_name="big-node", usage=row_usage(row))
     assert Node.objects.get(name="big-node").req_memory == three_gi

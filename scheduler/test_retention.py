@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduler import loop, metrics, queues, retention
-from scheduler.manifests import parse_documents
+from scheduler.manifests.files import parse_documents
 from scheduler.models import Attempt, Binding, ClusterEvent, Event, Pod
 from scheduler.queue_redis import RedisQueue
 from scheduler.services import cluster_apply

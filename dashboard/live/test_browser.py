@@ -18,7 +18,7 @@ from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection, connections
 
 from dashboard.browser_testing import screenshot
-from scheduler.manifests import parse_documents
+from scheduler.manifests.files import parse_documents
 from scheduler.services import cluster_apply
 from scheduler.workers import WorkerProcesses, purge_broker, worker_env
 

@@ -471,7 +471,7 @@ class KubeRun:
 
     def _placed(self, pods: list[dict]) -> tuple[list[Placed], list[str]]:
         from ..kube.mirror import pod_manifest
-        from ..manifests import pod_from_manifest
+        from ..manifests.objects import pod_from_manifest
         from ..reservations import pod_usage_fields
 
         ours = self.plan.pods_by_name()

@@ -29,7 +29,7 @@ APPLY_CHUNK = 500
 
 
 def _parse(manifests: list[dict], name: str):
-    from ..manifests import parse_documents
+    from ..manifests.files import parse_documents
 
     return parse_documents(json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}), name)
 
@@ -161,7 +161,7 @@ class SimulatedRun:
             time.sleep(TICK_S)
 
     def _resize(self, p: PodPlan) -> None:
-        from ..manifests import ManifestError
+        from ..manifests.errors import ManifestError
 
         bigger = p.resized()
         try:

@@ -4,7 +4,7 @@ from scheduler.chaos import hostile
 from scheduler.chaos.plan import (GI, GPU, GPU_POD, HUGE, PORT, POSTGRES_OUTAGE, PREBOUND, REDIS_FLUSH, WORKER_KILL,
                                   make_plan)
 from scheduler.engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY
-from scheduler.manifests import node_from_manifest, pod_from_manifest
+from scheduler.manifests.objects import node_from_manifest, pod_from_manifest
 
 
 def plan(**kw):

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from .nodes import NodeTable
-from .pods import PodSpec
+from .pods import DEFAULT_SCHEDULER_NAME, PodSpec
 from .resources import MAX_NODE_SCORE, MIN_NODE_SCORE
 
 # As pkg/scheduler/schedule_one.go.
@@ -199,7 +199,7 @@ class ScorePlugin(Protocol):
 class Profile:
     """A scheduler profile: the plugins per extension point and each score plugin's weight."""
 
-    scheduler_name: str = "default-scheduler"
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
     filters: list = field(default_factory=list)
     scores: list[tuple[object, int]] = field(default_factory=list)  # (ScorePlugin, weight)
     percentage_of_nodes_to_score: int | None = None

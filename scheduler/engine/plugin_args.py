@@ -9,6 +9,8 @@ from .pods import NodeSelectorTerm, PreferredTerm
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
 REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+# As config.MaxCustomPriorityScore: the top of a RequestedToCapacityRatio shape's score scale.
+MAX_CUSTOM_PRIORITY_SCORE = 10
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """PodSpec: what the scheduler needs to know about one pod, already parsed and in integer units.
 
-Built by the manifest parser (scheduler/manifests.py) or by the models; the engine never
+Built by the manifest parser (scheduler/manifests/) or by the models; the engine never
 reads a raw manifest.
 """
 
@@ -12,6 +12,7 @@ from .labels import OP_IN, OP_NOT_IN, LabelSelector, merge_label_keys
 from .resources import CPU, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, PODS
 
 HUGEPAGES_PREFIX = "hugepages-"
+DEFAULT_SCHEDULER_NAME = "default-scheduler"  # v1.DefaultSchedulerName: a pod that names no scheduler
 
 Resources = dict[str, int]
 
@@ -141,7 +142,7 @@ class PodSpec:
     namespace: str
     name: str
     uid: str = ""
-    scheduler_name: str = "default-scheduler"
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
     priority: int = 0
     node_name: str = ""  # spec.nodeName: set means bound (or the NodeName plugin's target)
     node_selector: dict[str, str] = field(default_factory=dict)

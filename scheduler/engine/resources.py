@@ -4,6 +4,8 @@ Units are kube-scheduler's: cpu in millicores, memory and ephemeral-storage in b
 pods as a count, extended resources as plain integers.
 """
 
+from .field import INT64_MAX
+
 CPU = "cpu"
 MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
@@ -18,7 +20,7 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
-MAX_TOTAL_SCORE = (1 << 63) - 1
+MAX_TOTAL_SCORE = INT64_MAX  # framework.MaxTotalScore (math.MaxInt64)
 
 
 def is_extended_resource(name: str) -> bool:

@@ -15,6 +15,8 @@ from .config import (
     default_config,
     dump_config,
     load_config,
+    profile_from_dict,
+    profile_to_dict,
     score_total_overflows,
 )
 from .plugin_args import (
@@ -470,8 +472,8 @@ def test_json_input_is_accepted():
 
 def test_profile_to_dict_is_json_and_round_trips():
     for profile in custom_config().profiles:
-        data = json.loads(json.dumps(profile.to_dict()))
-        assert ProfileConfig.from_dict(data) == profile
+        data = json.loads(json.dumps(profile_to_dict(profile)))
+        assert profile_from_dict(data) == profile
 
 
 # ---------------------------------------------------------------- build

@@ -22,6 +22,8 @@ import yaml
 from yaml.events import AliasEvent, CollectionStartEvent, MappingStartEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from .field import child_path
+
 MAX_DEPTH = 100  # nested lists and maps; a Pod needs about 10
 MAX_INT_DIGITS = 4300  # sys.int_info.default_max_str_digits: int() and str() refuse longer numbers
 _MAX_INT = 10**MAX_INT_DIGITS  # a hex or octal literal must not convert to more digits either
@@ -33,17 +35,6 @@ _SCALAR_TAGS = {_STR, _INT, _FLOAT, _BOOL, _NULL}
 # Resolved implicitly by YAML 1.1 but plain strings to sigs.k8s.io/yaml (go-yaml v2 keeps a timestamp
 # decoded into interface{} as its text, and has no "=" value key).
 _AS_TEXT = {_TAG + "timestamp", _TAG + "value"}
-
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def child_path(path: str, key: str | int) -> str:
-    """A field path one level down: "spec.containers", "[0]", and map keys in brackets when they need them."""
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    if not _PLAIN_KEY.match(key):
-        return f"{path}[{key}]"  # as field.Path.Key: "labels[kubernetes.io/hostname]"
-    return f"{path}.{key}" if path else key
 
 
 class DecodeProblem(Exception):

@@ -18,13 +18,14 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .. import metrics
-from ..engine.pods import Container, PodSpec
+from ..engine.pods import DEFAULT_SCHEDULER_NAME, Container, PodSpec
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY
-from ..manifests import ManifestError, ParsedNode, ParsedPod, _parse_object
+from ..manifests.errors import ManifestError
+from ..manifests.objects import ParsedNode, ParsedPod, parse_object
 from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, ClusterEvent, Node, Pod
 from ..placed_pods import placed_pod_changed
 from ..profiles import scheduler_names
-from ..reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage
+from ..reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage, row_usage
 from ..services import EventSpec, cluster_apply, cluster_event_record, events_record, node_delete
 
 log = logging.getLogger(__name__)
@@ -65,9 +66,9 @@ def pod_manifest(obj: dict) -> dict:
 
 def _parse(obj: dict, kind: str, problems: list | None = None) -> ParsedNode | ParsedPod | None:
     """The object parsed as `apply` parses it, or None (its problems appended to `problems`)."""
-    o, parsed = _parse_object(obj)
+    o, parsed = parse_object(obj)
     if parsed is None or o.kind != kind:
-        found = "; ".join(f"{path}: {message}" if path else message for path, message in o.found) or f"not a {kind}"
+        found = "; ".join(f"{path}: {message}" if path else message for path, message in o.problems) or f"not a {kind}"
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         log.warning("cannot mirror %s %s/%s: %s", kind, meta.get("namespace", ""), meta.get("name", ""), found)
         metrics.mirror_problems.labels(kind, "unparsable").inc()
@@ -334,7 +335,7 @@ def _upsert_unparsable(manifest: dict, problems: str, *, queue) -> None:
     node_name = text(spec, "nodeName")
     if not name or not node_name:
         _warn(manifest, "Pod", f"cannot read the pod: {problems}; it is not bound, so it takes no room")
-        scheduler_name = text(spec, "schedulerName", "default-scheduler")
+        scheduler_name = text(spec, "schedulerName", DEFAULT_SCHEDULER_NAME)
         if name and uid and scheduler_name in scheduler_names():
             _queue_unreadable(manifest, namespace, name, uid, scheduler_name[:253], queue=queue)
         return
@@ -354,7 +355,7 @@ def _upsert_unparsable(manifest: dict, problems: str, *, queue) -> None:
     if row is None:
         created = _time(meta.get("creationTimestamp")) or now
         row = Pod(namespace=namespace, name=name, uid=uid, created_at=created, manifest=manifest,
-                  scheduler_name=text(spec, "schedulerName", "default-scheduler")[:253], node_name=node_name,
+                  scheduler_name=text(spec, "schedulerName", DEFAULT_SCHEDULER_NAME)[:253], node_name=node_name,
                   bound_at=created, phase=text(manifest.get("status") or {}, "phase", Pod.PENDING)[:16], **usage)
         if Node.objects.filter(name=node_name).exists():
             add_node_usage(node_name=node_name, usage=usage)
@@ -446,8 +447,7 @@ def _copy(row: Pod, spec, manifest: dict, usage: dict, phase: str, condition: di
 
 def _mark_bound(row: Pod, node_name: str, now) -> None:
     """The API says the pod is on node_name: make the row say so, moving its room if we had it elsewhere."""
-    usage = {f: getattr(row, f) for f in ("req_cpu", "req_memory", "req_ephemeral", "req_scalar", "nonzero_cpu",
-                                          "nonzero_memory", "host_ports")}
+    usage = row_usage(row)
     if row.assumed_node and row.assumed_node != node_name:
         # Bound elsewhere (another scheduler, or a replica that lost the lease): give our room back.
         release_assumed(pod_id=row.pk, node_name=row.assumed_node, usage=usage)
@@ -487,8 +487,7 @@ def _record_our_binding(row: Pod, node_name: str, now) -> None:
 
 def _remove_row(row: Pod) -> bool:
     """Delete a pod row inside the caller's transaction, giving back its room; True if it was bound."""
-    usage = {f: getattr(row, f) for f in ("req_cpu", "req_memory", "req_ephemeral", "req_scalar", "nonzero_cpu",
-                                          "nonzero_memory", "host_ports")}
+    usage = row_usage(row)
     was_bound = bool(row.node_name)
     if row.node_name:
         if Node.objects.filter(name=row.node_name).exists():

@@ -7,11 +7,11 @@ Every requirement is evaluated over all nodes at once through the NodeTable's la
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar
 
 import numpy as np
 
+from ..field import parse_int64
 from ..framework import FilterResult, default_normalize_score, PreFilterRejected
 from ..k8s_validation import is_qualified_name, is_valid_label_value
 from ..nodes import LabelColumn, NodeTable
@@ -39,17 +39,6 @@ ERR_REASON_CONFLICT = "pod affinity terms conflict"
 OBJECT_NAME_FIELD = "metadata.name"
 
 # ---- selector validation, as labels.NewRequirement and nodeSelectorRequirementsAsFieldSelector ----
-_GO_DECIMAL = re.compile(r"[+-]?[0-9]+")
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-
-
-def parse_int64(text: str) -> int | None:
-    """As strconv.ParseInt(text, 10, 64): optional sign, ASCII digits only, within int64; else None."""
-    if not _GO_DECIMAL.fullmatch(text):
-        return None
-    value = int(text)
-    return value if INT64_MIN <= value <= INT64_MAX else None
-
 
 def _label_requirement_valid(req: Requirement) -> bool:
     # As labels.NewRequirement: any validation message on the key or a value makes it an error.

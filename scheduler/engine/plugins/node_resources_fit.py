@@ -16,6 +16,7 @@ from ..framework import FilterResult
 from ..nodes import NodeTable
 from ..plugin_args import (
     LEAST_ALLOCATED,
+    MAX_CUSTOM_PRIORITY_SCORE,
     MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
     NodeResourcesFitArgs,
@@ -33,8 +34,7 @@ from ..resources import (
     is_scalar_resource,
 )
 
-# As config.MaxCustomPriorityScore and requested_to_capacity_ratio.go's maxUtilization.
-MAX_CUSTOM_PRIORITY_SCORE = 10
+# As requested_to_capacity_ratio.go's maxUtilization.
 MAX_UTILIZATION = 100
 # As validation.ValidateNodeResourcesFitArgs: resource weights must lie in [1, 100].
 MIN_RESOURCE_WEIGHT, MAX_RESOURCE_WEIGHT = 1, 100

@@ -22,6 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..field import INT32_MAX
 from ..framework import SKIP, FilterResult, PluginError, cycle_state
 from ..labels import Selector, SelectorError, as_selector, selector_from_set
 from ..nodes import NodeTable
@@ -61,7 +62,6 @@ SYSTEM_DEFAULT_CONSTRAINTS = (
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 
-MAX_INT32 = (1 << 31) - 1
 INVALID_SCORE = -1
 
 
@@ -201,7 +201,7 @@ class ConstraintCounts:
         return {self.domains.values[c]: int(self.match_num[c]) for c in np.flatnonzero(self.counted)}
 
     def _update_min(self) -> None:
-        self.min_match = int(self.match_num[self.counted].min()) if self.counted.any() else MAX_INT32
+        self.min_match = int(self.match_num[self.counted].min()) if self.counted.any() else INT32_MAX
 
 
 @dataclass
@@ -329,7 +329,7 @@ class PodTopologySpread:
                 None if pod_specific else ("filter", c.topology_key, all_keys))
             # Copies: the index keeps its own sums up to date, the state is this cycle's (and
             # AddPod/RemovePod change it for preemption).
-            cc = ConstraintCounts(c, d, match_num.copy(), counted.copy(), MAX_INT32)
+            cc = ConstraintCounts(c, d, match_num.copy(), counted.copy(), INT32_MAX)
             cc._update_min()
             out.append(cc)
         return PreFilterState(out)

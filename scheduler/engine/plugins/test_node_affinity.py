@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from scheduler.engine.nodes import NodeSpec, NodeTable
 from scheduler.engine.plugin_args import NodeAffinityArgs
-from scheduler.engine.plugins.node_affinity import ERR_REASON_ENFORCED, ERR_REASON_POD, NodeAffinity, parse_int64
+from scheduler.engine.field import parse_int64
+from scheduler.engine.plugins.node_affinity import ERR_REASON_ENFORCED, ERR_REASON_POD, NodeAffinity
 from scheduler.engine.pods import NodeSelectorTerm, PodSpec, PreferredTerm, Requirement
 from scheduler.engine.reference import filters as ref
 

@@ -5,13 +5,13 @@ PreFilter keeps and each node's status code."""
 import pytest
 
 from scheduler.engine.framework import SKIP, CycleState, PluginError
+from scheduler.engine.field import INT32_MAX
 from scheduler.engine.labels import LabelSelector, LabelSelectorRequirement
 from scheduler.engine.nodes import NodeSpec, NodeTable
 from scheduler.engine.plugins.pod_topology_spread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     LIST_DEFAULTING,
-    MAX_INT32,
     PRE_FILTER_STATE_KEY,
     PodTopologySpread,
     PodTopologySpreadArgs,
@@ -152,13 +152,13 @@ PRE_FILTER_CASES = [
      pod(foo="bar", baz="kar"), [], [],
      (spread(3, "node", selector=None), spread(2, "node", SCHEDULE_ANYWAY, selector=None),
       spread(5, "rack", selector=None)), {"default": [{"foo": "bar"}]},
-     [({}, MAX_INT32), ({}, MAX_INT32)]),
+     [({}, INT32_MAX), ({}, INT32_MAX)]),
     ("default constraints and a service that doesn't match",
      pod(foo="bar"), [], [], (spread(3, "node", selector=None),), {"default": [{"baz": "kep"}]}, SKIP),
     ("default constraints and a service, but pod has constraints",
      pod(foo="bar", baz="tar", spreads=[spread(1, "zone", selector=sel(baz="tar")),
                                          spread(2, "planet", SCHEDULE_ANYWAY, selector=sel(fot="rok"))]),
-     [], [], (spread(2, "node", selector=None),), {"default": [{"foo": "bar"}]}, [({}, MAX_INT32)]),
+     [], [], (spread(2, "node", selector=None),), {"default": [{"foo": "bar"}]}, [({}, INT32_MAX)]),
     ("default soft constraints and a service",
      pod(foo="bar"), [], [], (spread(2, "node", SCHEDULE_ANYWAY, selector=None),), {"default": [{"foo": "bar"}]}, SKIP),
     ("NodeAffinityPolicy honored with labelSelectors",

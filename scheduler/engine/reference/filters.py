@@ -11,9 +11,9 @@ import re
 
 from ..nodes import NodeSpec, NodeUsage
 from ..pods import NodeSelectorTerm, PodSpec, PreferredTerm, Requirement, Taint, Toleration
+from ..resources import MAX_NODE_SCORE
 from ..framework import PreFilterRejected
 
-MAX_NODE_SCORE = 100
 
 # ---- helper.DefaultNormalizeScore --------------------------------------------------------------
 

@@ -15,13 +15,12 @@ from ..config import ProfileConfig
 from ..framework import PreFilterRejected
 from ..nodes import NodeSpec, NodeUsage
 from ..pods import PodSpec
+from ..resources import MAX_NODE_SCORE, MIN_NODE_SCORE
 from ..cluster_objects import ClusterObjects
 from . import filters as f
 from . import resources as r
 from . import topology as t
 
-MAX_NODE_SCORE = 100
-MIN_NODE_SCORE = 0
 
 # As framework/types.go.
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"

@@ -14,15 +14,15 @@ from collections.abc import Sequence
 from ..nodes import NodeSpec, NodeUsage
 from ..plugin_args import (
     LEAST_ALLOCATED,
+    MAX_CUSTOM_PRIORITY_SCORE,
     MOST_ALLOCATED,
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
     ResourceSpec,
 )
 from ..pods import PodSpec
+from ..resources import MAX_NODE_SCORE
 
-MAX_NODE_SCORE = 100
-MAX_CUSTOM_PRIORITY_SCORE = 10
 MAX_UTILIZATION = 100
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import math
 
+from ..field import INT32_MAX, INT64_MAX, INT64_MIN
 from ..framework import PreFilterRejected
 from ..nodes import NodeSpec
 from ..pods import PodAffinityTerm, PodSpec
+from ..resources import MAX_NODE_SCORE
 from . import filters as f
 
-MAX_NODE_SCORE = 100
-MAX_INT32 = 2**31 - 1
-MAX_INT64 = 2**63 - 1
-MIN_INT64 = -(2**63)
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_ZONE = "topology.kubernetes.io/zone"
 
@@ -241,7 +239,7 @@ def spread_filter(pod: PodSpec, node: NodeSpec, state) -> list[str]:
         if c["key"] not in node.labels:
             return [SPREAD_NODE_LABEL_NOT_MATCH]
         domains = tp_value_to_match_num[i]
-        min_match = MAX_INT32
+        min_match = INT32_MAX
         for num in domains.values():
             min_match = min(min_match, num)
         if len(domains) < c["min_domains"]:
@@ -319,7 +317,7 @@ def _round_half_away(x: float) -> int:
 def spread_normalize(names, scores, state) -> list[int]:
     _, ignored, _, _ = state
     scores = list(scores)
-    min_score, max_score = MAX_INT64, 0
+    min_score, max_score = INT64_MAX, 0
     for i, name in enumerate(names):
         if name in ignored:
             scores[i] = -1
@@ -505,7 +503,7 @@ def affinity_score(node: NodeSpec, topology_score) -> int:
 
 
 def affinity_normalize(scores) -> list[int]:
-    min_count, max_count = MAX_INT64, MIN_INT64
+    min_count, max_count = INT64_MAX, INT64_MIN
     for s in scores:
         max_count = max(max_count, s)
         min_count = min(min_count, s)

@@ -3,7 +3,9 @@
 import sys
 
 from scheduler.kubectl import KubectlCommand, KubectlError
-from scheduler.manifests import STDIN, ManifestError, ParsedPod, parse_files
+from scheduler.manifests.errors import ManifestError
+from scheduler.manifests.files import STDIN, parse_files
+from scheduler.manifests.objects import ParsedPod
 from scheduler.services import cluster_apply
 
 

@@ -13,7 +13,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from scheduler import loop, retention
-from scheduler.manifests import ManifestError, parse_documents
+from scheduler.manifests.errors import ManifestError
+from scheduler.manifests.files import parse_documents
 from scheduler.models import Node, Pod
 from scheduler.services import cluster_apply, pod_delete
 from scheduler.simulation import seed_nodes, trickle_pod
