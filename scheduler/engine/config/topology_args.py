@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .k8s_validation import is_qualified_name
-from .labels import LabelSelector
-from .plugins.inter_pod_affinity import DEFAULT_HARD_POD_AFFINITY_WEIGHT, InterPodAffinityArgs
-from .plugins.pod_topology_spread import LIST_DEFAULTING, SYSTEM_DEFAULTING, PodTopologySpreadArgs
-from .pods import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, TopologySpreadConstraint
+from ..k8s_validation import is_qualified_name
+from ..labels import LabelSelector
+from ..plugins.inter_pod_affinity import DEFAULT_HARD_POD_AFFINITY_WEIGHT, InterPodAffinityArgs
+from ..plugins.pod_topology_spread import LIST_DEFAULTING, SYSTEM_DEFAULTING, PodTopologySpreadArgs
+from ..pods import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, TopologySpreadConstraint
 
 POD_TOPOLOGY_SPREAD_FIELDS = ("defaultConstraints", "defaultingType")
 INTER_POD_AFFINITY_FIELDS = ("hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods")
