@@ -8,7 +8,7 @@ import uuid
 from django.db import transaction
 from django.utils import timezone
 
-from .manifests_objects import KINDS, ParsedObject
+from .manifests.cluster_objects import KINDS, ParsedObject
 from .models import ClusterObject
 
 # As kubectl names a resource in its output ("replicaset.apps/web created").

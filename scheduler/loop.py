@@ -176,8 +176,7 @@ class Worker:
             shape = json.dumps(pod.manifest.get("spec"), sort_keys=True)
             template = self._templates.get(shape)
             if template is None:
-                spec = dataclasses.replace(pod_from_manifest(pod.manifest), **pod_terms.spec_fields(pod.manifest),
-                                           **pod_terms.metadata_fields(pod.manifest))
+                spec = pod_from_manifest(pod.manifest)
                 self._templates[shape] = spec
             else:
                 deleting = bool((pod.manifest.get("metadata") or {}).get("deletionTimestamp"))

@@ -97,10 +97,3 @@ def metadata_fields(manifest: dict) -> dict:
     return {"labels": dict(labels) if isinstance(labels, dict) else {},
             "owner_references": owner_references(meta.get("ownerReferences"))}
 
-
-def spec_fields(manifest: dict) -> dict:
-    """The PodSpec fields PodTopologySpread and InterPodAffinity read from the pod's spec."""
-    spec = manifest.get("spec") or {}
-    pod_affinity, pod_anti_affinity = pod_affinities_shared(spec.get("affinity"))
-    return {"topology_spread_constraints": topology_spread_constraints(spec.get("topologySpreadConstraints")),
-            "pod_affinity": pod_affinity, "pod_anti_affinity": pod_anti_affinity}

@@ -19,6 +19,8 @@ from django.utils.dateparse import parse_datetime
 from .engine.pods import DEFAULT_SCHEDULER_NAME
 from .engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from .manifests.errors import ManifestError, Problem, uid_taken
+from .cluster_object_services import cluster_object_apply
+from .manifests.cluster_objects import ParsedObject
 from .manifests.objects import ParsedNode, ParsedPod
 from .models import POD_UID_CONSTRAINT, ClusterEvent, Node, Pod
 from .placed_pods import placed_pod_changed
@@ -122,6 +124,10 @@ def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
         for obj in objects:
             if isinstance(obj, ParsedNode):
                 _node_apply(obj, result, node_events)
+        # Namespaces, Services and controllers before the pods they select (one transaction either way).
+        for obj in objects:
+            if isinstance(obj, ParsedObject):
+                cluster_object_apply(obj, result)
         # Which pods already hold the uids this apply names: one query, not one per pod.
         uid_owners = _uid_owners({obj.spec.uid for obj in objects if isinstance(obj, ParsedPod) and obj.spec.uid})
         for obj in objects:

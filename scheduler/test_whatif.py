@@ -9,13 +9,15 @@ from scheduler.engine.config import ProfileConfig, default_config, default_profi
 from scheduler.engine.plugin_args import MOST_ALLOCATED, NodeResourcesFitArgs, ScoringStrategy
 from scheduler.whatif import CHANGED, SAME, UNKNOWN, StoredAttempt, Target, rescore, what_if
 
-DEFAULT_WEIGHTS = dict(default_profile().scores)  # TaintToleration 3, NodeAffinity 2, the others 1
+# TaintToleration 3, NodeAffinity 2, PodTopologySpread 2, InterPodAffinity 2, the others 1
+DEFAULT_WEIGHTS = dict(default_profile().scores)
 
 
 def scored(**normalized_by_plugin) -> dict:
     """A candidate's per-plugin entry as the loop stores it, every default plugin present (0 unless given)."""
     names = {"fit": "NodeResourcesFit", "image": "ImageLocality", "taint": "TaintToleration",
-             "affinity": "NodeAffinity", "balanced": "NodeResourcesBalancedAllocation"}
+             "affinity": "NodeAffinity", "balanced": "NodeResourcesBalancedAllocation", "spread": "PodTopologySpread",
+             "pods": "InterPodAffinity"}
     plugins = {}
     for plugin, weight in DEFAULT_WEIGHTS.items():
         short = next(k for k, v in names.items() if v == plugin)
@@ -78,7 +80,8 @@ def test_rescore_shows_how_much_each_candidates_score_moves():
 def test_a_full_trace_is_preferred_to_the_top_candidates_and_is_exact():
     # The trace holds d, which is not among the stored top candidates and wins under the target.
     columns = {"plugins": list(DEFAULT_WEIGHTS), "weights": list(DEFAULT_WEIGHTS.values()), "nodes": ["a", "d"],
-               "raw": [[0, 0, 100, 0, 0], [0, 0, 10, 0, 95]], "normalized": [[0, 0, 100, 0, 0], [0, 0, 10, 0, 95]],
+               "raw": [[0, 0, 100, 0, 0, 0, 0], [0, 0, 10, 0, 0, 0, 95]],
+               "normalized": [[0, 0, 100, 0, 0, 0, 0], [0, 0, 10, 0, 0, 0, 95]],
                "totals": [100, 105]}
     a = attempt(7, "d", [candidate("d", fit=10, image=95)], feasible=2, trace={"v": 1, "scores": columns})
     fit_x3 = Target("draft", default_config(), {"default-scheduler": {**DEFAULT_WEIGHTS, "NodeResourcesFit": 3}})

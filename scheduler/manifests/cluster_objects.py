@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .engine.labels import SelectorError, as_selector
-from .manifests_topology import label_selector
+from scheduler.engine.labels import SelectorError, as_selector
+from .topology import label_selector
 
 NAMESPACE, SERVICE, REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER = (
     "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController")
@@ -72,7 +72,7 @@ def parse_cluster_object(o, obj: dict, kind: str, namespace: str, name: str, lab
         raw = spec.get("selector")
         got = _string_map(o, raw, "spec.selector", "ServiceSpec.spec.selector")
         for k, v in got.items():  # As ValidateLabels on spec.selector.
-            from .engine.k8s_validation import is_qualified_name, is_valid_label_value
+            from scheduler.engine.k8s_validation import is_qualified_name, is_valid_label_value
 
             for msg in is_qualified_name(k):
                 o.add("spec.selector", f"Invalid value: {json.dumps(k)}: {msg}")

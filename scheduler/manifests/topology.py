@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 
-from .engine.k8s_validation import is_dns1123_label, is_qualified_name, is_valid_label_value
-from .engine.labels import OP_DOES_NOT_EXIST, OP_EXISTS, OP_IN, OP_NOT_IN, LabelSelector, LabelSelectorRequirement
-from .engine.pods import (DO_NOT_SCHEDULE, HONOR, IGNORE, SCHEDULE_ANYWAY, OwnerReference, PodAffinity, PodAffinityTerm,
+from scheduler.engine.k8s_validation import is_dns1123_label, is_qualified_name, is_valid_label_value
+from scheduler.engine.labels import OP_DOES_NOT_EXIST, OP_EXISTS, OP_IN, OP_NOT_IN, LabelSelector, LabelSelectorRequirement
+from scheduler.engine.pods import (DO_NOT_SCHEDULE, HONOR, IGNORE, SCHEDULE_ANYWAY, OwnerReference, PodAffinity, PodAffinityTerm,
                           TopologySpreadConstraint, WeightedPodAffinityTerm)
 
 IS_NOT_POSITIVE = "must be greater than zero"  # isNotPositiveErrorMsg
@@ -148,18 +148,23 @@ def _label_keys_in_selector(o, path: str, keys: list[str], selector: LabelSelect
         _label_name(o, _p(_p(path, what), i), key)
 
 
-def _in_both(o, path: str, match_keys: list[str], selector: LabelSelector | None) -> None:
+def _in_both(o, path: str, match_keys: list[str], selector: LabelSelector | None, pod_labels) -> None:
+    """As the check in validateMatchLabelKeysAndMismatchLabelKeys, which the API server runs after it merged the
+    keys into the selector (PrepareForCreate): a key the merge adds an expression for, that the selector also
+    names (in matchLabels, or in an expression before), is in both."""
     if selector is None or not match_keys:
         return
     index = {key: i for i, key in enumerate(match_keys)}
     seen = {k for k, _ in selector.match_labels}
-    for r in selector.match_expressions:
-        if r.key in index and r.key in seen:
-            o.add(_p(_p(path, "matchLabelKeys"), index[r.key]), _invalid(r.key, "exists in both matchLabelKeys and labelSelector"))
-        seen.add(r.key)
+    merged = [r.key for r in selector.match_expressions] + [k for k in match_keys if k in (pod_labels or {})]
+    for key in merged:
+        if key in index and key in seen:
+            o.add(_p(_p(path, "matchLabelKeys"), index[key]), _invalid(key, "exists in both matchLabelKeys and labelSelector"))
+        seen.add(key)
 
 
-def topology_spread_constraints(o, value, path: str = "spec.topologySpreadConstraints") -> tuple[TopologySpreadConstraint, ...]:
+def topology_spread_constraints(o, value, path: str = "spec.topologySpreadConstraints",
+                                pod_labels=None) -> tuple[TopologySpreadConstraint, ...]:
     seq = o.list(value, path)
     parsed = []
     for i in range(len(seq)):
@@ -204,12 +209,12 @@ def topology_spread_constraints(o, value, path: str = "spec.topologySpreadConstr
                 o.add(_p(cp, name), f"Unsupported value: {_v(policy)}: supported values: "
                                     + ", ".join(_v(p) for p in _INCLUSION_POLICIES))
         _label_keys_in_selector(o, cp, list(c.match_label_keys), c.label_selector, "matchLabelKeys")
-        _in_both(o, cp, list(c.match_label_keys), c.label_selector)
+        _in_both(o, cp, list(c.match_label_keys), c.label_selector, pod_labels)
     return tuple(constraints)
 
 
 # ---- pod (anti-)affinity -----------------------------------------------------------------------------
-def _affinity_term(o, t: dict, path: str) -> PodAffinityTerm:
+def _affinity_term(o, t: dict, path: str, pod_labels) -> PodAffinityTerm:
     selector = label_selector(o, t.get("labelSelector"), _p(path, "labelSelector"))
     ns_selector = label_selector(o, t.get("namespaceSelector"), _p(path, "namespaceSelector"))
     namespaces = _strings(o, t.get("namespaces"), _p(path, "namespaces"))
@@ -220,7 +225,7 @@ def _affinity_term(o, t: dict, path: str) -> PodAffinityTerm:
     mismatch_keys = _strings(o, t.get("mismatchLabelKeys"), _p(path, "mismatchLabelKeys"))
     _label_keys_in_selector(o, path, match_keys, selector, "matchLabelKeys")
     _label_keys_in_selector(o, path, mismatch_keys, selector, "mismatchLabelKeys")
-    _in_both(o, path, match_keys, selector)
+    _in_both(o, path, match_keys, selector, pod_labels)
     mismatched = set(mismatch_keys)
     for i, key in enumerate(match_keys):
         if key in mismatched:
@@ -234,7 +239,7 @@ def _affinity_term(o, t: dict, path: str) -> PodAffinityTerm:
                            mismatch_label_keys=tuple(mismatch_keys))
 
 
-def _one_affinity(o, value, path: str) -> PodAffinity | None:
+def _one_affinity(o, value, path: str, pod_labels) -> PodAffinity | None:
     if value is None:
         return None
     m = o.map(value, path)
@@ -244,7 +249,7 @@ def _one_affinity(o, value, path: str) -> PodAffinity | None:
     for i in range(len(seq)):
         t = o.item(seq, i, rp)
         if t is not None:
-            required.append(_affinity_term(o, t, _p(rp, i)))
+            required.append(_affinity_term(o, t, _p(rp, i), pod_labels))
     pp = _p(path, PREFERRED_TERMS)
     seq = o.list(m.get(PREFERRED_TERMS), pp)
     preferred = []
@@ -256,17 +261,19 @@ def _one_affinity(o, value, path: str) -> PodAffinity | None:
         weight = o.int(w.get("weight"), _p(wp, "weight"), 0)
         if weight <= 0 or weight > 100:
             o.add(_p(wp, "weight"), _invalid(weight, "must be in the range 1-100"))
-        term = _affinity_term(o, o.map(w.get("podAffinityTerm"), _p(wp, "podAffinityTerm")), _p(wp, "podAffinityTerm"))
+        term = _affinity_term(o, o.map(w.get("podAffinityTerm"), _p(wp, "podAffinityTerm")), _p(wp, "podAffinityTerm"),
+                              pod_labels)
         preferred.append(WeightedPodAffinityTerm(weight, term))
     return PodAffinity(tuple(required), tuple(preferred))
 
 
-def pod_affinities(o, affinity, path: str = "spec.affinity") -> tuple[PodAffinity | None, PodAffinity | None]:
+def pod_affinities(o, affinity, path: str = "spec.affinity", pod_labels=None
+                   ) -> tuple[PodAffinity | None, PodAffinity | None]:
     """spec.affinity's podAffinity and podAntiAffinity (None where unset)."""
     if affinity is None or not isinstance(affinity, dict):
         return None, None  # the node affinity decoder reports a wrong type
-    return (_one_affinity(o, affinity.get("podAffinity"), _p(path, "podAffinity")),
-            _one_affinity(o, affinity.get("podAntiAffinity"), _p(path, "podAntiAffinity")))
+    return (_one_affinity(o, affinity.get("podAffinity"), _p(path, "podAffinity"), pod_labels),
+            _one_affinity(o, affinity.get("podAntiAffinity"), _p(path, "podAntiAffinity"), pod_labels))
 
 
 # ---- the API server's rewrite at creation ------------------------------------------------------------
