@@ -250,3 +250,16 @@ def test_nodes_only_this_worker_reserved_on_are_not_read_again_and_others_are(wo
     apply(pod("other", {"app": "o"}, node_name="n2"))
     cache = w.snapshot.refresh()
     assert reads == [["n2"]] and ("default/other", 2) in cache.table.pods.pods()
+
+
+def test_a_checked_claim_leaves_the_pod_in_the_index_for_the_next_batch():
+    apply(node("n0", "a"), node("n1", "a"))
+    apply(pod("web-0", {"app": "web"}, affinity=anti(HOST, app="web")))
+    w = loop.get_worker()
+    w.schedule_batch()  # a checked claim: the pod has required anti-affinity
+    first = Pod.objects.get(name="web-0").assumed_node
+    cache = w.snapshot.refresh()
+    assert cache.table.pods.pods() == [("default/web-0", cache.table.index[first])]
+    apply(pod("web-1", {"app": "web"}, affinity=anti(HOST, app="web")))
+    w.schedule_batch()
+    assert Pod.objects.get(name="web-1").assumed_node not in ("", first)

@@ -110,7 +110,7 @@ def reserve_checked(placements: list[tuple[Placement, PodSpec, object]], snapsho
     result = ReserveResult()
     table = cache.table
     # These pods are in the index only as this worker's assumptions: take them out, so a check sees
-    # the committed state (a pod reserved below comes back with its node's generation).
+    # the committed state (a pod reserved below is put back).
     for _, pod, _ in placements:
         if pod.key not in snapshot.placed.indexed:
             table.pods.remove_pod(-1, pod)
@@ -125,9 +125,12 @@ def reserve_checked(placements: list[tuple[Placement, PodSpec, object]], snapsho
                 result.conflicts.add(pod_id)
                 continue
             one = reserve_many([placement])
-            if pod_id not in one.conflicts | one.gone | set(one.errors) and pod_info(pod).required_anti_affinity:
-                with connection.cursor() as cursor:
-                    cursor.execute(f"SELECT nextval('{CLOCK_SEQUENCE}')")
+            if pod_id not in one.conflicts | one.gone | set(one.errors):
+                # Reserved: back in the index as this worker's (reserve() then marks it as read).
+                table.pods.add_pod(row, pod)
+                if pod_info(pod).required_anti_affinity:
+                    with connection.cursor() as cursor:
+                        cursor.execute(f"SELECT nextval('{CLOCK_SEQUENCE}')")
         result.conflicts |= one.conflicts
         result.gone |= one.gone
         result.changed |= one.changed
