@@ -9,6 +9,7 @@ NAV = [
     ("Nodes", "/nodes/", "/nodes/"),
     ("Audit", "/bindings/", "/bindings/"),
     ("What-if", "/whatif/", "/whatif/"),
+    ("Replays", "/replays/", "/replays/"),
     ("Profiles", "/profiles/", "/profiles/"),
     ("Admin", "/admin/", "/admin/"),
     ("Metrics", "/metrics", "/metrics"),

@@ -92,7 +92,7 @@ def test_logout_is_a_post_and_ends_the_session(admin_client):
 def test_the_navigation_lists_every_section_and_marks_the_current_one(admin_client):
     html = admin_client.get("/").content.decode()
     for label, href in [("Overview", "/"), ("Queue", "/queue/"), ("Nodes", "/nodes/"), ("Audit", "/bindings/"),
-                        ("What-if", "/whatif/"), ("Profiles", "/profiles/"), ("Admin", "/admin/"),
+                        ("What-if", "/whatif/"), ("Replays", "/replays/"), ("Profiles", "/profiles/"), ("Admin", "/admin/"),
                         ("Metrics", "/metrics")]:
         assert re.search(rf'<a href="{re.escape(href)}"[^>]*>{re.escape(label)}</a>', html), label
     assert '<a href="/" aria-current="page">Overview</a>' in html

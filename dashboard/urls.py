@@ -2,7 +2,7 @@ from django.urls import path
 
 from . import views, views_profiles
 from .live import views as live
-from .pages import attempt, audit, pod
+from .pages import attempt, audit, pod, replays
 
 urlpatterns = [
     # The live pages (a websocket each, see dashboard/live/).
@@ -15,6 +15,9 @@ urlpatterns = [
     path("profiles/", views_profiles.profiles, name="profiles"),
     path("whatif/", views_profiles.whatif, name="whatif"),
     path("attempts/<int:attempt_id>/rescore/", views_profiles.attempt_rescore, name="attempt_rescore"),
+    path("replays/", replays.replays, name="replays"),
+    path("replays/<int:run_id>/", replays.replay_detail, name="replay"),
+    path("replays/<int:run_id>/progress", replays.replay_progress, name="replay_progress"),
     path("metrics", views.metrics, name="metrics"),
     path("healthz", views.healthz, name="healthz"),
     path("healthz/<str:check>", views.healthz),

@@ -313,3 +313,5 @@ class SchedulerConfigVersion(models.Model):
 
     def __str__(self) -> str:
         return f"version {self.number}" + (" (active)" if self.active else "")
+
+from .replay.models import ReplayRun  # noqa: E402,F401  (the replay app's one model, registered here)

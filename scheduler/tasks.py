@@ -30,3 +30,4 @@ def purge_old_rows() -> dict:
 @shared_task(name="scheduler.recount", ignore_result=True)
 def recount() -> dict:
     return loop.recount()
+from .replay.tasks import replay_run  # noqa: E402,F401  (registers the replay task with the worker)

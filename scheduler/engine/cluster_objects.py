@@ -1,6 +1,7 @@
-"""The cluster objects besides nodes and pods that two plugins read through informers upstream:
-Namespaces' labels (InterPodAffinity's namespaceSelector) and the selectors of Services,
-ReplicationControllers, ReplicaSets and StatefulSets (PodTopologySpread's default constraints).
+"""The cluster objects besides nodes and pods that plugins read through informers upstream:
+Namespaces' labels (InterPodAffinity's namespaceSelector), the selectors of Services,
+ReplicationControllers, ReplicaSets and StatefulSets (PodTopologySpread's default constraints),
+and PodDisruptionBudgets (DefaultPreemption).
 
 A snapshot carries one ClusterObjects (NodeTable.objects); whoever builds the snapshot fills it.
 """
@@ -19,6 +20,19 @@ RS_KIND = ("apps/v1", "ReplicaSet")
 SS_KIND = ("apps/v1", "StatefulSet")
 
 
+@dataclass(frozen=True)
+class PodDisruptionBudget:
+    """What preemption reads of a policy/v1 PodDisruptionBudget: its selector (None: nil, which,
+    like an empty one, protects no pod) and status.disruptionsAllowed / status.disruptedPods (names
+    of pods whose eviction the API server already granted)."""
+
+    namespace: str
+    name: str
+    selector: LabelSelector | None = None
+    disruptions_allowed: int = 0
+    disrupted_pods: frozenset[str] = frozenset()
+
+
 @dataclass
 class ClusterObjects:
     # Namespace name -> its labels.
@@ -29,6 +43,7 @@ class ClusterObjects:
     replication_controllers: dict[tuple[str, str], dict[str, str] | None] = field(default_factory=dict)
     replica_sets: dict[tuple[str, str], LabelSelector | None] = field(default_factory=dict)
     stateful_sets: dict[tuple[str, str], LabelSelector | None] = field(default_factory=dict)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
 
     def labels_of_namespace(self, namespace: str) -> Mapping[str, str]:
         """As GetNamespaceLabelsSnapshot: an unknown namespace has no labels."""

@@ -236,6 +236,68 @@ def trace_scores(stored: dict) -> dict[str, dict]:
     return out
 
 
+# ---- the PostFilter (preemption) outcome ----------------------------------------------------------
+
+# Candidates listed at most: upstream dry-runs up to max(10% of the nodes, 100) of them.
+PREEMPTION_MAX_CANDIDATES = 100
+
+
+def preemption(decision: Decision, *, max_candidates: int = PREEMPTION_MAX_CANDIDATES,
+               max_nodes: int = TRACE_MAX_NODES) -> dict | None:
+    """What PostFilter (DefaultPreemption) made of a pod that fit nowhere, for `explain --preempt`
+    and the Attempt page; None when PostFilter did not run.
+
+    {"nominated": node or None, "victims": ["ns/name", ...], "message": the "preemption: ..." part,
+     "code": status code, "plugin": name,
+     and, when the plugin gave its account:
+     "potential_nodes": nodes whose status was Unschedulable, "offset", "num_candidates", "examined",
+     "candidates": [{"node", "victims", "pdb_violations"}, ...] (chosen one included, at most
+        `max_candidates`; "candidates_omitted" counts the rest),
+     "rejected": [{"reasons": [...], "nodes": [...], "omitted": K}, ...] the examined nodes that were
+        not candidates, grouped by their reasons (at most `max_nodes` names in all),
+     "cleared_nominations": ["ns/name", ...] lower-priority pods nominated to the chosen node}"""
+    result = decision.post_filter
+    if result is None:
+        return None
+    out: dict = {
+        "nominated": result.nominated_node or None,
+        "victims": [v.key for v in result.victims],
+        "message": result.message,
+        "code": result.code,
+        "plugin": result.plugin,
+    }
+    detail = result.detail
+    dry = getattr(detail, "dry_run", None)
+    if detail is None or not hasattr(detail, "potential_nodes"):
+        return out
+    out.update(potential_nodes=detail.potential_nodes, offset=detail.offset, num_candidates=detail.num_candidates,
+               examined=dry.examined if dry is not None else 0)
+    if dry is not None:
+        count = len(dry)
+        shown = [dry.candidate(i) for i in range(min(count, max_candidates))]
+        chosen = detail.chosen
+        if chosen is not None and all(c.node != chosen.node for c in shown):
+            shown.append(chosen)
+        out["candidates"] = [{"node": c.node, "victims": [v.key for v in c.victims],
+                              "pdb_violations": c.num_pdb_violations} for c in shown]
+        if count > len(shown):
+            out["candidates_omitted"] = count - len(shown)
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for node, status in dry.statuses.items():
+            groups.setdefault(status.reasons, []).append(node)
+        rejected, budget = [], max_nodes
+        for reasons, names in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            kept = names[:max(budget, 0)]
+            budget -= len(kept)
+            entry = {"reasons": list(reasons), "nodes": kept}
+            if len(kept) < len(names):
+                entry["omitted"] = len(names) - len(kept)
+            rejected.append(entry)
+        out["rejected"] = rejected
+    out["cleared_nominations"] = [p.key for p in getattr(detail, "lower_priority_nominated", ())]
+    return out
+
+
 # ---- the topology behind a PodTopologySpread or InterPodAffinity verdict -----------------------
 #
 # What those two plugins counted in PreFilter (the Decision keeps the cycle's state), so a failure can

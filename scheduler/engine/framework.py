@@ -114,13 +114,17 @@ class FilterResult:
     `reasons` pairs each reason string with the mask of nodes it applies to; a rejected node
     may carry several (e.g. "Insufficient cpu" and "Insufficient memory"). `all_passed` marks a
     verdict known to pass every node, so the pipeline can skip its mask arithmetic.
-    `unresolvable` names the reasons upstream returns as UnschedulableAndUnresolvable.
+    `unresolvable` names the reasons upstream returns as UnschedulableAndUnresolvable, and
+    `unresolvable_rows` marks the nodes whose status is UnschedulableAndUnresolvable whatever the
+    reason (NodeResourcesFit: a request above the node's whole allocatable). Preemption looks only
+    at the nodes whose status is plain Unschedulable.
     """
 
     passed: np.ndarray
     reasons: list[tuple[str, np.ndarray]] = field(default_factory=list)
     all_passed: bool = field(default=False, compare=False, repr=False)
     unresolvable: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    unresolvable_rows: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def all_pass(cls, n: int) -> FilterResult:
@@ -128,7 +132,8 @@ class FilterResult:
 
     @classmethod
     def from_reasons(cls, n: int, reasons: list[tuple[str, np.ndarray]],
-                     unresolvable: frozenset[str] = frozenset()) -> FilterResult:
+                     unresolvable: frozenset[str] = frozenset(),
+                     unresolvable_rows: np.ndarray | None = None) -> FilterResult:
         """Nodes fail where any reason applies."""
         failed = None
         kept = []
@@ -138,11 +143,21 @@ class FilterResult:
                 kept.append((text, mask))
         if failed is None:
             return cls.all_pass(n)
-        return cls(~failed, kept, unresolvable=unresolvable)
+        return cls(~failed, kept, unresolvable=unresolvable, unresolvable_rows=unresolvable_rows)
 
     def code(self, reason: str) -> str:
         """The status code a node rejected for `reason` gets."""
         return UNSCHEDULABLE_AND_UNRESOLVABLE if reason in self.unresolvable else UNSCHEDULABLE
+
+    def unresolvable_mask(self, n: int) -> np.ndarray:
+        """Per node, whether this plugin's status there is UnschedulableAndUnresolvable (meaningful
+        only where the plugin rejects the node)."""
+        out = (np.zeros(n, dtype=bool) if self.unresolvable_rows is None
+               else np.array(self.unresolvable_rows, dtype=bool))
+        for text, mask in self.reasons:
+            if text in self.unresolvable:
+                out |= mask
+        return out
 
 
 @runtime_checkable
@@ -204,6 +219,7 @@ class Profile:
     scores: list[tuple[object, int]] = field(default_factory=list)  # (ScorePlugin, weight)
     percentage_of_nodes_to_score: int | None = None
     version: int = 0
+    post_filters: list = field(default_factory=list)  # PostFilterPlugin (DefaultPreemption)
 
     @property
     def pre_filters(self) -> list:
@@ -273,10 +289,32 @@ class Decision:
     # always runs; Score only when there is more than one candidate, as upstream skips it then.
     pre_filter_seconds: float = 0.0
     score_seconds: float | None = None
+    # The pod's status.nominatedNodeName passed the filters and was taken without looking further
+    # (as upstream's evaluateNominatedNode).
+    nominated_node_taken: bool = False
+    # How many nominated pods (of priority >= the pod's) were counted on their nodes while filtering.
+    nominated_pods_counted: int = 0
+    skipped_filters: frozenset[str] = frozenset()  # filters a PreFilter returned Skip for
+    post_filter: PostFilterResult | None = None  # set when the pod fit nowhere and PostFilter ran
 
     @property
     def scheduled(self) -> bool:
         return self.selected_row is not None
+
+    def unschedulable_rows(self) -> np.ndarray:
+        """The rows whose status is Unschedulable, not UnschedulableAndUnresolvable: the nodes where
+        removing pods may help (NodeToStatus.NodesForStatusCode(Unschedulable)), in row order. Rows a
+        PreFilterResult left out, or a PreFilter rejection, count as unresolvable, as upstream."""
+        n = self.num_all_nodes
+        out = np.zeros(n, dtype=bool)
+        for i, res in enumerate(self.filter_results):
+            if res is None:
+                continue
+            mine = self.rejected_by == i
+            if not np.count_nonzero(mine):
+                continue
+            out |= mine & ~res.unresolvable_mask(n)
+        return np.flatnonzero(out)
 
     def reason_histogram(self) -> dict[str, int]:
         """Reason -> number of nodes rejected for it (each node under its first rejecting filter)."""
@@ -302,10 +340,16 @@ class Decision:
         msg = NO_NODE_AVAILABLE_MSG.format(self.num_all_nodes) + ":"
         if self.pre_filter_msg is not None:
             # As FitError.Error: the PreFilter message stands alone; node statuses would repeat it.
-            return msg + " " + self.pre_filter_msg + "."
+            msg += " " + self.pre_filter_msg + "."
+            if self.post_filter is not None and self.post_filter.message:
+                msg += " " + self.post_filter.message
+            return msg
         parts = sorted(f"{count} {reason}" for reason, count in self.reason_histogram().items())
         if parts:
             msg += " " + ", ".join(parts) + "."
+        # As FitError.Error: the PostFilter's message follows ("preemption: ...").
+        if self.post_filter is not None and self.post_filter.message:
+            msg += " " + self.post_filter.message
         return msg
 
 
@@ -326,12 +370,259 @@ else:  # pragma: no cover - the constant is 0 upstream
         return bool(scores.max() > MAX_NODE_SCORE or scores.min() < MIN_NODE_SCORE)
 
 
-class Algorithm:
-    """schedulePod over a NodeTable: filter, score, select. Holds the round-robin start index and the RNG."""
+# Filters whose verdict on one node reads the pods on other nodes (a topology domain): a nominated
+# pod added on one node must then not be seen while another node is filtered.
+CROSS_NODE_FILTERS = frozenset(("PodTopologySpread", "InterPodAffinity"))
 
-    def __init__(self, seed: int | None = None):
+
+@dataclass
+class FilterPass:
+    """PreFilter and Filter over every node (RunPreFilterPlugins, then RunFilterPlugins per node).
+
+    `rejected_by` per row: the index of the first filter rejecting it, -1 if none, ABSENT if a
+    PreFilterResult left it out. `remaining` is None while no row was rejected (the common case)."""
+
+    rejected_by: np.ndarray
+    filter_results: list[FilterResult | None]
+    considered: np.ndarray | None = None
+    remaining: np.ndarray | None = None
+    absent_status: tuple[str, str] | None = None
+    rejected: tuple[str, str] | None = None  # (plugin, message): a PreFilter rejected the pod outright
+    error: str | None = None
+    skipped: frozenset[str] = frozenset()
+    pre_filter_seconds: float = 0.0
+
+    def passed(self) -> np.ndarray:
+        return self.rejected_by == -1
+
+
+def run_filters(profile: Profile, pod: PodSpec, nodes: NodeTable) -> FilterPass:
+    """PreFilter then Filter over all nodes, in the current cycle state (no cut, no score)."""
+    n = nodes.n
+    filters = profile.filters
+    rejected_by = np.empty(n, dtype=np.int64)
+    rejected_by.fill(-1)
+    out = FilterPass(rejected_by, [None] * len(filters))
+
+    # PreFilter: a plugin may narrow the nodes (NodeAffinity on metadata.name), reject the pod,
+    # return Skip (its Filter is not run), or write the cycle state its Filter reads.
+    # `considered` stays None while every node is considered (the common case).
+    considered: np.ndarray | None = None
+    narrowing: list[str] = []
+    allowed_names: set[str] | None = None
+    skipped: set[str] = set()
+    started = perf_counter()
+    for plugin in profile.pre_filters:
+        try:
+            allowed = plugin.pre_filter(pod, nodes)
+        except PluginError as err:
+            out.pre_filter_seconds = perf_counter() - started
+            out.error = f"running PreFilter plugin {_go_quote(plugin.name)}: {err}"
+            return out
+        if allowed is None:
+            continue
+        if allowed is SKIP:
+            # As RunPreFilterPlugins: a plugin returning Skip has its Filter skipped.
+            skipped.add(plugin.name)
+            continue
+        if isinstance(allowed, PreFilterRejected):
+            out.pre_filter_seconds = perf_counter() - started
+            out.rejected = (plugin.name, allowed.message)
+            return out
+        narrowing.append(plugin.name)
+        # As RunPreFilterPlugins: results merge by intersecting node names.
+        allowed_names = set(allowed) if allowed_names is None else allowed_names & set(allowed)
+        if not allowed_names:
+            names = sorted(narrowing)
+            message = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1 else
+                       f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously")
+            out.pre_filter_seconds = perf_counter() - started
+            out.rejected = (narrowing[0], message)
+            return out
+        mask = np.zeros(n, dtype=bool)
+        rows = [nodes.index[name] for name in allowed if name in nodes.index]
+        mask[rows] = True
+        considered = mask if considered is None else considered & mask
+    out.pre_filter_seconds = perf_counter() - started
+    out.skipped = frozenset(skipped)
+    out.considered = considered
+    if narrowing:
+        rejected_by[~considered] = ABSENT
+        out.absent_status = (narrowing[0], f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]")
+
+    # Filter: each node is reported under the first plugin that rejects it.
+    remaining: np.ndarray | None = None if considered is None else considered.copy()
+    for i, plugin in enumerate(filters):
+        if plugin.name in skipped:
+            out.filter_results[i] = FilterResult.all_pass(n)
+            continue
+        result = plugin.filter(pod, nodes)
+        out.filter_results[i] = result
+        if result.all_passed:
+            continue
+        passed = result.passed
+        if remaining is None:
+            rejected_by[~passed] = i
+            remaining = np.array(passed, dtype=bool)
+        else:
+            rejected_by[remaining & ~passed] = i
+            remaining &= passed
+    out.remaining = remaining
+    return out
+
+
+def overlay_pass(base: FilterPass, top: FilterPass, rows: np.ndarray) -> FilterPass:
+    """`base`, with `top`'s statuses on the rows of mask `rows` that `top` rejects: upstream's
+    first pass (nominated pods added) decides a node it rejects, the second pass (without them)
+    the nodes the first lets through."""
+    take = rows & (top.rejected_by >= 0)
+    if not np.count_nonzero(take):
+        return base
+    n = len(base.rejected_by)
+    rejected_by = np.where(take, top.rejected_by, base.rejected_by)
+    results: list[FilterResult | None] = []
+    for b, t in zip(base.filter_results, top.filter_results):
+        if b is None and t is None:
+            results.append(None)
+            continue
+        b = b if b is not None else FilterResult.all_pass(n)
+        t = t if t is not None else FilterResult.all_pass(n)
+        unresolvable_rows = None
+        if b.unresolvable_rows is not None or t.unresolvable_rows is not None:
+            unresolvable_rows = np.where(take, t.unresolvable_mask(n), b.unresolvable_mask(n))
+        results.append(FilterResult(
+            np.where(take, t.passed, b.passed),
+            [(text, mask & ~take) for text, mask in b.reasons] + [(text, mask & take) for text, mask in t.reasons],
+            unresolvable=b.unresolvable | t.unresolvable, unresolvable_rows=unresolvable_rows))
+    remaining = rejected_by == -1
+    return FilterPass(rejected_by, results, base.considered, remaining, base.absent_status,
+                      skipped=base.skipped, pre_filter_seconds=base.pre_filter_seconds)
+
+
+def run_filters_with_nominated_pods(profile: Profile, pod: PodSpec, nodes: NodeTable,
+                                    nominated: list[tuple[int, PodSpec]], plain: FilterPass | None = None
+                                    ) -> FilterPass:
+    """As RunFilterPluginsWithNominatedPods, over all nodes at once: on the nodes with nominated
+    pods of priority >= the pod's (`nominated`: (row, pod)), the pod must pass with those pods
+    counted (they must not lose the room they were promised) and, when it does, without them
+    (pod affinity to a nominated pod must not count on a pod that is not there yet). Every other
+    node is filtered as it is. `plain` is the pass without nominated pods, if already run."""
+    if plain is None:
+        plain = run_filters(profile, pod, nodes)
+    if not nominated or plain.error is not None or plain.rejected is not None:
+        return plain
+    rows = sorted({row for row, _ in nominated})
+    # Node-local filters see only their own node's nominated pods, so one pass with all of them
+    # added is exact. A filter reading other nodes' pods (topology domains) would see them all:
+    # then each node gets its own pass, as upstream adds the pods to that node's copy only.
+    cross = [p.name for p in profile.filters if p.name in CROSS_NODE_FILTERS]
+    per_node = len(rows) > 1 and any(
+        name not in plain.skipped or any(np_.pod_affinity or np_.pod_anti_affinity for _, np_ in nominated)
+        for name in cross)
+    groups = [[(r, p) for r, p in nominated if r == row] for row in rows] if per_node else [nominated]
+    out = plain
+    for group in groups:
+        added: list[tuple[int, PodSpec]] = []
+        state = CycleState()
+        token = _CURRENT_CYCLE.set(state)
+        try:
+            for row, other in group:
+                nodes.add_pod(row, other)
+                added.append((row, other))
+            first = run_filters(profile, pod, nodes)
+        finally:
+            _CURRENT_CYCLE.reset(token)
+            for row, other in reversed(added):
+                nodes.remove_pod(row, other)
+        if first.error is not None:
+            out.error = first.error
+            return out
+        if first.rejected is not None:
+            continue  # not expected: PreFilter verdicts do not depend on other pods
+        mask = np.zeros(nodes.n, dtype=bool)
+        mask[[row for row, _ in group]] = True
+        out = overlay_pass(out, first, mask)
+    return out
+
+
+@dataclass
+class PostFilterResult:
+    """A PostFilter verdict (upstream's PostFilterResult with its Status).
+
+    `code` is SUCCESS, UNSCHEDULABLE, UNSCHEDULABLE_AND_UNRESOLVABLE or ERROR; `nominated_node` is
+    None to leave the pod's nomination as it is (ModeNoop), "" to clear it, or the node to nominate
+    (ModeOverride); `victims` are the pods to evict for it; `detail` is the plugin's own account
+    (DefaultPreemption: the candidates it weighed and why the others were rejected)."""
+
+    code: str
+    message: str = ""
+    nominated_node: str | None = None
+    victims: tuple[PodSpec, ...] = ()
+    plugin: str = ""
+    detail: Any = None
+
+    @property
+    def success(self) -> bool:
+        return self.code == SUCCESS
+
+
+SUCCESS, ERROR = "Success", "Error"
+
+
+@dataclass
+class Handle:
+    """What a PostFilter plugin may use of the running scheduler (upstream's framework.Handle):
+    the profile (to run its filters in a dry run) and the nominator (pods nominated to nodes)."""
+
+    profile: Profile
+    nominator: Any = None  # engine.nominator.Nominator
+
+    def nominated_pods(self, pod: PodSpec, nodes: NodeTable) -> list[tuple[int, PodSpec]]:
+        if self.nominator is None:
+            return []
+        return self.nominator.counted_for(pod, nodes)
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    name: ClassVar[str]
+
+    def post_filter(self, pod: PodSpec, nodes: NodeTable, decision: Decision, handle: Handle) -> PostFilterResult: ...
+
+
+def run_post_filter_plugins(handle: Handle, pod: PodSpec, nodes: NodeTable, decision: Decision) -> PostFilterResult:
+    """As RunPostFilterPlugins: the first plugin to succeed (or to say UnschedulableAndUnresolvable)
+    decides; an Error stops; otherwise the reasons add up and the last nomination that is not a
+    no-op stands."""
+    nominated: str | None = None
+    reasons: list[str] = []
+    rejector = ""
+    detail = None
+    for plugin in handle.profile.post_filters:
+        result = plugin.post_filter(pod, nodes, decision, handle)
+        result.plugin = plugin.name
+        if result.code in (SUCCESS, UNSCHEDULABLE_AND_UNRESOLVABLE):
+            return result
+        if result.code == ERROR:
+            return PostFilterResult(ERROR, result.message, plugin=plugin.name)
+        if result.nominated_node is not None:
+            nominated = result.nominated_node
+        if result.message:
+            reasons.append(result.message)
+        rejector = rejector or plugin.name
+        detail = result.detail
+    return PostFilterResult(UNSCHEDULABLE, ", ".join(reasons), nominated_node=nominated, plugin=rejector,
+                            detail=detail if len(handle.profile.post_filters) == 1 else None)
+
+
+class Algorithm:
+    """schedulePod over a NodeTable: filter, score, select. Holds the round-robin start index, the
+    RNG, and the nominator (pods nominated to nodes by preemption, counted while filtering)."""
+
+    def __init__(self, seed: int | None = None, nominator=None):
         self.next_start_node_index = 0
         self.rng = np.random.default_rng(seed)
+        self.nominator = nominator
 
     @staticmethod
     def _rejected_at_pre_filter(decision: Decision, plugin: str, message: str) -> Decision:
@@ -364,66 +655,37 @@ class Algorithm:
         if n == 0:
             return decision
 
-        # PreFilter: a plugin may narrow the nodes (NodeAffinity on metadata.name), reject the pod,
-        # return Skip (its Filter is not run), or write the cycle state its Filter reads.
-        # `considered` stays None while every node is considered (the common case).
-        considered: np.ndarray | None = None
-        narrowing: list[str] = []
-        allowed_names: set[str] | None = None
-        skipped: set[str] | None = None
-        started = perf_counter()
-        for plugin in profile.pre_filters:
-            try:
-                allowed = plugin.pre_filter(pod, nodes)
-            except PluginError as err:
-                decision.pre_filter_seconds = perf_counter() - started
-                decision.error = f"running PreFilter plugin {_go_quote(plugin.name)}: {err}"
+        fp = run_filters(profile, pod, nodes)
+        decision.pre_filter_seconds = fp.pre_filter_seconds
+        if fp.error is not None:
+            decision.error = fp.error
+            return decision
+        if fp.rejected is not None:
+            return self._rejected_at_pre_filter(decision, *fp.rejected)
+        # The nominator: pods nominated to a node with priority >= this pod's are counted there.
+        nominated = self.nominator.counted_for(pod, nodes) if self.nominator is not None else []
+        if nominated:
+            fp = run_filters_with_nominated_pods(profile, pod, nodes, nominated, plain=fp)
+            if fp.error is not None:
+                decision.error = fp.error
                 return decision
-            if allowed is None:
-                continue
-            if allowed is SKIP:
-                # As RunPreFilterPlugins: a plugin returning Skip has its Filter skipped.
-                skipped = {plugin.name} if skipped is None else skipped | {plugin.name}
-                continue
-            if isinstance(allowed, PreFilterRejected):
-                decision.pre_filter_seconds = perf_counter() - started
-                return self._rejected_at_pre_filter(decision, plugin.name, allowed.message)
-            narrowing.append(plugin.name)
-            # As RunPreFilterPlugins: results merge by intersecting node names.
-            allowed_names = set(allowed) if allowed_names is None else allowed_names & set(allowed)
-            if not allowed_names:
-                names = sorted(narrowing)
-                message = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1 else
-                           f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously")
-                decision.pre_filter_seconds = perf_counter() - started
-                return self._rejected_at_pre_filter(decision, narrowing[0], message)
-            mask = np.zeros(n, dtype=bool)
-            rows = [nodes.index[name] for name in allowed if name in nodes.index]
-            mask[rows] = True
-            considered = mask if considered is None else considered & mask
-        decision.pre_filter_seconds = perf_counter() - started
-        if narrowing:
-            rejected_by[~considered] = ABSENT
-            decision.absent_status = (narrowing[0], f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]")
+            decision.nominated_pods_counted = len(nominated)
+        decision.rejected_by = rejected_by = fp.rejected_by
+        decision.filter_results = fp.filter_results
+        decision.absent_status = fp.absent_status
+        decision.skipped_filters = fp.skipped
+        considered, remaining = fp.considered, fp.remaining
 
-        # Filter: each node is reported under the first plugin that rejects it.
-        # `remaining` stays None while no node has been rejected.
-        remaining: np.ndarray | None = None if considered is None else considered.copy()
-        for i, plugin in enumerate(filters):
-            if skipped is not None and plugin.name in skipped:
-                decision.filter_results[i] = FilterResult.all_pass(n)
-                continue
-            result = plugin.filter(pod, nodes)
-            decision.filter_results[i] = result
-            if result.all_passed:
-                continue
-            passed = result.passed
-            if remaining is None:
-                rejected_by[~passed] = i
-                remaining = np.array(passed, dtype=bool)
-            else:
-                rejected_by[remaining & ~passed] = i
-                remaining &= passed
+        # As evaluateNominatedNode: a node the pod was nominated to (by its preemption) is tried
+        # first, and taken when it passes; the round-robin index does not move.
+        if pod.nominated_node_name:
+            row = nodes.index.get(pod.nominated_node_name)
+            if row is not None and rejected_by[row] == -1:
+                decision.candidates = np.asarray([row], dtype=np.int64)
+                decision.evaluated_nodes = 1
+                decision.selected_row = int(row)
+                decision.nominated_node_taken = True
+                return decision
 
         # numFeasibleNodesToFind, starting at the round-robin index over the considered nodes.
         if considered is None:

@@ -7,9 +7,16 @@ and 500Mi scheduled one after another with the default profile, each assumed int
 before the next, as schedule_one does. No database, queue or binder: only schedulePod and assume.
 
     python -m scheduler.engine.perf [--pods N] [--nodes N] [--placed N] [--seed N] [--no-gc-freeze] [--topology]
+    python -m scheduler.engine.perf --preemption [--pods N] [--nodes N] [--seed N]
 
 --topology adds PodTopologySpread and InterPodAffinity where upstream's default profile has them
 (filters and scores at weight 2), to show what they cost pods that use neither.
+
+--preemption runs scheduler_perf's "PreemptionBasic" shape instead (templates pod-low-priority.yaml
+and pod-high-priority.yaml): every node full of low-priority pods (4 x 900m), then high-priority pods
+(priority 10, 3000m) that fit nowhere, each through a whole preemption cycle: the failed attempt,
+DefaultPreemption's PostFilter (dry run, pick a node, nominate), its victims removed (as their
+deletion would be observed), and the retry that lands on the nominated node.
 
 prints one JSON object.
 """
@@ -138,6 +145,94 @@ def run_engine(pods: int = 10000, nodes: int = 5000, placed: int = 1000, seed: i
     return out
 
 
+# As pod-low-priority.yaml and pod-high-priority.yaml.
+LOW_PRIORITY_REQUESTS = {CPU: 900, MEMORY: 500 * MI}
+HIGH_PRIORITY_REQUESTS = {CPU: 3000, MEMORY: 500 * MI}
+HIGH_PRIORITY = 10
+
+
+def _priority_pod(name: str, namespace: str, priority: int, requests: dict, start: float | None) -> PodSpec:
+    return PodSpec(namespace=namespace, name=name, uid=name, priority=priority, start_time=start,
+                   containers=(Container(name="pause", image="registry.k8s.io/pause:3.10", requests=dict(requests)),))
+
+
+def run_preemption(pods: int = 1000, nodes: int = 5000, low_per_node: int = 4, seed: int = 0, *,
+                   freeze_gc: bool = True) -> dict:
+    """`pods` high-priority pods, each through a preemption cycle on `nodes` nodes full of low-priority
+    pods; times the whole cycle and, apart, the PostFilter (preemption) inside it."""
+    from .config import default_config
+    from .nominator import Nominator
+    from .plugins.default_preemption import DefaultPreemption
+    from .schedule_one import SCHEDULED, schedule_one
+
+    specs = [NodeSpec(name=f"node-{i}", allocatable=dict(NODE_ALLOCATABLE)) for i in range(nodes)]
+    table = NodeTable(specs)
+    k = 0
+    for row in range(nodes):
+        for _ in range(low_per_node):
+            table.add_pod(row, _priority_pod(f"low-{k}", "init", 0, LOW_PRIORITY_REQUESTS, start=float(k)))
+            k += 1
+    cache = Cache(table)
+    profile = default_config().profiles[0].build()
+    profile.post_filters = [DefaultPreemption(seed=seed, clock=lambda: 1e9)]
+    algorithm = Algorithm(seed=seed, nominator=Nominator())
+    batch = [_priority_pod(f"high-{i}", "sched-test", HIGH_PRIORITY, HIGH_PRIORITY_REQUESTS, None) for i in range(pods)]
+    cycle = np.zeros(pods, dtype=np.float64)
+    post_filter = np.zeros(pods, dtype=np.float64)
+    victims = np.zeros(pods, dtype=np.int64)
+    preempted = landed = 0
+    clock = time.perf_counter
+    if freeze_gc:
+        gc.collect()
+        gc.freeze()
+    try:
+        started, cpu_started = clock(), time.process_time()
+        for i, pod in enumerate(batch):
+            t0 = clock()
+            first = schedule_one(pod, profile=profile, algorithm=algorithm, cache=cache)
+            t1 = clock()
+            if first.status == SCHEDULED:
+                landed += 1
+            elif first.nominated_node:
+                preempted += 1
+                victims[i] = len(first.victims)
+                # The victims' deletion is observed: they leave the cache.
+                for v in first.victims:
+                    table.remove_pod(table.index[first.nominated_node], v)
+                pod.nominated_node_name = first.nominated_node
+                again = schedule_one(pod, profile=profile, algorithm=algorithm, cache=cache)
+                landed += again.status == SCHEDULED
+            cycle[i] = clock() - t0
+            post_filter[i] = t1 - t0
+        elapsed = clock() - started
+        cpu = time.process_time() - cpu_started
+    finally:
+        if freeze_gc:
+            gc.unfreeze()
+
+    def pct(a: np.ndarray, q: float) -> float | None:
+        return round(float(np.percentile(a * 1000.0, q)), 4) if len(a) else None
+
+    return {
+        "workload": "PreemptionBasic",
+        "nodes": nodes,
+        "low_priority_pods": nodes * low_per_node,
+        "pods": pods,
+        "preempted": preempted,
+        "scheduled": landed,
+        "victims_per_preemption": round(float(victims[victims > 0].mean()), 2) if preempted else None,
+        "gc_frozen": freeze_gc,
+        "seconds": round(elapsed, 4),
+        "pods_per_second": round(pods / elapsed, 1) if elapsed > 0 else None,
+        # CPU time too: on a shared machine the wall clock counts other processes' turns.
+        "cpu_seconds": round(cpu, 4),
+        "pods_per_cpu_second": round(pods / cpu, 1) if cpu > 0 else None,
+        "cycle_ms": {"p50": pct(cycle, 50), "p90": pct(cycle, 90), "p99": pct(cycle, 99)},
+        "failed_attempt_with_preemption_ms": {"p50": pct(post_filter, 50), "p90": pct(post_filter, 90),
+                                              "p99": pct(post_filter, 99)},
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scheduler.engine.perf", description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=10000)
@@ -147,7 +242,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-gc-freeze", action="store_true", help="leave the setup objects to the cyclic GC")
     parser.add_argument("--topology", action="store_true",
                         help="add PodTopologySpread and InterPodAffinity as upstream's default profile has them")
+    parser.add_argument("--preemption", action="store_true",
+                        help="scheduler_perf's PreemptionBasic: every pod goes through a preemption cycle")
     args = parser.parse_args(argv)
+    if args.preemption:
+        result = run_preemption(pods=args.pods, nodes=args.nodes, seed=args.seed, freeze_gc=not args.no_gc_freeze)
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
     result = run_engine(pods=args.pods, nodes=args.nodes, placed=args.placed, seed=args.seed,
                         freeze_gc=not args.no_gc_freeze, topology=args.topology)
     json.dump(result, sys.stdout, indent=2)

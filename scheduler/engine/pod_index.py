@@ -24,6 +24,7 @@ import numpy as np
 
 from .pod_info import AffinityTerm, PodInfo, pod_info
 from .pods import PodSpec
+from .preemption.columns import PodColumns
 
 # How many distinct queries keep their count vectors up to date (least recently used dropped).
 MAX_QUERIES = 256
@@ -152,6 +153,8 @@ class PodIndex:
         # As NodeInfo.PodsWithAffinity / PodsWithRequiredAntiAffinity, counted over all nodes.
         self.pods_with_affinity = 0
         self.pods_with_required_anti_affinity = 0
+        # The same pods as columns (priority, start time, requests) for preemption's dry run.
+        self.columns = PodColumns()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -173,6 +176,7 @@ class PodIndex:
         group.rows.add(row, 1)
         for q in group.queries:
             q.bump(row, 1)
+        self.columns.add(row, pod)
         # As podWithAffinity / podWithRequiredAntiAffinity: the spec decides, parsed or not.
         anti = pod.pod_anti_affinity
         if pod.pod_affinity is None and anti is None:
@@ -218,6 +222,7 @@ class PodIndex:
             other._entries[key] = entry
             if e.with_affinity:
                 other._apply_terms(entry, +1)
+        other.columns = self.columns.copy()
         return other
 
     def _new_group(self, key: tuple, namespace: str, labels: dict[str, str], deleting: bool) -> _Group:
@@ -234,6 +239,7 @@ class PodIndex:
 
     def _remove_entry(self, key: str) -> None:
         entry = self._entries.pop(key)
+        self.columns.remove(key)
         group = entry.group
         group.rows.add(entry.row, -1)
         for q in group.queries:

@@ -80,6 +80,11 @@ class Container:
     restart_policy: str | None = None  # "Always" on an init container makes it a sidecar
 
 
+# PodSpec.preemptionPolicy (v1.PreemptionPolicy).
+PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER = "PreemptLowerPriority", "Never"
+# The reason of the DisruptionTarget condition the scheduler sets on a victim (v1.PodReasonPreemptionByScheduler).
+POD_REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
 # TopologySpreadConstraint.whenUnsatisfiable.
 DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
 # NodeInclusionPolicy (nodeAffinityPolicy, nodeTaintsPolicy).
@@ -161,6 +166,14 @@ class PodSpec:
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     pod_affinity: PodAffinity | None = None  # spec.affinity.podAffinity (None: unset)
     pod_anti_affinity: PodAffinity | None = None  # spec.affinity.podAntiAffinity
+    # What preemption reads (DefaultPreemption): spec.preemptionPolicy (resolved from the PriorityClass
+    # by admission), status.startTime as seconds since the epoch (None: not started, read as "now" as
+    # util.GetPodStartTime does), status.nominatedNodeName, and the reason of a True DisruptionTarget
+    # condition ("PreemptionByScheduler" on a victim the scheduler is evicting).
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
+    start_time: float | None = None
+    nominated_node_name: str = ""
+    disruption_target_reason: str = ""
     # Computed from the containers and pod-level requests in __post_init__ (as resource.PodRequests does).
     requests: Resources = field(init=False)
     nonzero_requests: Resources = field(init=False)

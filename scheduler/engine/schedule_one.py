@@ -1,7 +1,8 @@
 """One scheduling cycle, read top to bottom like kube-scheduler's scheduleOne(), and the batch
 around it that reserves placements in the shared state.
 
-    schedule_one:   skip a deleting pod -> schedulePod (filter, score, select host) -> assume
+    schedule_one:   skip a deleting pod -> schedulePod (filter, score, select host) -> assume;
+                    a pod that fits nowhere -> PostFilter (preemption: nominate a node, name victims)
     schedule_batch: schedule_one for each popped pod -> reserve every placement at once on the
                     shared state (one round trip, compare-and-set per node) -> for a lost race:
                     forget, look at those nodes again, run the pod again (Omega-style)
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .cache import Cache
-from .framework import Algorithm, Decision, Profile
+from .framework import Algorithm, Decision, Handle, Profile, run_post_filter_plugins
 from .pods import PodSpec
 
 SCHEDULED, UNSCHEDULABLE, ERROR, SKIPPED, GONE = "scheduled", "unschedulable", "error", "skipped", "gone"
@@ -37,6 +38,13 @@ class CycleResult:
     algorithm_seconds: float = 0.0
     conflicts: int = 0
     cycle_seconds: float = 0.0  # the whole cycle, including this pod's share of the reservation
+    # The PostFilter's nomination for an unschedulable pod (upstream's NominatingInfo): None leaves
+    # status.nominatedNodeName as it is, "" clears it, a name sets it; `victims` are the pods to evict
+    # for it (the caller marks them DisruptionTarget, posts "Preempted" and deletes them).
+    nominated_node: str | None = None
+    victims: tuple[PodSpec, ...] = ()
+    # Pods of lower priority nominated to that node: their nomination is cleared (status too).
+    cleared_nominations: tuple[PodSpec, ...] = ()
 
 
 @dataclass
@@ -67,10 +75,28 @@ def schedule_one(pod: PodSpec, *, profile: Profile, algorithm: Algorithm, cache:
     if decision.error:
         return CycleResult(pod, ERROR, decision, message=decision.error, algorithm_seconds=elapsed)
     if not decision.scheduled:
-        return CycleResult(pod, UNSCHEDULABLE, decision, message=decision.fit_error_message(), algorithm_seconds=elapsed)
+        # The pod fits nowhere: PostFilter may make room for a later cycle (preemption).
+        nominated, victims, cleared = None, (), ()
+        # (As upstream, only for a FitError: with no nodes at all there is nothing to preempt.)
+        if profile.post_filters and decision.num_all_nodes:
+            result = run_post_filter_plugins(Handle(profile, algorithm.nominator), pod, cache.table, decision)
+            decision.post_filter = result
+            nominated, victims = result.nominated_node, result.victims
+            cleared = getattr(result.detail, "lower_priority_nominated", ())
+            elapsed = time.perf_counter() - started
+        if algorithm.nominator is not None:
+            for other in cleared:
+                algorithm.nominator.delete(other)
+            # As handleSchedulingFailure: the nominator keeps the pod on its (new) nominated node.
+            algorithm.nominator.add(pod, nominated)
+        return CycleResult(pod, UNSCHEDULABLE, decision, message=decision.fit_error_message(), algorithm_seconds=elapsed,
+                           nominated_node=nominated, victims=victims, cleared_nominations=cleared)
 
-    # assume: the next cycle must already see this pod's requests on the node.
+    # assume: the next cycle must already see this pod's requests on the node; a nominated pod
+    # is no longer only nominated.
     cache.assume(pod, decision.selected_row)
+    if algorithm.nominator is not None:
+        algorithm.nominator.delete(pod)
     return CycleResult(pod, SCHEDULED, decision, node_name=cache.table.names[decision.selected_row],
                        algorithm_seconds=elapsed)
 

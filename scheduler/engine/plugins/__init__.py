@@ -15,6 +15,7 @@ _MODULES = {
     "ImageLocality": "image_locality",
     "PodTopologySpread": "pod_topology_spread",
     "InterPodAffinity": "inter_pod_affinity",
+    "DefaultPreemption": "default_preemption",  # PostFilter
 }
 
 PLUGIN_NAMES = tuple(_MODULES)

@@ -152,6 +152,9 @@ def scored_terms(terms: tuple[PreferredTerm, ...]) -> list[PreferredTerm]:
     return [t for t in terms if t.weight != 0 and not term_is_empty(t.preference) and term_is_valid(t.preference)]
 
 
+_UNRESOLVABLE = frozenset((ERR_REASON_ENFORCED, ERR_REASON_POD))
+
+
 class NodeAffinity:
     name: ClassVar[str] = "NodeAffinity"
 
@@ -207,7 +210,8 @@ class NodeAffinity:
             reasons.append((ERR_REASON_POD, enforced_ok & ~required_mask(pod, nodes)))
         if not reasons:
             return FilterResult.all_pass(n)  # As upstream PreFilter Skip
-        return FilterResult.from_reasons(n, reasons)
+        # As upstream: evicting pods cannot change a node's labels (UnschedulableAndUnresolvable).
+        return FilterResult.from_reasons(n, reasons, unresolvable=_UNRESOLVABLE)
 
     def score(self, pod: PodSpec, nodes: NodeTable, rows: np.ndarray) -> np.ndarray | None:
         # As upstream PreScore: Skip when neither the pod nor the args have preferred terms.

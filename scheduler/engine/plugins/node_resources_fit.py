@@ -207,9 +207,15 @@ class NodeResourcesFit:
         # As upstream: the pod count is checked before, and independently of, the requests
         # (podCount + 1 > allowedPodNumber, i.e. podCount >= allowedPodNumber).
         reasons: list[tuple[str, np.ndarray]] = [("Too many pods", nodes.pod_count >= nodes.allocatable_of(PODS))]
+        # As InsufficientResource.Unresolvable: a request above the node's whole allocatable makes the
+        # node's status UnschedulableAndUnresolvable (no eviction can make room); "Too many pods" never does.
+        too_big = None
         for text, resource, want in checks:
-            reasons.append((text, want > nodes.allocatable_of(resource) - nodes.requested_of(resource)))
-        return FilterResult.from_reasons(nodes.n, reasons)
+            allocatable = nodes.allocatable_of(resource)
+            reasons.append((text, want > allocatable - nodes.requested_of(resource)))
+            above = want > allocatable
+            too_big = above if too_big is None else too_big | above
+        return FilterResult.from_reasons(nodes.n, reasons, unresolvable_rows=too_big)
 
     def _ignored(self, resource: str) -> bool:
         prefix = resource.split("/")[0] if self.ignored_groups else ""

@@ -25,4 +25,6 @@ class NodeUnschedulable:
         # As upstream: a pod tolerating the unschedulable taint also tolerates spec.unschedulable.
         if not np.count_nonzero(nodes.unschedulable) or tolerations_tolerate(pod.tolerations, _UNSCHEDULABLE_TAINT):
             return FilterResult.all_pass(nodes.n)
-        return FilterResult.from_reasons(nodes.n, [(ERR_REASON_UNSCHEDULABLE, nodes.unschedulable.copy())])
+        # As upstream: UnschedulableAndUnresolvable, evicting pods does not uncordon the node.
+        return FilterResult.from_reasons(nodes.n, [(ERR_REASON_UNSCHEDULABLE, nodes.unschedulable.copy())],
+                                         unresolvable=frozenset((ERR_REASON_UNSCHEDULABLE,)))

@@ -58,7 +58,9 @@ class TaintToleration:
         if len(cols) == 0:
             return FilterResult.all_pass(nodes.n)
         failed = nodes.taint_matrix[:, cols].any(axis=1)
-        return FilterResult.from_reasons(nodes.n, [(ERR_REASON_UNTOLERATED, failed)])
+        # As upstream: UnschedulableAndUnresolvable, evicting pods removes no taint.
+        return FilterResult.from_reasons(nodes.n, [(ERR_REASON_UNTOLERATED, failed)],
+                                         unresolvable=frozenset((ERR_REASON_UNTOLERATED,)))
 
     def score(self, pod: PodSpec, nodes: NodeTable, rows: np.ndarray) -> np.ndarray:
         # As upstream PreScore (which never returns Skip): only tolerations whose effect is empty or

@@ -17,7 +17,7 @@ def drop_topology_clock(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduler', '0008_pod_unique_uid'),
+        ('scheduler', '0009_replay_run'),
     ]
 
     operations = [

@@ -1,0 +1,59 @@
+"""/replays/: a replay started from the page runs as a task, and its page shows A vs B."""
+
+import io
+import json
+import re
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from scheduler.replay.models import ReplayRun
+from scheduler.replay.test_replay import FIT, node, pod, trace
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def spread_trace_text() -> str:
+    nodes = [node(f"n{i}", cpu="8", memory="32Gi") for i in range(6)]
+    events = [{"t": float(i), "kind": "pod_add", "manifest": pod(f"p{i:02d}", cpu="1")} for i in range(18)]
+    out = io.StringIO()
+    trace(nodes, [], events).dump(out)
+    return out.getvalue()
+
+
+def start(client, trace_text, **extra):
+    data = {"trace": SimpleUploadedFile("demo.jsonl", trace_text.encode()), "config_a": "v0", "config_b": "v0",
+            "file_a": SimpleUploadedFile("most.yaml", FIT.format(strategy="MostAllocated").encode()),
+            "file_b": SimpleUploadedFile("least.yaml", FIT.format(strategy="LeastAllocated").encode()), **extra}
+    return client.post("/replays/", data)
+
+
+def test_a_replay_started_from_the_page_shows_most_against_least_allocated(admin_client):
+    response = start(admin_client, spread_trace_text())
+    run = ReplayRun.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/replays/{run.pk}/"
+    assert run.status == "done" and run.progress == 1.0  # the task ran (inline in tests) after the commit
+
+    html = admin_client.get(f"/replays/{run.pk}/").content.decode()
+    std = dict(re.findall(r'<tr data-config="([^"]+)">.*?<td class="num cpu-std">([0-9.]+)</td>', html, re.S))
+    assert float(std["most.yaml"]) > float(std["least.yaml"])  # packing against spreading
+    assert 'id="replay-differ"' in html and 'data-pod="default/p01"' in html
+    plots = json.loads(re.search(r'<script id="replay-plots" type="application/json">(.*?)</script>', html, re.S).group(1))
+    assert [p["config"] for p in plots] == ["most.yaml", "least.yaml"] and len(plots[0]["nodes"]["cpu"]) == 6
+
+    listing = admin_client.get("/replays/").content.decode()
+    assert f'<a href="/replays/{run.pk}/">{run.pk}</a>' in listing and "most.yaml vs least.yaml" in listing
+    assert admin_client.get(f"/replays/{run.pk}/progress").json() == {"status": "done", "progress": 1.0, "error": ""}
+
+
+def test_a_trace_that_cannot_be_read_is_refused_on_the_form_and_nothing_starts(admin_client):
+    response = start(admin_client, '{"kind": "trace", "version": 1}\n{"kind": "nope"}\n')
+    assert response.status_code == 200 and "unknown kind" in response.content.decode()
+    assert not ReplayRun.objects.exists()
+
+
+def test_a_bad_configuration_file_is_refused_with_the_loaders_words(admin_client):
+    response = start(admin_client, spread_trace_text(),
+                     file_b=SimpleUploadedFile("bad.yaml", b"apiVersion: kubescheduler.config.k8s.io/v1\nkind: Nope\n"))
+    assert response.status_code == 200 and "bad.yaml" in response.content.decode()
+    assert not ReplayRun.objects.exists()

@@ -1,0 +1,47 @@
+"""Replay one trace under several configurations and build the report (the `replay` command's JSON)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from scheduler.engine.config import SchedulerConfig, load_config
+
+from .metrics import differ, run_report
+from .simulator import Replayer
+from .trace import Trace
+
+RECORDED = "recorded"  # --config recorded: the configuration(s) the live run had, switches included
+
+
+def config_from_file(path: str) -> tuple[str, SchedulerConfig | None]:
+    """(name, configuration) for --config: a KubeSchedulerConfiguration file through the engine's
+    loader (so it is refused as kube-scheduler would), or "recorded"."""
+    if path == RECORDED:
+        return RECORDED, None
+    with open(path, encoding="utf-8") as f:
+        return os.path.basename(path), load_config(f.read(), path)
+
+
+def replay_seed(trace: Trace, seed: int | None) -> int:
+    """--seed, else the live run's SCHEDBOARD_SEED, else 0: a replay is always deterministic."""
+    if seed is not None:
+        return seed
+    return trace.header.get("seed") or 0
+
+
+def replay_trace(trace: Trace, configs: list[tuple[str, SchedulerConfig | None]], *, seed: int | None = None,
+                 batch_size: int | None = None, cycle_seconds: float = 0.0,
+                 pace: Callable[[float], None] | None = None,
+                 on_progress: Callable[[int, int, int], None] | None = None) -> dict:
+    """Each configuration replays the whole trace on its own (same seed, fresh queue and cache)."""
+    seed = replay_seed(trace, seed)
+    recorded = trace.recorded_placements
+    reports = []
+    for n, (name, config) in enumerate(configs):
+        progress = None if on_progress is None else (lambda done, total, n=n: on_progress(n, done, total))
+        run = Replayer(trace, config=config, name=name, seed=seed, batch_size=batch_size,
+                       cycle_seconds=cycle_seconds, pace=pace, on_progress=progress).run()
+        reports.append(run_report(run, recorded))
+    return {"trace": {**trace.summary(), "seed": seed, "recorded_bindings": len(recorded)},
+            "configs": reports, "differ": differ(reports)}

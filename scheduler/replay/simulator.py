@@ -1,0 +1,339 @@
+"""The virtual-time replayer: one trace, one configuration, the real engine and queue.
+
+Drives scheduler.engine's schedule_batch, Cache and Algorithm and the MemoryQueue (backoff, the
+unschedulable pool, moves on cluster events) on a virtual clock, as one worker would: pop a batch,
+schedule it pod by pod (each placement assumed, so the next pod sees it), bind at once, put the
+failures back. Time only jumps: to the next event, the next backoff expiry or the next
+unschedulable-pool timeout, so an hour of trace replays in the time its cycles take. Nothing here
+touches the database.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from scheduler.engine import schedule_one as cycle
+from scheduler.engine.cache import Cache
+from scheduler.engine.cluster_objects import RC_KIND, RS_KIND, SS_KIND, ClusterObjects
+from scheduler.engine.config import SchedulerConfig, config_from_dict
+from scheduler.engine.framework import Algorithm, Profile
+from scheduler.engine.labels import LabelSelector, LabelSelectorRequirement
+from scheduler.engine.nodes import NodeSpec, NodeTable
+from scheduler.engine.pods import PodSpec
+from scheduler.engine.queue import (ACTIVE_Q, BACKOFF_Q, EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE,
+                                    UNSCHEDULABLE_Q, MemoryQueue)
+from scheduler.manifests.errors import ManifestError
+from scheduler.manifests.objects import node_from_manifest, pod_from_manifest
+
+from . import trace as tr
+from .metrics import Sample, sample_of
+
+# As the live worker's default (SCHEDBOARD_BATCH_SIZE): a trace without one replays in batches this big.
+DEFAULT_BATCH_SIZE = 256
+# Wide enough for any queue: the replayer reads every backoff and unschedulable entry to find the next wake-up.
+_ALL = 1 << 62
+
+
+class VirtualClock:
+    """Seconds since the trace's start; only the replayer moves it."""
+
+    def __init__(self, now: float = 0.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class ReplayPod:
+    spec: PodSpec
+    arrived: float | None  # None: bound before the trace started
+    node: str | None = None
+    bound_at: float | None = None
+    attempts: int = 0
+    message: str = ""  # the last failure's message
+
+
+@dataclass
+class RunResult:
+    """What one configuration did to the trace; metrics.py turns it into the report."""
+
+    config_name: str
+    pods: dict[str, ReplayPod]
+    table: NodeTable
+    samples: list[Sample] = field(default_factory=list)
+    bindings: dict[str, str] = field(default_factory=dict)  # every binding made, pods deleted later included
+    attempts: int = 0
+    lost_with_node: int = 0
+    skipped_events: list[str] = field(default_factory=list)  # events that could not apply, with why
+    virtual_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+
+class _Reserves:
+    """schedule_batch's Cluster port for one replaying worker: nobody else takes room, so every
+    reservation holds (the live race between workers is what replay leaves out)."""
+
+    def reserve_many(self, placements):
+        return cycle.ReserveOutcome(conflicts=set(), gone=set())
+
+    def refresh_nodes(self, cache, node_names):  # pragma: no cover - never a conflict to refresh after
+        pass
+
+
+def cluster_objects(manifests: list[dict]) -> ClusterObjects:
+    """The objects PodTopologySpread and InterPodAffinity read, from their v1 manifests."""
+    objects = ClusterObjects()
+
+    def selector(raw) -> LabelSelector | None:
+        if raw is None:
+            return None
+        exprs = [LabelSelectorRequirement(e["key"], e["operator"], tuple(e.get("values") or ()))
+                 for e in raw.get("matchExpressions") or ()]
+        return LabelSelector.of(raw.get("matchLabels") or {}, exprs)
+
+    for m in manifests:
+        kind, api_version = m.get("kind"), m.get("apiVersion")
+        meta = m.get("metadata") or {}
+        ns, name = meta.get("namespace") or "default", meta.get("name") or ""
+        spec = m.get("spec") or {}
+        if kind == "Namespace":
+            objects.namespace_labels[name] = dict(meta.get("labels") or {})
+        elif kind == "Service":
+            objects.services.setdefault(ns, []).append(spec.get("selector"))
+        elif (api_version, kind) == RC_KIND:
+            objects.replication_controllers[(ns, name)] = spec.get("selector")
+        elif (api_version, kind) == RS_KIND:
+            objects.replica_sets[(ns, name)] = selector(spec.get("selector"))
+        elif (api_version, kind) == SS_KIND:
+            objects.stateful_sets[(ns, name)] = selector(spec.get("selector"))
+    return objects
+
+
+class Replayer:
+    """Replays one trace under one configuration (or, with config=None, under the recorded ones)."""
+
+    def __init__(self, trace: tr.Trace, *, config: SchedulerConfig | None, name: str, seed: int | None,
+                 batch_size: int | None = None, cycle_seconds: float = 0.0,
+                 pace: Callable[[float], None] | None = None,
+                 on_progress: Callable[[int, int], None] | None = None):
+        self.trace = trace
+        self.follows_recorded = config is None
+        if config is None:
+            recorded = trace.header.get("config")
+            if not recorded:
+                raise ValueError("the trace records no configuration: give one with --config")
+            config = config_from_dict(recorded["config"])
+        self.name = name
+        self.clock = VirtualClock()
+        self.queue = MemoryQueue(clock=self.clock)
+        self._use_config(config)
+        self.algorithm = Algorithm(seed)
+        self.batch_size = batch_size or trace.header.get("batch_size") or DEFAULT_BATCH_SIZE
+        self.cycle_seconds = cycle_seconds  # virtual time one pod's cycle takes (0: scheduling is instant)
+        self.pace = pace
+        self.on_progress = on_progress
+        self.pods: dict[str, ReplayPod] = {}
+        self.nodes: dict[str, NodeSpec] = {}
+        self.objects = cluster_objects(trace.objects)
+        self.result = RunResult(name, self.pods, NodeTable([]))
+        self.cache: Cache | None = None
+
+    # ---- configuration -------------------------------------------------------------------
+    def _use_config(self, config: SchedulerConfig) -> None:
+        self.config = config
+        self.profiles: dict[str, Profile] = config.build_profiles()
+        # As set_queue_backoff: the configuration's podInitialBackoffSeconds / podMaxBackoffSeconds.
+        self.queue.initial_backoff = float(config.pod_initial_backoff_seconds)
+        self.queue.max_backoff = float(config.pod_max_backoff_seconds)
+
+    # ---- the cluster ---------------------------------------------------------------------
+    def _rebuild(self) -> None:
+        """A new NodeTable when the node set changes, sorted by name as the worker's snapshot is, with
+        every bound pod counted and indexed again."""
+        table = NodeTable([self.nodes[name] for name in sorted(self.nodes)])
+        table.objects = self.objects
+        for pod in self.pods.values():
+            if pod.node is not None:
+                table.add_pod(table.index[pod.node], pod.spec)
+        if self.cache is None:
+            self.cache = Cache(table, clock=self.clock)
+        else:
+            self.cache.table = table
+        self.result.table = table
+
+    def _skip(self, event: dict, why: str) -> None:
+        self.result.skipped_events.append(f"t={event.get('t', 0)}: {event['kind']} {why}")
+
+    def _arrive(self, manifest: dict, node: str | None, now: float | None) -> None:
+        spec = pod_from_manifest(manifest)
+        if node is not None and node in self.nodes:
+            self.pods[spec.key] = ReplayPod(spec, now, node=node, bound_at=now)
+            if now is not None:
+                self.result.bindings.setdefault(spec.key, node)
+            if self.cache is not None:
+                self.cache.table.add_pod(self.cache.table.index[node], spec)
+            return
+        self.pods[spec.key] = ReplayPod(spec, now if now is not None else 0.0)
+        self._enqueue(spec)
+
+    def _enqueue(self, spec: PodSpec) -> None:
+        # As the live apply: only a pod of one of our profiles, not being deleted, is queued.
+        if spec.scheduler_name in self.profiles and not spec.deleting:
+            self.queue.add(spec.key, spec.priority)
+
+    def _apply(self, event: dict) -> None:
+        kind, now = event["kind"], self.clock.now
+        if kind == tr.POD_ADD:
+            try:
+                spec_key = pod_from_manifest(event["manifest"]).key
+            except ManifestError as exc:
+                return self._skip(event, f"unreadable: {exc}")
+            if spec_key in self.pods:
+                return self._skip(event, f"{spec_key} already exists")
+            self._arrive(event["manifest"], event.get("node"), now)
+        elif kind == tr.POD_DELETE:
+            pod = self.pods.pop(event["key"], None)
+            if pod is not None and pod.node is not None:
+                self.cache.table.remove_pod(self.cache.table.index[pod.node], pod.spec)
+            elif pod is not None:
+                self.queue.delete(event["key"])
+            # A bound pod's deletion frees room: as the live services, unschedulable pods move
+            # (also for a pod the trace never knew, whose deletion the live run still reacted to).
+            if pod is None or pod.node is not None:
+                self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
+        elif kind in (tr.NODE_ADD, tr.NODE_UPDATE):
+            spec = node_from_manifest(event["manifest"])
+            added = spec.name not in self.nodes
+            self.nodes[spec.name] = spec
+            self._rebuild()
+            self.queue.move_all_to_active_or_backoff(EVENT_NODE_ADD if added else EVENT_NODE_UPDATE)
+        elif kind == tr.NODE_DELETE:
+            if self.nodes.pop(event["name"], None) is None:
+                return self._skip(event, f"node {event['name']} unknown")
+            # Its pods go with it (as the pod garbage collector); a controller's replacement is a new arrival.
+            gone = [k for k, p in self.pods.items() if p.node == event["name"]]
+            for key in gone:
+                del self.pods[key]
+            self.result.lost_with_node += len(gone)
+            self._rebuild()
+        elif kind == tr.CONFIG:
+            if self.follows_recorded:
+                self._use_config(config_from_dict(event["config"]))
+                # As the reconciler: pending pods of a profile that now exists are queued.
+                queued = self.queue.keys()
+                for pod in self.pods.values():
+                    if pod.node is None and pod.spec.key not in queued:
+                        self._enqueue(pod.spec)
+
+    # ---- the loop ------------------------------------------------------------------------
+    def _schedule_batch(self) -> int:
+        infos = self.queue.pop(self.batch_size)
+        batch, by_key = [], {}
+        for info in infos:
+            pod = self.pods.get(info.key)
+            profile = self.profiles.get(pod.spec.scheduler_name) if pod is not None else None
+            if pod is None or pod.node is not None or profile is None:
+                self.queue.done(info.key)  # deleted, placed, or not ours any more: as the live worker
+                continue
+            batch.append((pod.spec, profile))
+            by_key[info.key] = info
+        results = cycle.schedule_batch(batch, algorithm=self.algorithm, cache=self.cache, cluster=_Reserves())
+        for result in results:
+            key = result.pod.key
+            pod = self.pods[key]
+            if self.cycle_seconds:
+                self.clock.now += self.cycle_seconds
+            if result.status == cycle.SKIPPED:
+                self.queue.done(key)
+                continue
+            pod.attempts += 1
+            self.result.attempts += 1
+            if result.status == cycle.SCHEDULED:
+                # Bound at once: the simulated binder never fails here (see the README on replay).
+                self.cache.confirm(key)
+                pod.node, pod.bound_at, pod.message = result.node_name, self.clock.now, ""
+                self.result.bindings.setdefault(key, result.node_name)
+                self.queue.done(key)
+            else:
+                pod.message = result.message
+                self.queue.add_unschedulable_if_not_present(
+                    by_key[key], unschedulable=result.status == cycle.UNSCHEDULABLE, message=result.message)
+        return len(infos)
+
+    def _next_wakeup(self, events: list[dict], i: int, horizon: float) -> float | None:
+        """The earliest of: the next event, a backoff expiring, a pod's time in the unschedulable pool
+        running out; None when nothing can change any more, or only a pod failing with an error would
+        be tried again (it backs off and retries for ever, live too) past the horizon."""
+        times = [e.backoff_expiry for e in self.queue.entries(BACKOFF_Q, _ALL)
+                 if e.backoff_expiry is not None and (i < len(events) or e.backoff_expiry <= horizon)]
+        if i < len(events):
+            times.append(events[i]["t"])
+            # Without events left, a pod timing out of the pool would fail again on an unchanged cluster.
+            times += [e.timestamp + self.queue.max_in_unschedulable for e in self.queue.entries(UNSCHEDULABLE_Q, _ALL)]
+        return min(times) if times else None
+
+    def run(self) -> RunResult:
+        started = time.perf_counter()
+        for m in self.trace.nodes:
+            spec = node_from_manifest(m)
+            self.nodes[spec.name] = spec
+        self._rebuild()
+        for manifest, node in self.trace.pods:
+            self._arrive(manifest, node, None if node else 0.0)
+        events = [e for e in self.trace.events if e["kind"] != tr.BOUND]
+        # After the last event: the trace's end, and one unschedulable-pool timeout more for what is still backing off.
+        horizon = max(self.trace.header.get("duration_s") or 0.0, events[-1]["t"] if events else 0.0)
+        horizon += self.queue.max_in_unschedulable
+        i = 0
+        self._sample()
+        while True:
+            while i < len(events) and events[i]["t"] <= self.clock.now:
+                self._apply(events[i])
+                i += 1
+                if self.on_progress:
+                    self.on_progress(i, len(events))
+            self.queue.flush(self.clock.now)
+            if self.queue.lengths()[ACTIVE_Q]:
+                self._schedule_batch()
+                self._sample()
+                continue
+            wake = self._next_wakeup(events, i, horizon)
+            if wake is None:
+                break
+            self.clock.now = max(self.clock.now, wake)
+            if self.pace:
+                self.pace(self.clock.now)
+            self._sample()
+        self.result.virtual_seconds = self.clock.now
+        self.result.wall_seconds = time.perf_counter() - started
+        return self.result
+
+    def _sample(self) -> None:
+        pending = sum(1 for p in self.pods.values() if p.node is None)
+        s = sample_of(self.clock.now, pending, self.cache.table)
+        samples = self.result.samples
+        if samples and samples[-1].t == s.t:
+            samples[-1] = s  # one sample per instant: the state after everything at that instant
+        else:
+            samples.append(s)
+
+
+def pacer(speed: str) -> Callable[[float], None] | None:
+    """--speed: "max" replays as fast as it can; "realtime" or a factor N sleeps so virtual time runs
+    at N x wall time (for watching a replay unfold)."""
+    if speed == "max":
+        return None
+    factor = 1.0 if speed == "realtime" else float(speed)
+    if factor <= 0:
+        raise ValueError("--speed must be max, realtime or a positive number")
+    wall_start = time.monotonic()
+
+    def pace(virtual: float) -> None:
+        delay = wall_start + virtual / factor - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+    return pace

@@ -1,0 +1,182 @@
+"""The replayer on hand-built traces (no database): queue semantics in virtual time, the metrics,
+determinism, and MostAllocated against LeastAllocated on the same trace."""
+
+import io
+import json
+
+import pytest
+import yaml
+from django.core.management import call_command
+
+from scheduler.engine.config import default_config, load_config
+from scheduler.engine.nodes import NodeSpec, NodeTable
+from scheduler.engine.pods import Container, PodSpec
+from scheduler.replay import metrics
+from scheduler.replay.run import replay_trace
+from scheduler.replay.trace import Trace, TraceError, read_trace
+
+FIT = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: {strategy}
+        resources: [{{name: cpu, weight: 1}}, {{name: memory, weight: 1}}]
+"""
+
+
+def node(name, cpu="4", memory="8Gi", zone="z1"):
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}},
+            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}}
+
+
+def pod(name, cpu="1", memory="1Gi", node_name=None):
+    spec = {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def trace(nodes=(), pods=(), events=()):
+    return Trace(header={"source": "test", "seed": None, "config": None},
+                 nodes=list(nodes), pods=[(p, p["spec"].get("nodeName")) for p in pods], events=list(events))
+
+
+def run(t, config=None, **kw):
+    report = replay_trace(t, [("default", config or default_config())], **kw)
+    return report["configs"][0]
+
+
+def test_an_unschedulable_pod_waits_in_virtual_time_until_a_node_that_fits_is_added():
+    t = trace([node("small", cpu="1")], [pod("big", cpu="2")],
+              [{"t": 100.0, "kind": "node_add", "manifest": node("roomy", cpu="4")}])
+    out = run(t)
+    assert out["placements"] == {"default/big": "roomy"}
+    # Arrived at 0, failed, sat in the unschedulable pool; the NodeAdd at 100 moved it (its 1 s backoff long over).
+    assert out["time_to_bind_p50_s"] == 100.0 and out["attempts"] == 2
+
+
+def test_a_pod_still_pending_says_why_with_upstreams_message_and_counts_as_fragmentation_when_only_the_split_stops_it():
+    t = trace([node("a", cpu="2"), node("b", cpu="2")], [pod("x", cpu="1500m"), pod("y", cpu="1500m"), pod("z", cpu="1")])
+    out = run(t)
+    assert out["pending"] == 1 and out["scheduled"] == 2
+    assert out["pending_reasons"] == {"0/2 nodes are available: 2 Insufficient cpu.": 1}
+    # 0.5 CPU free on each node: a 1-CPU pod fits the free total (1 CPU) but neither node.
+    assert out["fragmentation"]["pods"] == 1 and out["fragmentation"]["cpu_millis"] == 1000
+
+
+def test_deleting_a_bound_pod_frees_its_room_and_moves_the_waiting_pod_at_that_instant():
+    t = trace([node("only", cpu="2")], [pod("old", cpu="2", node_name="only"), pod("new", cpu="2")],
+              [{"t": 50.0, "kind": "pod_delete", "key": "default/old"}])
+    out = run(t)
+    assert out["placements"] == {"default/new": "only"} and out["time_to_bind_p50_s"] == 50.0
+
+
+def test_a_pod_in_backoff_is_tried_again_when_its_backoff_expires_not_before():
+    # The pod fails at 0 while the node is cordoned; the node is uncordoned at 0.5, within the 1 s backoff
+    # of its first attempt: the move sends it to backoffQ, and it is bound when the backoff ends, at 1.0.
+    cordoned = node("n")
+    cordoned["spec"] = {"unschedulable": True}
+    t = trace([cordoned], [pod("p")], [{"t": 0.5, "kind": "node_update", "manifest": node("n")}])
+    out = run(t)
+    assert out["placements"] == {"default/p": "n"} and out["time_to_bind_p50_s"] == 1.0
+
+
+def test_removing_a_node_takes_its_pods_with_it():
+    t = trace([node("a"), node("b")], [pod("on-a", node_name="a")], [{"t": 5.0, "kind": "node_delete", "name": "a"}])
+    out = run(t)
+    assert out["placements"] == {} and out["lost_with_node"] == 1
+
+
+@pytest.fixture
+def spread_trace(tmp_path):
+    """Ten identical nodes, pods arriving over time: the case where packing and spreading part ways."""
+    nodes = [node(f"n{i:02d}", cpu="8", memory="32Gi", zone=f"z{i % 3}") for i in range(10)]
+    events = [{"t": float(i), "kind": "pod_add", "manifest": pod(f"p{i:03d}", cpu=["500m", "1", "2"][i % 3], memory="2Gi")}
+              for i in range(40)]
+    path = tmp_path / "trace.jsonl"
+    with open(path, "w") as f:
+        trace(nodes, [], events).dump(f)
+    for strategy in ("MostAllocated", "LeastAllocated"):
+        (tmp_path / f"{strategy}.yaml").write_text(FIT.format(strategy=strategy))
+    return path
+
+
+def replay_json(*args):
+    out = io.StringIO()
+    call_command("replay", *map(str, args), "--json", stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_most_allocated_packs_and_least_allocated_spreads_on_the_same_trace(spread_trace):
+    d = spread_trace.parent
+    report = replay_json(spread_trace, "--config", d / "MostAllocated.yaml", "--config", d / "LeastAllocated.yaml")
+    most, least = report["configs"]
+    assert (most["config"], least["config"]) == ("MostAllocated.yaml", "LeastAllocated.yaml")
+    assert most["scheduled"] == least["scheduled"] == 40
+    # Same requests in total: the same mean; packing leaves some nodes full and others empty.
+    assert most["utilization"]["cpu"]["mean"] == pytest.approx(least["utilization"]["cpu"]["mean"])
+    assert most["utilization"]["cpu"]["std"] > 3 * least["utilization"]["cpu"]["std"]
+    assert most["utilization"]["memory"]["std"] > 3 * least["utilization"]["memory"]["std"]
+    assert len(set(most["placements"].values())) < len(set(least["placements"].values())) == 10
+    assert report["differ"] and set(report["differ"]) <= set(most["placements"])
+    assert most["spread_skew"]["kubernetes.io/hostname"] > least["spread_skew"]["kubernetes.io/hostname"]
+
+
+def test_a_replay_is_deterministic_for_a_seed_and_the_seed_decides_the_ties(spread_trace):
+    def placements(*args):
+        return [c["placements"] for c in replay_json(spread_trace, *args)["configs"]]
+
+    assert placements("--seed", "3") == placements("--seed", "3")
+    assert placements("--seed", "3") != placements("--seed", "4")  # ten identical nodes: many ties
+
+
+def test_a_kubectl_dump_of_nodes_and_pods_is_a_starting_state():
+    dump = {"apiVersion": "v1", "kind": "List", "items": [
+        node("a"), node("b"), {**pod("running", node_name="a"), "status": {"phase": "Running"}}, pod("waiting")]}
+    t = read_trace(yaml.safe_dump(dump), "dump.yaml")
+    assert [m["metadata"]["name"] for m in t.nodes] == ["a", "b"] and [n for _, n in t.pods] == ["a", None]
+    out = run(t)
+    assert out["placements"] == {"default/running": "a", "default/waiting": "b"}  # b is emptier
+    assert out["scheduled"] == 1
+
+
+def test_a_dump_the_apply_decoder_refuses_is_refused_with_its_words():
+    with pytest.raises(TraceError, match="cpu"):
+        read_trace(yaml.safe_dump(pod("bad", cpu="lots")), "bad.yaml")
+
+
+def test_recorded_mode_follows_the_recorded_configuration_switch_and_an_explicit_one_ignores_it():
+    most = load_config(FIT.format(strategy="MostAllocated"), "most.yaml")
+    from scheduler.engine.config import config_to_dict
+
+    nodes = [node("a"), node("b")]
+    events = [{"t": 1.0, "kind": "pod_add", "manifest": pod("p1")},
+              {"t": 2.0, "kind": "config", "version": 2, "config": config_to_dict(most)},
+              {"t": 3.0, "kind": "pod_add", "manifest": pod("p2")}]
+    t = trace(nodes, [], events)
+    t.header["config"] = {"version": 1, "config": config_to_dict(default_config())}
+    recorded = replay_trace(t, [("recorded", None)], seed=1)["configs"][0]["placements"]
+    explicit = replay_trace(t, [("default", default_config())], seed=1)["configs"][0]["placements"]
+    assert recorded["default/p1"] == explicit["default/p1"]
+    assert recorded["default/p2"] == recorded["default/p1"]  # MostAllocated from t=2: packs onto p1's node
+    assert explicit["default/p2"] != explicit["default/p1"]  # LeastAllocated throughout: spreads
+
+
+def test_utilisation_is_requested_over_allocatable_per_node_with_population_std():
+    table = NodeTable([NodeSpec("a", allocatable={"cpu": 4000, "memory": 8 << 30, "pods": 110}),
+                       NodeSpec("b", allocatable={"cpu": 4000, "memory": 8 << 30, "pods": 110})])
+    table.add_pod(0, PodSpec(namespace="d", name="x", containers=(Container("c", requests={"cpu": 2000, "memory": 2 << 30}),)))
+    u = metrics.utilization(table)
+    assert u["cpu"] == {"mean": 0.25, "std": 0.25} and u["memory"] == {"mean": 0.125, "std": 0.125}
+
+
+def test_a_trace_line_of_an_unknown_kind_is_refused_with_its_line_number():
+    text = '{"kind": "trace", "version": 1}\n{"kind": "nope"}\n'
+    with pytest.raises(TraceError, match=r"t.jsonl:2: unknown kind 'nope'"):
+        read_trace(text, "t.jsonl")

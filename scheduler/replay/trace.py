@@ -1,0 +1,149 @@
+"""The trace format: JSON lines, the cluster at the start, then timed events.
+
+    {"kind": "trace", "version": 1, "source": ..., "start": iso, "end": iso, "seed": n|null,
+     "batch_size": n, "config": {"version": n, "config": config_to_dict()} | null}
+    {"kind": "node", "manifest": {...}}                    a node at the start
+    {"kind": "pod", "manifest": {...}, "node": "n1"|null}  a pod at the start: bound, or pending (queued at t=0)
+    {"kind": "object", "manifest": {...}}                  Namespace, Service, ReplicaSet... (what plugins read)
+    {"t": s, "kind": "pod_add", "manifest": {...}, "node": null}
+    {"t": s, "kind": "pod_delete", "key": "ns/name"}
+    {"t": s, "kind": "node_add" | "node_update", "manifest": {...}}
+    {"t": s, "kind": "node_delete", "name": "n1"}
+    {"t": s, "kind": "config", "version": n, "config": {...}}
+    {"t": s, "kind": "bound", "key": "ns/name", "node": "n1"}   what the live run did (compared, never replayed)
+
+`t` is seconds since the start. Events are kept in file order for equal `t`, which is the order
+they happened in. A `kubectl get nodes,pods -A -o yaml` dump is read as a trace with a start and
+no events (pods without a node arrive at t=0).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from scheduler.manifests.errors import ManifestError
+from scheduler.manifests.files import parse_documents
+from scheduler.manifests.objects import ParsedNode, ParsedPod
+
+TRACE_VERSION = 1
+
+HEADER = "trace"
+START_KINDS = ("node", "pod", "object")
+POD_ADD, POD_DELETE = "pod_add", "pod_delete"
+NODE_ADD, NODE_UPDATE, NODE_DELETE = "node_add", "node_update", "node_delete"
+CONFIG, BOUND = "config", "bound"
+EVENT_KINDS = (POD_ADD, POD_DELETE, NODE_ADD, NODE_UPDATE, NODE_DELETE, CONFIG, BOUND)
+
+
+class TraceError(ValueError):
+    """A trace that cannot be read: the message names the line."""
+
+
+@dataclass
+class Trace:
+    header: dict = field(default_factory=dict)
+    nodes: list[dict] = field(default_factory=list)  # manifests
+    pods: list[tuple[dict, str | None]] = field(default_factory=list)  # (manifest, node or None)
+    objects: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)  # sorted by t, stable
+
+    @property
+    def recorded_placements(self) -> dict[str, str]:
+        """What the live run bound, pod key -> node, from the "bound" events."""
+        return {e["key"]: e["node"] for e in self.events if e["kind"] == BOUND}
+
+    def lines(self):
+        yield {"kind": HEADER, "version": TRACE_VERSION, **{k: v for k, v in self.header.items()
+                                                             if k not in ("kind", "version")}}
+        for m in self.nodes:
+            yield {"kind": "node", "manifest": m}
+        for m, node in self.pods:
+            yield {"kind": "pod", "manifest": m, "node": node}
+        for m in self.objects:
+            yield {"kind": "object", "manifest": m}
+        yield from self.events
+
+    def dump(self, fp) -> int:
+        n = 0
+        for line in self.lines():
+            fp.write(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n")
+            n += 1
+        return n
+
+    def summary(self) -> dict:
+        counts: dict[str, int] = {}
+        for e in self.events:
+            counts[e["kind"]] = counts.get(e["kind"], 0) + 1
+        return {"source": self.header.get("source", ""), "start": self.header.get("start"),
+                "end": self.header.get("end"), "nodes": len(self.nodes), "pods": len(self.pods),
+                "events": counts, "duration_s": self.events[-1]["t"] if self.events else 0.0}
+
+
+def _require(line: dict, keys: tuple[str, ...], where: str) -> None:
+    missing = [k for k in keys if k not in line]
+    if missing:
+        raise TraceError(f"{where}: {line.get('kind')!r} needs {', '.join(missing)}")
+
+
+def read_trace(text: str, filename: str = "<trace>") -> Trace:
+    """A JSON-lines trace, or a kubectl YAML/JSON dump of nodes and pods (read as a starting state)."""
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    try:
+        head = json.loads(first)
+    except ValueError:
+        head = None
+    if not (isinstance(head, dict) and head.get("kind") == HEADER):
+        return trace_from_manifests(text, filename)
+    trace = Trace()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        where = f"{filename}:{number}"
+        try:
+            line = json.loads(raw)
+        except ValueError as exc:
+            raise TraceError(f"{where}: not JSON: {exc}") from None
+        if not isinstance(line, dict):
+            raise TraceError(f"{where}: a line must be a JSON object")
+        kind = line.get("kind")
+        if kind == HEADER:
+            if line.get("version") != TRACE_VERSION:
+                raise TraceError(f"{where}: trace version {line.get('version')!r}, this reader knows {TRACE_VERSION}")
+            trace.header = line
+        elif kind == "node" or kind == "object":
+            _require(line, ("manifest",), where)
+            (trace.nodes if kind == "node" else trace.objects).append(line["manifest"])
+        elif kind == "pod":
+            _require(line, ("manifest",), where)
+            trace.pods.append((line["manifest"], line.get("node") or None))
+        elif kind in EVENT_KINDS:
+            _require(line, ("t",), where)
+            needs = {POD_ADD: ("manifest",), POD_DELETE: ("key",), NODE_ADD: ("manifest",), NODE_UPDATE: ("manifest",),
+                     NODE_DELETE: ("name",), CONFIG: ("config",), BOUND: ("key", "node")}[kind]
+            _require(line, needs, where)
+            if not isinstance(line["t"], (int, float)) or line["t"] < 0:
+                raise TraceError(f"{where}: t must be seconds since the start, got {line['t']!r}")
+            trace.events.append(line)
+        else:
+            raise TraceError(f"{where}: unknown kind {kind!r}")
+    trace.events.sort(key=lambda e: e["t"])  # stable: equal times keep file order
+    return trace
+
+
+def trace_from_manifests(text: str, filename: str, *, source: str = "manifests") -> Trace:
+    """A starting state from Node and Pod documents (a `kubectl get nodes,pods -A -o yaml` List too),
+    decoded by the same parser as `apply`, so what apply refuses, this refuses with the same words."""
+    try:
+        parsed = parse_documents(text, filename)
+    except ManifestError as exc:
+        raise TraceError(str(exc)) from None
+    trace = Trace(header={"source": source, "start": None, "end": None, "seed": None, "config": None})
+    for obj in parsed:
+        if isinstance(obj, ParsedNode):
+            trace.nodes.append(obj.manifest)
+        elif isinstance(obj, ParsedPod):
+            trace.pods.append((obj.manifest, obj.spec.node_name or None))
+    if not trace.nodes and not trace.pods:
+        raise TraceError(f"{filename}: neither a trace nor any Node or Pod")
+    return trace
