@@ -54,7 +54,7 @@ def test_the_admins_version_page_links_a_replay_of_the_last_hour_recorded_from_t
     settings.SCHEDBOARD_SEED = 7  # ties among equal scores broken as the replay breaks them
     from scheduler.engine.config import default_config
     from scheduler.models import Binding
-    from scheduler.profile_services import config_version_create
+    from scheduler.versions.services import config_version_create
     from scheduler.testing.loop import apply, drain, node, pod
 
     version = config_version_create(config=default_config(), reason="replay me")
