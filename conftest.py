@@ -8,7 +8,7 @@ from django.conf import settings
 from hypothesis import settings as hypothesis_settings
 
 # Fixtures for browser tests against the real stack (daphne, workers, Chromium), for every app.
-pytest_plugins = ["dashboard.browser_testing"]
+pytest_plugins = ["scheduler.testing.browser", "scheduler.testing.fixtures"]
 
 # CI explores the same examples every run (a red build is then reproducible); local runs explore new ones.
 hypothesis_settings.register_profile("ci", derandomize=True)
@@ -31,7 +31,8 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture(autouse=True)
 def _fresh_queue():
     """Every test starts with an empty shared queue and a fresh in-process worker."""
-    from scheduler import loop, queues
+    from scheduler import loop
+    from scheduler.queue import queues
 
     if settings.REDIS_URL:
         r = redis.Redis.from_url(settings.REDIS_URL)

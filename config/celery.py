@@ -19,7 +19,7 @@ from celery.signals import worker_process_shutdown, worker_shutdown  # noqa: E40
 @worker_process_shutdown.connect
 @worker_shutdown.connect
 def _metrics_process_exited(**_kwargs) -> None:
-    from scheduler.metrics import process_exited
+    from scheduler.telemetry.metrics import process_exited
 
     process_exited()
 

@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "channels",
     "scheduler",
     "dashboard",
+    "config.apps.ComposeConfig",  # last: wires the layers once they are loaded
 ]
 
 MIDDLEWARE = [
@@ -198,7 +199,7 @@ SCHEDBOARD_RETENTION_PERIOD = env_duration("SCHEDBOARD_RETENTION_PERIOD", 60.0)
 SCHEDBOARD_RETENTION_BATCH = env_int("SCHEDBOARD_RETENTION_BATCH", 5000, minimum=1)
 SCHEDBOARD_RETENTION_BUDGET = env_duration("SCHEDBOARD_RETENTION_BUDGET", 10.0)
 
-# The recount recomputes every node's usage from its pods and repairs drift (scheduler/reservations.py).
+# The recount recomputes every node's usage from its pods and repairs drift (scheduler/state/reservations.py).
 SCHEDBOARD_RECOUNT_SECONDS = env_int("SCHEDBOARD_RECOUNT_SECONDS", 60, minimum=1)
 
 CELERY_BEAT_SCHEDULE = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from scheduler.kubectl import human_duration, pod_status
+from scheduler.kubectl.printers import human_duration, pod_status
 from scheduler.models import Event, Pod
 
 

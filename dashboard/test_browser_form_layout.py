@@ -5,7 +5,7 @@ them (it used to overlap the fieldsets' border at 1400x900, with the weights wra
 
 import pytest
 
-from dashboard.browser_testing import NARROW_VIEWPORT, login, screenshot
+from scheduler.testing.browser import NARROW_VIEWPORT, login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -6,10 +6,11 @@ import re
 import pytest
 import yaml
 
-from dashboard.browser_testing import NARROW_VIEWPORT, VIEWPORT, login, screenshot, wait_for
+from scheduler.testing.browser import NARROW_VIEWPORT, VIEWPORT, login, screenshot
+from scheduler.testing.wait import wait_for
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Attempt
-from scheduler.services import cluster_apply
+from scheduler.cluster.services import cluster_apply
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -149,9 +150,9 @@ def test_the_profile_pages_and_the_admin_profile_editor_show_their_headings(asgi
     # A staff user who may edit the configuration; a saved version and a history of scored attempts.
     from django.contrib.auth.models import Permission
 
-    from dashboard.test_profiles_pages import store
+    from scheduler.testing.whatif import store
     from scheduler.engine.config import default_config
-    from scheduler.profile_services import config_version_create
+    from scheduler.versions.services import config_version_create
 
     dashboard_user.user_permissions.add(*Permission.objects.filter(
         codename__in=["view_schedulerconfigversion", "add_schedulerconfigversion"]))

@@ -3,9 +3,8 @@ task's progress, then read A vs B and its three plots."""
 
 import pytest
 
-from dashboard.browser_testing import login, screenshot
-from dashboard.pages.test_replays_page import spread_trace_text
-from scheduler.replay.test_replay import FIT
+from scheduler.testing.browser import login, screenshot
+from scheduler.testing.replay import FIT, spread_trace_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

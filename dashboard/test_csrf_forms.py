@@ -12,7 +12,7 @@ from django.test import Client
 
 from scheduler.engine.config import default_config
 from scheduler.models import SchedulerConfigVersion
-from scheduler.profile_services import config_version_create
+from scheduler.versions.services import config_version_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -87,7 +87,7 @@ def crawl(client, start: str, limit: int = 200) -> dict[str, Page]:
 
 @pytest.fixture
 def history():
-    from dashboard.test_profiles_pages import store
+    from scheduler.testing.whatif import store
 
     config_version_create(config=default_config(), reason="a saved version", user=None)
     return store()

@@ -15,13 +15,14 @@ from django.db.models import Count
 from django.test import override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from scheduler import metrics
+from scheduler.telemetry import metrics
 from scheduler.models import Attempt, Node, Pod
-from scheduler.queues import get_queue
-from scheduler.test_e2e_workers import workers  # noqa: F401 - the fixture
-from scheduler.test_loop import apply, clock, drain, node, pod  # noqa: F401 - clock is an autouse fixture
+from scheduler.queue.queues import get_queue
 
-pytestmark = pytest.mark.django_db(transaction=True)
+from scheduler.testing.loop import apply, drain, node, pod
+
+# The shared Redis queue on a hand-moved clock (the `clock` fixture) for every test here.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock")]
 
 
 def exponential(start, factor, count):
@@ -65,7 +66,7 @@ def delta(before, after, name, **labels):
     return value(after, name, **labels) - value(before, name, **labels)
 
 
-def test_it_exports_kube_schedulers_metrics_with_values_equal_to_the_rows(client, tmp_path, clock):  # noqa: F811
+def test_it_exports_kube_schedulers_metrics_with_values_equal_to_the_rows(client, tmp_path, clock):
     # Make sure every labelled series of the test exists before the first scrape.
     metrics.schedule_attempts.labels("scheduled", "default-scheduler")
     own = own_files_dir(tmp_path)
@@ -141,7 +142,7 @@ def test_it_exports_kube_schedulers_metrics_with_values_equal_to_the_rows(client
         assert les == {*bounds, float("inf")}, family_name
 
 
-def test_sampled_pods_record_plugin_and_extension_point_durations(client, tmp_path, clock, monkeypatch):  # noqa: F811
+def test_sampled_pods_record_plugin_and_extension_point_durations(client, tmp_path, clock, monkeypatch):
     monkeypatch.setattr(metrics, "should_sample_plugins", lambda: True)
     metrics.schedule_attempts.labels("scheduled", "default-scheduler")
     own = own_files_dir(tmp_path)
@@ -164,7 +165,7 @@ def test_sampled_pods_record_plugin_and_extension_point_durations(client, tmp_pa
 
 
 @pytest.mark.slow
-def test_counters_sum_across_two_real_worker_processes(client, tmp_path, workers):  # noqa: F811
+def test_counters_sum_across_two_real_worker_processes(client, tmp_path, workers):
     shared = tmp_path / "prom"
     shared.mkdir()
     apply(*[node(f"n{i:02d}") for i in range(20)], *[pod(f"p{i:03d}", cpu="100m", memory="100Mi") for i in range(400)])

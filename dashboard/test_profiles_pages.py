@@ -9,9 +9,9 @@ from django.test import Client
 from django.utils import timezone
 
 from scheduler.engine.config import ProfileConfig, SchedulerConfig, default_profile
-from scheduler.models import Attempt
-from scheduler.profile_services import config_version_create
-from scheduler.test_whatif import HISTORY
+from scheduler.versions.services import config_version_create
+from scheduler.testing.whatif import HISTORY
+from scheduler.testing.whatif import store
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,19 +21,6 @@ def client():
     c = Client()
     c.force_login(get_user_model().objects.create_user("viewer", password="pw"))
     return c
-
-
-def store(history=HISTORY, *, start=None):
-    """The constructed history as Attempt rows, oldest first (ids in the same order)."""
-    start = start or timezone.now() - timedelta(minutes=10)
-    rows = []
-    for i, a in enumerate(history):
-        ns, name = a.pod.split("/")
-        rows.append(Attempt.objects.create(
-            namespace=ns, pod_name=name, number=1, started_at=start + timedelta(seconds=i), result="scheduled",
-            node_name=a.node_name, candidates=a.candidates, trace=a.trace, feasible_nodes=a.feasible_nodes,
-            num_nodes=20, evaluated_nodes=20, profile_name=a.profile_name, profile_version=a.profile_version))
-    return rows
 
 
 def image_x2() -> SchedulerConfig:
@@ -239,7 +226,7 @@ def test_profiles_page_links_into_the_admin_only_for_staff(staff, perm, admin_li
 
 
 def test_whatif_page_counts_a_move_to_tied_nodes_as_one_of_n(client):
-    from scheduler.test_whatif import TIE_OF_2
+    from scheduler.testing.whatif import TIE_OF_2
     store([TIE_OF_2])
     response = client.get("/whatif/", {"profile": "default-scheduler", "version": "0", "use_draft": "on", **DRAFT,
                                        "w_ImageLocality": 2})

@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from scheduler.deploy_testing import deploy_settings
+from scheduler.testing.deploy import deploy_settings
 
 pytestmark = pytest.mark.django_db
 

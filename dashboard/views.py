@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 def metrics(request):
     from prometheus_client.exposition import choose_encoder
 
-    from scheduler.metrics import scrape_registry
+    from .metrics import scrape_registry
 
     # Content negotiation as prometheus_client's own handler: text 0.0.4 unless the scraper asks for more.
     encoder, content_type = choose_encoder(request.META.get("HTTP_ACCEPT", ""))

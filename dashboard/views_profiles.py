@@ -1,7 +1,7 @@
 """Dashboard pages of the scheduler configuration: the active version of each profile (/profiles/),
 what-if over past attempts (/whatif/) and one attempt re-scored (/attempts/<id>/rescore/).
 
-The views only read rows and forms; the re-scoring is scheduler/whatif.py's, on plain data.
+The views only read rows and forms; the re-scoring is scheduler/versions/whatif.py's, on plain data.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from django.views.decorators.http import require_GET
 
 from dashboard.context_processors import can_open_admin
 from scheduler.engine.config import ConfigError, SchedulerConfig
-from scheduler.profile_services import config_with_draft_weights
+from scheduler.versions.services import config_with_draft_weights
 from scheduler.models import RESULT_SCHEDULED, Attempt, SchedulerConfigVersion
-from scheduler.profiles import INITIAL_VERSION, active_config, config_for_version, profile_names
-from scheduler.whatif import DEFAULT_WINDOW, StoredAttempt, Target, rescore, what_if
+from scheduler.versions.profiles import INITIAL_VERSION, active_config, config_for_version, profile_names
+from scheduler.versions.whatif import DEFAULT_WINDOW, StoredAttempt, Target, rescore, what_if
 
 MAX_WINDOW = 20_000
 WINDOW_CHUNK = 500  # attempts fetched per round trip when a what-if streams its window

@@ -12,9 +12,9 @@ from django.utils.html import format_html, format_html_join
 
 from .engine.config import ConfigError, config_from_dict, dump_config
 from .models import Attempt, Binding, Event, Node, Pod, SchedulerConfigVersion
-from .profile_forms import ProfilePage
-from .profiles import config_for_version
-from .profile_services import (config_active, config_export, config_profile_save, config_version_diff,
+from .versions.forms import ProfilePage
+from .versions.profiles import config_for_version
+from .versions.services import (config_active, config_export, config_profile_save, config_version_diff,
                                config_version_import, config_version_restore)
 
 

@@ -14,7 +14,6 @@ import logging
 import os
 import socket
 import time
-import uuid
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -24,9 +23,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from dashboard.live import publish as live
-
-from . import metrics, pod_terms, topology_claims
+from .manifests import stored as pod_terms
+from .state import topology_claims
 from .backends import get_backend
 from .backends.errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
 from .engine import schedule_one as cycle
@@ -39,13 +37,15 @@ from .manifests.errors import ManifestError
 from .manifests.objects import pod_from_manifest
 from .models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Binding,
                      ClusterEvent, Node, Pod)
-from .profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version, scheduler_names
-from .queues import get_queue, get_redis, set_queue_backoff
-from .reservations import (SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, release_assumed, row_usage,
-                           usage_recount)
-from .services import EventSpec, events_record
-from .snapshot import Snapshot
-from .sql import insert_many, update_from_values
+from .queue.kick import kick, slot_release
+from .queue.queues import get_queue, set_queue_backoff
+from .state.events import EventSpec, events_record
+from .state.reservations import (SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, release_assumed, row_usage,
+                                 usage_recount)
+from .state.snapshot import Snapshot
+from .state.sql import insert_many, update_from_values
+from .telemetry import live, metrics
+from .versions.profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version, scheduler_names
 
 log = logging.getLogger(__name__)
 
@@ -552,23 +552,12 @@ def _call_backend(backend, binds: list[_Bind], deadline: float) -> None:
         try:
             requests.append((b, {"pod_manifest": b.pod.manifest, "node_name": b.node, "attempt_number": b.pod.attempts,
                                  "previous_bind_failures": Attempt.objects.filter(pod=b.pod, result=RESULT_BIND_FAILED)
-                                 .count() if _wants_failures(b.pod) else 0}))
+                                 .count() if backend.counts_bind_failures(b.pod.manifest) else 0}))
         except Exception as exc:  # noqa: BLE001 - a pod whose manifest the binder cannot read
             log.exception("preparing the binding of %s failed", b.pod.key)
             b.outcome, b.error = "refused", exc
-    if hasattr(backend, "bind_many"):  # bindings in parallel, as upstream's binding goroutines
-        answered = backend.bind_many([{**request, "deadline": deadline} for _, request in requests])
-    else:
-        answered = []
-        for _, request in requests:
-            t0 = time.perf_counter()
-            try:
-                if time.monotonic() > deadline:
-                    raise BindError("the binding was not sent before its deadline; the reservation is given back")
-                backend.bind(**request)
-                answered.append((None, time.perf_counter() - t0))
-            except Exception as exc:  # noqa: BLE001 - BindError, or this pod's own bug: its failure only
-                answered.append((exc, time.perf_counter() - t0))
+    # In parallel where the backend can, as upstream's binding goroutines.
+    answered = backend.bind_many([{**request, "deadline": deadline} for _, request in requests])
     for (b, _), (error, seconds) in zip(requests, answered):
         b.seconds = seconds
         if error is None:
@@ -624,7 +613,7 @@ def _write_binds(binds: list[_Bind], backend, now) -> None:
     where = "scheduler_pod.assumed_node = v.node_name AND scheduler_pod.node_name = ''"
     if backend.mirrors_bindings:
         where = f"(({where}) OR scheduler_pod.node_name = v.node_name)"
-    phase = getattr(backend, "bound_phase", Pod.RUNNING)
+    phase = Pod.RUNNING
     bound_ids = set(update_from_values(
         Pod, fields, [(b.pod.pk, b.node, "", None, None, phase, now, "True", "", "", now) for b in accepted],
         where=where, returning=True))
@@ -763,13 +752,6 @@ def _observe_bind_batch(bound: list, refused: list, now) -> None:
         metrics.observe_many(metrics.pod_scheduling_sli_duration.labels(label), seconds)
 
 
-def _wants_failures(pod: Pod) -> bool:
-    from .backends.simulated import FAIL_BINDS_ANNOTATION
-
-    annotations = (pod.manifest.get("metadata") or {}).get("annotations") or {}
-    return isinstance(annotations, dict) and FAIL_BINDS_ANNOTATION in annotations  # the backend says what is wrong
-
-
 # ---- reconciliation ---------------------------------------------------------------------
 
 _last_cluster_event_id: int | None = None
@@ -837,36 +819,6 @@ def recount() -> dict:
         # Nodes that got room back may fit pods waiting as unschedulable.
         get_queue().move_all_to_active_or_backoff(ClusterEvent.NODE_UPDATE)
     return report
-
-
-# ---- waking workers ---------------------------------------------------------------------
-
-_KICK_SLOTS = "schedboard:schedule-slots"
-_SLOT_SECONDS = 5  # a dead worker holds its slot this long at most
-
-
-def kick() -> None:
-    """Make sure up to SCHEDBOARD_PARALLELISM schedule tasks are queued or running (Redis only)."""
-    r = get_redis()
-    if r is None or settings.CELERY_TASK_ALWAYS_EAGER:
-        return  # embedded (or inline tasks): the caller's own loop polls
-    from .tasks import schedule
-
-    now = time.time()
-    r.zremrangebyscore(_KICK_SLOTS, 0, now)
-    while r.zcard(_KICK_SLOTS) < settings.SCHEDBOARD_PARALLELISM:
-        token = uuid.uuid4().hex
-        r.zadd(_KICK_SLOTS, {token: now + _SLOT_SECONDS})
-        if r.zcard(_KICK_SLOTS) > settings.SCHEDBOARD_PARALLELISM:  # lost a race with another kicker
-            r.zrem(_KICK_SLOTS, token)
-            break
-        schedule.delay(token)
-
-
-def slot_release(token: str) -> None:
-    r = get_redis()
-    if r is not None:
-        r.zrem(_KICK_SLOTS, token)
 
 
 _worker: Worker | None = None

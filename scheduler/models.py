@@ -1,7 +1,7 @@
 """Persistent state and audit: nodes, pods, scheduling attempts, bindings and events.
 
 Postgres is the truth. A node's `req_*` columns hold what its bound and assumed pods take
-from it; they change only through conditional updates (scheduler/reservations.py), so no
+from it; they change only through conditional updates (scheduler/state/reservations.py), so no
 interleaving of workers can push them past allocatable.
 """
 

@@ -148,7 +148,7 @@ def _unlink_bindings(cursor, attempt_ids: list[int], lock: str) -> list[int]:
 
 
 def _record(report: Report) -> None:
-    from . import metrics
+    from .telemetry import metrics
 
     for name, n in report.deleted.items():
         if n:

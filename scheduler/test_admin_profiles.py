@@ -18,7 +18,7 @@ from django.test import Client
 from scheduler.engine.config import default_config, dump_config, load_config
 from scheduler.engine.plugin_args import MOST_ALLOCATED
 from scheduler.models import SchedulerConfigVersion
-from scheduler.profile_services import config_active, config_version_create
+from scheduler.versions.services import config_active, config_version_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,79 +4,17 @@ Each behaviour is checked through call_command; the exit codes and the printed t
 proved once through a real `python manage.py` subprocess on the test database.
 """
 
-import io
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.core.management import call_command
-from django.core.management.base import CommandError
-from django.db import connection
 
-from scheduler import queues
+from scheduler.queue import queues
 from scheduler.models import ClusterEvent, Node, Pod
+from scheduler.testing.cli import cli, manage, write
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-REPO = Path(__file__).resolve().parent.parent
 TESTDATA = Path(__file__).resolve().parent / "testdata"
-
-
-# ---- helpers shared by the test_cli_* files ------------------------------------------------------
-
-class Result:
-    def __init__(self, code: int, out: str, err: str):
-        self.code, self.out, self.err = code, out, err
-
-    def __repr__(self) -> str:
-        return f"Result(code={self.code}, out={self.out!r}, err={self.err!r})"
-
-
-def cli(*args: str, stdin: str | None = None) -> Result:
-    """A command in-process: its exit status (0, or the CommandError's), stdout and stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    old_stdin = sys.stdin
-    if stdin is not None:
-        sys.stdin = io.StringIO(stdin)
-    try:
-        call_command(*args, stdout=out, stderr=err)
-        code = 0
-    except CommandError as e:
-        code = e.returncode
-    finally:
-        sys.stdin = old_stdin
-    return Result(code, out.getvalue(), err.getvalue())
-
-
-def manage_env() -> dict[str, str]:
-    """The environment of a real `python manage.py ...` process on the test database and the test queue."""
-    db = connection.settings_dict
-    env = dict(os.environ)
-    env.update({
-        "DJANGO_SETTINGS_MODULE": "config.settings_test",
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
-        "REDIS_URL": settings.REDIS_URL,
-        "SCHEDBOARD_QUEUE_PREFIX": settings.SCHEDBOARD_QUEUE_PREFIX,
-        "SCHEDBOARD_EAGER": "1",
-    })
-    if db.get("PASSWORD"):
-        env["PGPASSWORD"] = db["PASSWORD"]
-    return env
-
-
-def manage(*args: str, stdin: str | None = None, cwd: Path | None = None) -> Result:
-    """A real `python manage.py ...` process on the test database and the test queue."""
-    proc = subprocess.run([sys.executable, str(REPO / "manage.py"), *args], input=stdin or "", capture_output=True,
-                          text=True, cwd=cwd or REPO, env=manage_env(), timeout=120)
-    return Result(proc.returncode, proc.stdout, proc.stderr)
-
-
-def write(directory: Path, name: str, text: str) -> str:
-    (directory / name).write_text(text)
-    return name
 
 
 NODE_A = """\
@@ -398,7 +336,7 @@ def test_two_new_pods_with_one_uid_in_one_apply_are_refused_whole(workdir):
 def test_two_new_pods_with_one_uid_reaching_the_service_together_are_refused_whole():
     from scheduler.manifests.errors import ManifestError
     from scheduler.manifests.files import parse_documents
-    from scheduler.services import cluster_apply
+    from scheduler.cluster.services import cluster_apply
 
     # Parsed apart (so the parser's own check cannot see both), applied in one call.
     objects = parse_documents(POD_A_UID, "a.yaml") + parse_documents(POD_B_UID, "b.yaml")
@@ -412,7 +350,7 @@ def test_two_new_pods_with_one_uid_reaching_the_service_together_are_refused_who
 def test_a_pod_committed_with_the_same_uid_by_a_concurrent_apply_is_refused_as_a_duplicate(monkeypatch):
     """Two applies look at the uids at once, neither sees the other's pod: the database refuses the second
     insert (the uid is unique), and that apply looks again and reports the duplicate like any other."""
-    from scheduler import services
+    from scheduler.cluster import services
     from scheduler.manifests.errors import ManifestError
     from scheduler.manifests.files import parse_documents
 

@@ -7,7 +7,7 @@ import pytest
 from scheduler.manifests.errors import ManifestError
 from scheduler.manifests.files import parse_documents
 from scheduler.models import ClusterObject, Pod
-from scheduler.test_cli_apply import cli
+from scheduler.testing.cli import cli
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import queues
+from scheduler.queue import queues
 from scheduler.models import Attempt, Binding, ClusterEvent, Event, Node, Pod
-from scheduler.test_cli_apply import cli, manage
+from scheduler.testing.cli import cli, manage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,10 +7,11 @@ import pytest
 from django.utils import timezone
 
 from scheduler.models import Event, Node, Pod
-from scheduler.test_cli_apply import cli, manage, write
-from scheduler.test_loop import clock, drain  # noqa: F401  (clock: the autouse fake-clock Redis queue)
+from scheduler.testing.cli import cli, manage, write
+from scheduler.testing.loop import drain
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The shared Redis queue on a hand-moved clock (the `clock` fixture) for every test here.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock")]
 
 CLUSTER = """\
 apiVersion: v1

@@ -8,7 +8,7 @@ from scheduler.engine.config import ConfigError, ProfileConfig, SchedulerConfig,
 from scheduler.engine.plugin_args import (REQUESTED_TO_CAPACITY_RATIO, NodeResourcesBalancedAllocationArgs,
                                           NodeResourcesFitArgs, ResourceSpec, ScoringStrategy, UtilizationShapePoint)
 from scheduler.models import SchedulerConfigVersion
-from scheduler.profile_services import config_version_create
+from scheduler.versions.services import config_version_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,8 +5,8 @@ import pytest
 from django.db.models import Count
 
 from scheduler.models import Attempt, SchedulerConfigVersion
-from scheduler.test_cli_apply import cli
-from scheduler.test_e2e_workers import apply, assert_invariants, bound_count, node, pod, wait_for, workers  # noqa: F401
+from scheduler.testing.cli import cli
+from scheduler.testing.e2e import apply, assert_invariants, bound_count, node, pod, wait_for_workers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -27,12 +27,12 @@ def test_a_configuration_imported_while_workers_run_governs_every_later_attempt(
     apply([node(f"node-{i:03d}") for i in range(200)])
     apply([pod(f"p-{i:04d}") for i in range(4000)])
     workers(2, SCHEDBOARD_BATCH_SIZE="32")
-    wait_for(lambda: bound_count() >= 400, "some pods bound on version 0")
+    wait_for_workers(lambda: bound_count() >= 400, "some pods bound on version 0")
     config = tmp_path / "most-allocated.yaml"
     config.write_text(MOST_ALLOCATED)
     assert cli("profiles", "import", str(config), "--reason", "pack the nodes").code == 0
     switched = SchedulerConfigVersion.objects.get(active=True)
-    wait_for(lambda: bound_count() == 4000, "every pod bound")
+    wait_for_workers(lambda: bound_count() == 4000, "every pod bound")
     assert_invariants()
 
     attempts = Attempt.objects.order_by("started_at")

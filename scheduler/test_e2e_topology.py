@@ -7,14 +7,11 @@ from collections import Counter
 
 import pytest
 import yaml
-from django.conf import settings
-from django.db import connection
 
+from scheduler.cluster.services import cluster_apply
 from scheduler.manifests.files import parse_documents
-from scheduler.models import Attempt, Pod, SchedulerConfigVersion
-from scheduler.services import cluster_apply
-from scheduler.test_loop_topology import ZONE, anti, node, pod, spread, topology_config
-from scheduler.workers import WorkerProcesses, purge_broker, worker_env
+from scheduler.models import Attempt, Pod
+from scheduler.testing.topology import ZONE, anti, node, pod, spread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -32,32 +29,9 @@ def wait_for(predicate, what, timeout=180):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.fixture
-def start_workers(request):
-    db = connection.settings_dict
-    database_url = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-    purge_broker(settings.REDIS_URL)
-    started = []
-
-    def start(n=2, **env):
-        env.setdefault("SCHEDBOARD_RECONCILE_MS", "500")
-        wp = WorkerProcesses(n, worker_env(database_url=database_url, redis_url=settings.REDIS_URL,
-                                           queue_prefix=settings.SCHEDBOARD_QUEUE_PREFIX, **env)).start()
-        started.append(wp)
-        return wp
-
-    yield start
-    for wp in started:
-        wp.stop()
-        if getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed:
-            print(wp.logs())
-
-
-def test_two_workers_keep_zone_spread_within_max_skew_on_the_committed_state(start_workers):
-    # The workers run the active version: both plugins in upstream's places.
-    SchedulerConfigVersion.objects.create(number=1, config=topology_config().to_dict(), reason="topology", active=True)
+def test_two_workers_keep_zone_spread_within_max_skew_on_the_committed_state(workers):
     apply([node(f"{z}{i}", z) for z in "abc" for i in range(300)])
-    start_workers(2, SCHEDBOARD_BATCH_SIZE="8")
+    workers(2, SCHEDBOARD_BATCH_SIZE="8")
     apply([pod(f"warm-{i}") for i in range(8)])
     wait_for(lambda: Pod.objects.filter(name__startswith="warm-").exclude(node_name="").count() == 8, "warm-up")
     apply([pod(f"spread-{i:02d}", {"app": "spread"}, topologySpreadConstraints=spread(ZONE, app="spread"))
@@ -69,12 +43,11 @@ def test_two_workers_keep_zone_spread_within_max_skew_on_the_committed_state(sta
     assert Attempt.objects.values("worker").distinct().count() == 2  # both processes scheduled
 
 
-def test_two_workers_racing_for_three_zones_bind_one_zone_anti_affine_pod_per_zone(start_workers):
-    SchedulerConfigVersion.objects.create(number=1, config=topology_config().to_dict(), reason="topology", active=True)
+def test_two_workers_racing_for_three_zones_bind_one_zone_anti_affine_pod_per_zone(workers):
     # Many nodes and batches of eight: a batch takes long enough between its snapshot and its claims
     # that the two workers' batches overlap.
     apply([node(f"{z}{i}", z) for z in "abc" for i in range(600)])
-    start_workers(2, SCHEDBOARD_BATCH_SIZE="8")
+    workers(2, SCHEDBOARD_BATCH_SIZE="8")
     # Warm both workers up (process start, configuration, snapshot), so that they pop the groups at once.
     apply([pod(f"warm-{i}") for i in range(8)])
     wait_for(lambda: Pod.objects.filter(name__startswith="warm-").exclude(node_name="").count() == 8, "warm-up")

@@ -1,30 +1,15 @@
 """`make run`'s service: one process on SQLite with an in-memory queue, no Postgres or Redis."""
 
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from scheduler.testing.embedded import BASE_DIR, embedded_env, manage
 
-BASE_DIR = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
-
-
-def embedded_env(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SECRET_KEY",
-                                                              "SCHEDBOARD_EAGER", "SCHEDBOARD_QUEUE_PREFIX")}
-    env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "SCHEDBOARD_SQLITE_PATH": str(tmp_path / "db.sqlite3"),
-                "PYTHONUNBUFFERED": "1"})
-    return env
-
-
-def manage(env, *args, timeout=120):
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 def test_the_embedded_service_seeds_a_cluster_and_schedules_the_trickle_without_postgres_or_redis(tmp_path):

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from scheduler.kube_testing import KUBE_VERSION, KubeApiServerNotBuilt, LocalKubeCluster, local_kube_cluster
+from scheduler.testing.kube_apiserver import KUBE_VERSION, LocalKubeCluster
 
 # The loopback server's certificate is self-signed; the harness's kubeconfig names it as the CA, so TLS is
 # verified and urllib3 has nothing to warn about.
@@ -19,25 +19,7 @@ pytestmark = pytest.mark.kube
 NAMESPACE = "default"
 
 
-@pytest.fixture(scope="session")
-def kube_cluster():
-    cluster_context = local_kube_cluster()
-    try:
-        cluster = cluster_context.__enter__()
-    except KubeApiServerNotBuilt as missing:
-        not_built = str(missing)
-    else:
-        not_built = None
-    if not_built is not None:
-        # A missing server is a broken test setup, not a reason to skip: say how to fix it.
-        pytest.fail(not_built, pytrace=False)
-    try:
-        yield cluster
-    finally:
-        cluster_context.__exit__(None, None, None)
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def core_v1(kube_cluster: LocalKubeCluster):
     from kubernetes import client
 

@@ -8,7 +8,6 @@ makes a watch's old resourceVersion really gone (410).
 
 import json
 import threading
-import time
 import urllib.request
 import uuid
 
@@ -17,30 +16,16 @@ import pytest
 from scheduler import loop
 from scheduler.backends import reset_backend
 from scheduler.kube.client import ApiError, call
-from scheduler.kube_testing import KubeApiServerNotBuilt, local_kube_cluster
 from scheduler.models import Attempt, Binding, Node, Pod
+from scheduler.testing.kube import NS, node, pod, read_pod, schedule_loop, scheduled_condition, wait_for_cluster
+
+KUBE_APISERVER_ARGS = ["--watch-cache=false"]  # so that compacting etcd makes an old resourceVersion gone
 
 pytestmark = [
     pytest.mark.kube,
     pytest.mark.django_db(transaction=True),
     pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning"),
 ]
-
-NS = "default"
-WAIT = 20.0
-
-
-@pytest.fixture(scope="module")
-def kube_cluster():
-    context = local_kube_cluster(extra_apiserver_args=["--watch-cache=false"])
-    try:
-        cluster = context.__enter__()
-    except KubeApiServerNotBuilt as missing:
-        pytest.fail(str(missing), pytrace=False)
-    try:
-        yield cluster
-    finally:
-        context.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +43,7 @@ def core(api):
     # Each test starts from an empty cluster (pods of the previous test deleted at once, no kubelet).
     call(core.delete_collection_namespaced_pod, NS, grace_period_seconds=0)
     call(core.delete_collection_node)
-    wait_for(lambda: not call(core.list_pod_for_all_namespaces)["items"] and not call(core.list_node)["items"],
+    wait_for_cluster(lambda: not call(core.list_pod_for_all_namespaces)["items"] and not call(core.list_node)["items"],
              "an empty cluster")
     return core
 
@@ -101,57 +86,6 @@ def running(replica):
         t.join(10)
 
 
-def schedule_loop(stop):
-    from django.db import connections
-
-    try:
-        while not stop.is_set():
-            loop.reconcile()
-            if not loop.run_schedule_task().popped:
-                stop.wait(0.05)
-    finally:
-        connections.close_all()
-
-
-def wait_for(predicate, what, timeout=WAIT):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{_state()}")
-
-
-def _state() -> str:
-    """What the mirror and the queue hold, for a failure message."""
-    pods = [(p.key, p.node_name, p.assumed_node, p.scheduled_reason, p.scheduled_message) for p in Pod.objects.all()]
-    nodes = [(n.name, n.req_cpu, n.req_pods) for n in Node.objects.all()]
-    return f"pods={pods}\nnodes={nodes}\nqueue={loop.get_worker().queue.lengths()}"
-
-
-def node(name, cpu="4", memory="8Gi", pods="110", labels=None):
-    allocatable = {"cpu": cpu, "memory": memory, "pods": pods}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}},
-            "status": {"allocatable": allocatable, "capacity": allocatable}}
-
-
-def pod(name, cpu="500m", memory="256Mi", scheduler="default-scheduler", node_name=None):
-    spec = {"schedulerName": scheduler,
-            "containers": [{"name": "c", "image": "registry.invalid/app:1",
-                            "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
-    if node_name:
-        spec["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}
-
-
-def read_pod(core, name):
-    return call(core.read_namespaced_pod, name, NS)
-
-
-def scheduled_condition(obj):
-    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == "PodScheduled"), None)
-
-
 def events_for(events_api, name):
     items = call(events_api.list_namespaced_event, NS)["items"]
     return [e for e in items if e["regarding"]["name"] == name]
@@ -174,13 +108,13 @@ def test_it_binds_pods_with_our_scheduler_name_and_the_api_shows_them_scheduled(
     for i in range(6):
         call(core.create_namespaced_pod, NS, pod(f"web-{i}"))
 
-    wait_for(lambda: all(read_pod(core, f"web-{i}")["spec"].get("nodeName") for i in range(6)), "6 pods bound")
+    wait_for_cluster(lambda: all(read_pod(core, f"web-{i}")["spec"].get("nodeName") for i in range(6)), "6 pods bound")
 
     for i in range(6):
         obj = read_pod(core, f"web-{i}")
         assert obj["spec"]["nodeName"] in ("node-a", "node-b")
         assert scheduled_condition(obj)["status"] == "True"  # set by the API server on binding
-    wait_for(lambda: len(events_for(api[1], "web-0")) == 1, "the Scheduled event")
+    wait_for_cluster(lambda: len(events_for(api[1], "web-0")) == 1, "the Scheduled event")
     event = events_for(api[1], "web-0")[0]
     bound_to = read_pod(core, "web-0")["spec"]["nodeName"]
     assert (event["type"], event["reason"], event["action"]) == ("Normal", "Scheduled", "Binding")
@@ -188,7 +122,7 @@ def test_it_binds_pods_with_our_scheduler_name_and_the_api_shows_them_scheduled(
     assert event["reportingController"] == "default-scheduler"
     assert event["reportingInstance"].startswith("default-scheduler-")
     # The mirror and the audit agree with the API server.
-    wait_for(lambda: Binding.objects.count() == 6, "6 Binding rows")
+    wait_for_cluster(lambda: Binding.objects.count() == 6, "6 Binding rows")
     assert {(p.name, p.node_name) for p in Pod.objects.all()} == {
         (f"web-{i}", read_pod(core, f"web-{i}")["spec"]["nodeName"]) for i in range(6)}
     assert sum(node_usage(n)[0] for n in ("node-a", "node-b")) == 6 * 500
@@ -201,7 +135,7 @@ def test_other_schedulers_pods_are_left_alone_but_count_against_their_node(runni
     call(core.create_namespaced_pod, NS, pod("ours", cpu="1"))
 
     message = "0/1 nodes are available: 1 Insufficient cpu."
-    wait_for(lambda: (scheduled_condition(read_pod(core, "ours")) or {}).get("message") == message,
+    wait_for_cluster(lambda: (scheduled_condition(read_pod(core, "ours")) or {}).get("message") == message,
              "the FailedScheduling condition")
     assert node_usage("node-a")[0] == 1500
     assert read_pod(core, "theirs-pending")["spec"].get("nodeName") is None
@@ -215,10 +149,10 @@ def test_an_unschedulable_pod_gets_the_event_and_condition_then_a_new_node_unblo
     call(core.create_namespaced_pod, NS, pod("big", cpu="2"))
 
     message = "0/1 nodes are available: 1 Insufficient cpu."
-    wait_for(lambda: scheduled_condition(read_pod(core, "big")) is not None, "the PodScheduled condition")
+    wait_for_cluster(lambda: scheduled_condition(read_pod(core, "big")) is not None, "the PodScheduled condition")
     condition = scheduled_condition(read_pod(core, "big"))
     assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", message)
-    wait_for(lambda: events_for(api[1], "big"), "the FailedScheduling event")
+    wait_for_cluster(lambda: events_for(api[1], "big"), "the FailedScheduling event")
     event = events_for(api[1], "big")[0]
     assert (event["type"], event["reason"], event["action"], event["note"]) == (
         "Warning", "FailedScheduling", "Scheduling", message)
@@ -227,7 +161,7 @@ def test_an_unschedulable_pod_gets_the_event_and_condition_then_a_new_node_unblo
 
     call(core.create_node, node("large", cpu="8"))
 
-    wait_for(lambda: read_pod(core, "big")["spec"].get("nodeName") == "large", "the pod bound to the new node")
+    wait_for_cluster(lambda: read_pod(core, "big")["spec"].get("nodeName") == "large", "the pod bound to the new node")
     assert scheduled_condition(read_pod(core, "big"))["status"] == "True"
 
 
@@ -238,17 +172,17 @@ def test_a_dropped_watch_resumes_from_its_resource_version_without_losing_an_eve
     reflector = running.pods
     lists_before = reflector.lists
     reflector.gate.clear()  # hold the reconnection back while the cluster changes
-    wait_for(reflector.interrupt, "a watch connection to drop")
+    wait_for_cluster(reflector.interrupt, "a watch connection to drop")
     for i in range(4):
         call(core.create_namespaced_pod, NS, pod(f"late-{i}"))
     call(core.delete_namespaced_pod, "late-3", NS, grace_period_seconds=0)
     reflector.gate.set()
 
-    wait_for(lambda: all(read_pod(core, f"late-{i}")["spec"].get("nodeName") for i in range(3)), "3 pods bound")
-    wait_for(lambda: Pod.objects.filter(name__startswith="late-").count() == 3, "the deletion mirrored")
+    wait_for_cluster(lambda: all(read_pod(core, f"late-{i}")["spec"].get("nodeName") for i in range(3)), "3 pods bound")
+    wait_for_cluster(lambda: Pod.objects.filter(name__startswith="late-").count() == 3, "the deletion mirrored")
     assert reflector.lists == lists_before  # resumed, not listed again
     assert reflector.resumes >= 1
-    wait_for(lambda: Binding.objects.filter(pod_name__startswith="late-").count() == 3, "3 Binding rows")
+    wait_for_cluster(lambda: Binding.objects.filter(pod_name__startswith="late-").count() == 3, "3 Binding rows")
     assert sorted(Binding.objects.filter(pod_name__startswith="late-").values_list("pod_name", flat=True)) == [
         "late-0", "late-1", "late-2"]  # each event once: no pod bound twice, the deleted one never
 
@@ -258,7 +192,7 @@ def test_a_watch_whose_resource_version_was_compacted_away_lists_again(running, 
     reflector = running.pods
     lists_before = reflector.lists
     reflector.gate.clear()
-    wait_for(reflector.interrupt, "a watch connection to drop")
+    wait_for_cluster(reflector.interrupt, "a watch connection to drop")
     call(core.create_namespaced_pod, NS, pod("after-gap"))
     # One more write after the pod: compacting at the newest revision then removes the pod's own, the
     # first one the watch would resume from (were the pod the newest write, it would survive and the
@@ -268,8 +202,8 @@ def test_a_watch_whose_resource_version_was_compacted_away_lists_again(running, 
     _etcd_compact(kube_cluster.etcd_url, revision)
     reflector.gate.set()
 
-    wait_for(lambda: reflector.lists > lists_before, "a new list after 410 Gone")
-    wait_for(lambda: read_pod(core, "after-gap")["spec"].get("nodeName") == "node-a", "the pod bound")
+    wait_for_cluster(lambda: reflector.lists > lists_before, "a new list after 410 Gone")
+    wait_for_cluster(lambda: read_pod(core, "after-gap")["spec"].get("nodeName") == "node-a", "the pod bound")
 
 
 def _etcd_compact(etcd_url, revision):
@@ -285,7 +219,7 @@ def _etcd_compact(etcd_url, revision):
 def _placed_and_handed_off(core, name, nodes):
     """Create the pod, let the mirror queue it, run one scheduling batch: it is reserved, its binding waits."""
     call(core.create_namespaced_pod, NS, pod(name))
-    wait_for(lambda: db_pod(name) is not None and loop.get_worker().queue.get(f"{NS}/{name}") is not None,
+    wait_for_cluster(lambda: db_pod(name) is not None and loop.get_worker().queue.get(f"{NS}/{name}") is not None,
              "the pod mirrored and queued")
     stats = loop.run_schedule_task()
     assert stats.scheduled == 1
@@ -302,7 +236,7 @@ def test_a_409_for_a_pod_already_bound_to_the_same_node_is_a_success(replica, co
 
     assert replica.committer.run_once(5)
 
-    wait_for(lambda: db_pod("p").node_name == chosen, "the pod row bound")
+    wait_for_cluster(lambda: db_pod("p").node_name == chosen, "the pod row bound")
     assert Attempt.objects.get(pod_name="p").result == "scheduled"
     assert Binding.objects.get(pod_name="p").node_name == chosen
     assert node_usage(chosen)[2] == 1
@@ -317,7 +251,7 @@ def test_a_409_for_a_pod_bound_elsewhere_drops_it_and_releases_our_reservation(r
 
     assert replica.committer.run_once(5)
 
-    wait_for(lambda: db_pod("p").node_name == other, "the mirror to record the other binding")
+    wait_for_cluster(lambda: db_pod("p").node_name == other, "the mirror to record the other binding")
     attempt = Attempt.objects.get(pod_name="p")
     assert attempt.result == "bind_failed"
     assert attempt.message == f"Binding rejected: pod is already bound to node '{other}'"
@@ -334,7 +268,7 @@ def test_a_pod_deleted_while_its_binding_is_in_flight_is_forgotten(replica, core
 
     assert replica.committer.run_once(5)
 
-    wait_for(lambda: db_pod("p") is None, "the pod row gone")
+    wait_for_cluster(lambda: db_pod("p") is None, "the pod row gone")
     assert node_usage("node-a") == (0, 0, 0)
     assert loop.get_worker().queue.get(f"{NS}/p") is None
     assert Attempt.objects.get(pod_name="p").result == "bind_failed"
@@ -361,18 +295,18 @@ def test_a_binding_whose_reservation_expired_in_the_backlog_is_never_sent(replic
     Pod.objects.filter(name="first").update(assumed_at=timezone.now() - timedelta(seconds=60))
     assert loop.reconcile()["expired"] == 1
     call(core.create_namespaced_pod, NS, pod("second", cpu="1"))
-    wait_for(lambda: db_pod("second") is not None and loop.get_worker().queue.get(f"{NS}/second") is not None,
+    wait_for_cluster(lambda: db_pod("second") is not None and loop.get_worker().queue.get(f"{NS}/second") is not None,
              "the second pod mirrored and queued")
     assert loop.run_schedule_task().scheduled == 1
 
     while replica.committer.run_once(1):  # both jobs: the stale one first
         pass
 
-    wait_for(lambda: read_pod(core, "second")["spec"].get("nodeName") == "only", "the second pod bound")
+    wait_for_cluster(lambda: read_pod(core, "second")["spec"].get("nodeName") == "only", "the second pod bound")
     replica.committer.flush_reports()
     assert not read_pod(core, "first")["spec"].get("nodeName")  # never sent
     assert not events_for(api[1], "first")  # no FailedScheduling: nothing failed in the cluster
-    wait_for(lambda: db_pod("second").node_name == "only", "the mirror to record the binding")
+    wait_for_cluster(lambda: db_pod("second").node_name == "only", "the mirror to record the binding")
     assert node_usage("only")[0] == 1000  # never more than its allocatable
     assert Attempt.objects.get(pod_name="first").result == "bind_failed"
     assert db_pod("first").assumed_node == "" and db_pod("first").scheduled_reason != "SchedulerError"

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from scheduler.kube_testing import local_kube_cluster
-from scheduler.workers import BASE_DIR
+from scheduler.testing.kube_apiserver import local_kube_cluster
+from scheduler.testing.workers import BASE_DIR
 
 pytestmark = pytest.mark.kube
 

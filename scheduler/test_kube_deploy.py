@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scheduler.deploy_testing import deploy_settings
+from scheduler.testing.deploy import deploy_settings
 from scheduler.kube.permissions import REQUIRED, rules
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -148,7 +148,7 @@ USER = "schedboard-sa"
 
 @pytest.fixture(scope="module")
 def rbac_cluster():
-    from scheduler.kube_testing import KubeApiServerNotBuilt, local_kube_cluster
+    from scheduler.testing.kube_apiserver import KubeApiServerNotBuilt, local_kube_cluster
 
     context = local_kube_cluster(authorization_mode="RBAC", users={USER: ()})
     try:
@@ -217,7 +217,7 @@ def test_the_deploy_roles_are_enough_to_schedule_and_kube_check_says_so(rbac_clu
     from scheduler.backends import reset_backend
     from scheduler.kube.client import call
     from scheduler.kube.controller import Controller
-    from scheduler.test_kube_backend import node, pod, read_pod, scheduled_condition, schedule_loop, wait_for
+    from scheduler.testing.kube import node, pod, read_pod, schedule_loop, scheduled_condition, wait_for_cluster
 
     _grant_deploy_roles(rbac_cluster)
     result = _kube_check(rbac_cluster)
@@ -237,7 +237,7 @@ def test_the_deploy_roles_are_enough_to_schedule_and_kube_check_says_so(rbac_clu
     worker = threading.Thread(target=schedule_loop, args=(stop,), daemon=True)
     worker.start()
     try:
-        wait_for(lambda: controller.committer.run_once(0.05) is not None and (
+        wait_for_cluster(lambda: controller.committer.run_once(0.05) is not None and (
             read_pod(admin, "fits")["spec"].get("nodeName") == "node-a"
             and (scheduled_condition(read_pod(admin, "too-big")) or {}).get("reason") == "Unschedulable"
             and any(e["reason"] == "FailedScheduling" for e in call(client.EventsV1Api(rbac_cluster.api_client()).list_namespaced_event, "default")["items"])),
@@ -252,7 +252,7 @@ def test_the_deploy_roles_are_enough_to_schedule_and_kube_check_says_so(rbac_clu
 
 @pytest.mark.kube
 def test_kube_check_names_the_permission_taken_away(rbac_cluster):
-    from scheduler.test_kube_backend import wait_for
+    from scheduler.testing.kube import wait_for_cluster
 
     _grant_deploy_roles(rbac_cluster, drop=("pods/binding", "create"))
     outcome = {}
@@ -261,7 +261,7 @@ def test_kube_check_names_the_permission_taken_away(rbac_cluster):
         outcome["result"] = _kube_check(rbac_cluster)
         return outcome["result"].returncode != 0
 
-    wait_for(missing_reported, "the authorizer to see the changed role", 60)
+    wait_for_cluster(missing_reported, "the authorizer to see the changed role", 60)
     result = outcome["result"]
     assert "MISSING  create pods/binding (all namespaces)" in result.stdout
     assert ('missing permission: create pods/binding (all namespaces): add to the ClusterRole: apiGroups [""], '

@@ -18,26 +18,13 @@ from django.db import connection
 from scheduler import loop
 from scheduler.kube.client import call
 from scheduler.kube.events import micro_time
-from scheduler.kube_testing import KubeApiServerNotBuilt, local_kube_cluster
-from scheduler.test_kube_backend import NS, node, pod, read_pod, wait_for
-from scheduler.test_metrics_server import free_port, sample, scrape
+from scheduler.testing.kube import NS, node, pod, read_pod
+from scheduler.testing.metrics import free_port, sample, scrape
+from scheduler.testing.kube import wait_for_cluster
 
 pytestmark = [pytest.mark.kube, pytest.mark.django_db(transaction=True)]
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def kube_cluster():
-    context = local_kube_cluster()
-    try:
-        cluster = context.__enter__()
-    except KubeApiServerNotBuilt as missing:
-        pytest.fail(str(missing), pytrace=False)
-    try:
-        yield cluster
-    finally:
-        context.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="module")
@@ -113,11 +100,11 @@ def test_two_replicas_elect_one_leader_and_the_other_takes_over_when_it_dies(rep
     call(core.delete_collection_node)
     call(core.create_node, node("node-a"))
     a, b = replicas(2)
-    wait_for(lambda: a.identity and b.identity, "both replicas up", 60)
+    wait_for_cluster(lambda: a.identity and b.identity, "both replicas up", 60)
     try:
-        wait_for(lambda: _holder(coordination, replicas.lease) in (a.identity, b.identity), "a leader", 60)
+        wait_for_cluster(lambda: _holder(coordination, replicas.lease) in (a.identity, b.identity), "a leader", 60)
         call(core.create_namespaced_pod, NS, pod("first"))
-        wait_for(lambda: read_pod(core, "first")["spec"].get("nodeName") == "node-a", "the first pod bound", 60)
+        wait_for_cluster(lambda: read_pod(core, "first")["spec"].get("nodeName") == "node-a", "the first pod bound", 60)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{replicas.logs()}") from None
     leader, follower = (a, b) if _holder(coordination, replicas.lease) == a.identity else (b, a)
@@ -128,9 +115,9 @@ def test_two_replicas_elect_one_leader_and_the_other_takes_over_when_it_dies(rep
     leader.stop(signal.SIGKILL)  # no chance to give the lease up: the follower waits for it to expire
 
     try:
-        wait_for(lambda: _holder(coordination, replicas.lease) == follower.identity, "the follower to take over", 60)
+        wait_for_cluster(lambda: _holder(coordination, replicas.lease) == follower.identity, "the follower to take over", 60)
         call(core.create_namespaced_pod, NS, pod("second"))
-        wait_for(lambda: read_pod(core, "second")["spec"].get("nodeName") == "node-a", "the second pod bound", 60)
+        wait_for_cluster(lambda: read_pod(core, "second")["spec"].get("nodeName") == "node-a", "the second pod bound", 60)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{replicas.logs()}") from None
     assert "started leading" in follower.text()
@@ -140,7 +127,7 @@ def test_two_replicas_elect_one_leader_and_the_other_takes_over_when_it_dies(rep
 def test_a_replica_stopped_gracefully_gives_the_lease_up(replicas, apis):
     _, coordination = apis
     (a,) = replicas(1)
-    wait_for(lambda: a.identity and _holder(coordination, replicas.lease) == a.identity, "the lease held", 60)
+    wait_for_cluster(lambda: a.identity and _holder(coordination, replicas.lease) == a.identity, "the lease held", 60)
 
     a.stop(signal.SIGTERM)
 
@@ -170,7 +157,7 @@ def test_a_leader_that_loses_its_lease_stops_binding_at_once(kube_cluster, apis)
     controller.start_leading()
     try:
         call(core.create_namespaced_pod, NS, pod("p"))
-        wait_for(lambda: loop.get_worker().queue.get(f"{NS}/p") is not None, "the pod queued")
+        wait_for_cluster(lambda: loop.get_worker().queue.get(f"{NS}/p") is not None, "the pod queued")
         assert loop.run_schedule_task().scheduled == 1  # placed; its binding waits for the committer
 
         # Another replica takes the lease (ours looked expired to it, say, across a partition).
@@ -178,7 +165,7 @@ def test_a_leader_that_loses_its_lease_stops_binding_at_once(kube_cluster, apis)
         now = micro_time(datetime.now(timezone.utc))
         current["spec"].update(holderIdentity="someone-else", acquireTime=now, renewTime=now)
         call(coordination.replace_namespaced_lease, lease, NS, current)
-        wait_for(lambda: not controller.elector.is_leader(), "our replica to see it lost the lease", 30)
+        wait_for_cluster(lambda: not controller.elector.is_leader(), "our replica to see it lost the lease", 30)
 
         assert controller.committer.run_once(0.5) is False  # nothing committed any more
         error, _ = controller.backend.bind_many([{"pod_manifest": read_pod(core, "p"), "node_name": "node-a"}])[0]
@@ -202,9 +189,9 @@ def test_a_replica_serves_its_pod_s_scheduling_and_binding_metrics_on_the_metric
     for i in range(3):
         call(core.create_namespaced_pod, NS, pod(f"counted-{i}"))
     try:
-        wait_for(lambda: all(read_pod(core, f"counted-{i}")["spec"].get("nodeName") == "node-a" for i in range(3)),
+        wait_for_cluster(lambda: all(read_pod(core, f"counted-{i}")["spec"].get("nodeName") == "node-a" for i in range(3)),
                  "three pods bound", 60)
-        wait_for(lambda: sample(scrape(port), "scheduler_schedule_attempts_total", result="scheduled",
+        wait_for_cluster(lambda: sample(scrape(port), "scheduler_schedule_attempts_total", result="scheduled",
                                 profile="default-scheduler") == 3, "three scheduled attempts on the metrics port", 30)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{replicas.logs()}") from None

@@ -12,26 +12,12 @@ import pytest
 from scheduler import loop
 from scheduler.backends import reset_backend
 from scheduler.kube.client import call
-from scheduler.kube_testing import KubeApiServerNotBuilt, local_kube_cluster
 from scheduler.models import ClusterObject
 
 pytestmark = [pytest.mark.kube, pytest.mark.django_db(transaction=True)]
 
 NS = "default"
 ZONE, HOST = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
-
-
-@pytest.fixture(scope="module")
-def kube_cluster():
-    context = local_kube_cluster()
-    try:
-        cluster = context.__enter__()
-    except KubeApiServerNotBuilt as missing:
-        pytest.fail(str(missing), pytrace=False)
-    try:
-        yield cluster
-    finally:
-        context.__exit__(None, None, None)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from scheduler.kube.client import ApiError, Backoff, call
 from scheduler.kube.events import EventRecorder, pod_reference
 from scheduler.kube.leader import LeaderElector, validate_timings
 from scheduler.kube.reflector import Reflector
+from scheduler.testing.metrics import counters
 
 NO_WAIT = Backoff(initial=0.0, cap=0.0, attempts=4)
 
@@ -480,6 +481,9 @@ class FlakyCluster:
     def bind_many(self, requests):
         return [(self.outcomes.pop(0), 0.001) for _ in requests]
 
+    def counts_bind_failures(self, pod_manifest):
+        return False
+
     def hand_off(self, items):
         from scheduler import loop
 
@@ -494,9 +498,9 @@ def clock():
     """The shared Redis queue on a hand-moved clock (as test_loop.py): backoff without sleeping."""
     from django.conf import settings
 
-    from scheduler import queues
-    from scheduler.queue_redis import RedisQueue
-    from scheduler.test_loop import FakeClock
+    from scheduler.queue import queues
+    from scheduler.queue.redis_queue import RedisQueue
+    from scheduler.testing.loop import FakeClock
 
     c = FakeClock()
     queues.reset_queue(RedisQueue(queues.get_redis(), prefix=settings.SCHEDBOARD_QUEUE_PREFIX, clock=c))
@@ -519,7 +523,7 @@ def cluster_backend():
 @pytest.mark.django_db(transaction=True)
 def test_an_api_error_on_bind_releases_the_room_and_retries_the_pod_with_backoff(cluster_backend, clock):
     from scheduler.models import Attempt, Node, Pod
-    from scheduler.test_loop import apply, drain, node, pod
+    from scheduler.testing.loop import apply, drain, node, pod
 
     backend = cluster_backend(BindError("503 Service Unavailable: etcd leader changed"), None)
     apply(node("node-a"), pod("web"))
@@ -536,9 +540,9 @@ def test_an_api_error_on_bind_releases_the_room_and_retries_the_pod_with_backoff
 
 @pytest.mark.django_db(transaction=True)
 def test_a_pod_bound_elsewhere_is_dropped_without_retry_and_its_room_released(cluster_backend, clock):
-    from scheduler import queues
+    from scheduler.queue import queues
     from scheduler.models import Attempt, Binding, Node, Pod
-    from scheduler.test_loop import apply, drain, node, pod
+    from scheduler.testing.loop import apply, drain, node, pod
 
     cluster_backend(BoundElsewhere("node-x"))
     apply(node("node-a"), pod("web"))
@@ -575,7 +579,7 @@ def test_kube_run_refuses_to_start_without_the_kubernetes_backend(settings):
 def test_one_pod_that_cannot_be_reported_does_not_hold_back_the_rest_of_its_report_job():
     from scheduler.kube.controller import Committer
     from scheduler.models import Pod
-    from scheduler.test_loop import apply, pod
+    from scheduler.testing.loop import apply, pod
 
     apply(pod("bad"), pod("good"))
     Pod.objects.filter(name="bad").update(manifest={"metadata": {"name": "bad"}, "status": 5})  # written past every check
@@ -614,15 +618,13 @@ def kube_pod(name, cpu="500m", memory="256Mi", node_name=None, uid=None, **spec)
 
 
 def mirror_problems(problem):
-    from scheduler import metrics
-
-    return metrics.scrape_registry().get_sample_value("schedboard_mirror_problems_total",
+    return counters().get_sample_value("schedboard_mirror_problems_total",
                                                      {"kind": "Pod", "problem": problem}) or 0.0
 
 
 @pytest.fixture
 def mirror_node():
-    from scheduler.test_loop import apply, node
+    from scheduler.testing.loop import apply, node
 
     apply(node("node-a", cpu="8", memory="16Gi"))
     return "node-a"
@@ -631,7 +633,7 @@ def mirror_node():
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("relist", [False, True], ids=["watch-batch", "relist"])
 def test_one_pod_event_that_raises_does_not_stop_the_rest_of_its_watch_batch(mirror_node, relist, caplog):
-    from scheduler import queues
+    from scheduler.queue import queues
     from scheduler.kube.mirror import PodStore
     from scheduler.models import Event, Node, Pod
 
@@ -653,7 +655,7 @@ def test_one_pod_event_that_raises_does_not_stop_the_rest_of_its_watch_batch(mir
 
 @pytest.mark.django_db(transaction=True)
 def test_a_relist_keeps_counting_a_bound_pod_that_became_unparsable(mirror_node):
-    from scheduler import queues
+    from scheduler.queue import queues
     from scheduler.kube.mirror import PodStore
     from scheduler.models import Node, Pod
 
@@ -670,7 +672,7 @@ def test_a_relist_keeps_counting_a_bound_pod_that_became_unparsable(mirror_node)
 
 @pytest.mark.django_db(transaction=True)
 def test_a_bound_pod_the_parser_rejects_counts_what_can_be_read_of_its_requests_loudly(mirror_node, caplog):
-    from scheduler import queues
+    from scheduler.queue import queues
     from scheduler.kube.mirror import PodStore
     from scheduler.models import Event, Node, Pod
 
@@ -699,7 +701,7 @@ def test_a_bound_pod_the_parser_rejects_counts_what_can_be_read_of_its_requests_
 
 @pytest.mark.django_db(transaction=True)
 def test_a_pending_pod_that_becomes_unparsable_when_bound_is_counted_on_its_node(mirror_node):
-    from scheduler import queues
+    from scheduler.queue import queues
     from scheduler.kube.mirror import PodStore
     from scheduler.models import Node, Pod
 
@@ -719,7 +721,8 @@ def test_our_pending_pod_that_cannot_be_read_fails_its_attempt_with_the_reason_i
         mirror_node):
     """The API server (v1.20) accepts a cpu request past int64 that we cannot read: the pod is queued like any
     other and its attempt fails alone, saying why, as a FailedScheduling event and PodScheduled=False."""
-    from scheduler import loop, queues
+    from scheduler import loop
+    from scheduler.queue import queues
     from scheduler.kube.mirror import PodStore
     from scheduler.models import Event, Pod
 

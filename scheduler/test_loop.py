@@ -1,66 +1,16 @@
 """The scheduling loop in one process against real Postgres and Redis: schedule, reserve, bind, requeue."""
 
 import pytest
-import yaml
 
-from django.conf import settings
 
-from scheduler import loop, metrics, queues
-from scheduler.queue_redis import RedisQueue
-from scheduler.manifests.files import parse_documents
+from scheduler import loop
+from scheduler.queue import queues
 from scheduler.models import Attempt, Binding, Event, Node, Pod
-from scheduler.services import cluster_apply, pod_delete
+from scheduler.cluster.services import pod_delete
+from scheduler.testing.loop import apply, drain, node, pod
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def node(name, cpu="4", memory="8Gi", pods="110", **extra):
-    obj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": extra.pop("labels", {})},
-           "spec": extra.pop("spec", {}), "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}}}
-    return obj
-
-
-def pod(name, cpu="1", memory="1Gi", ns="default", **spec):
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, **spec.pop("meta", {})},
-            "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
-                     **spec}}
-
-
-def apply(*objs):
-    return cluster_apply(parse_documents(yaml.safe_dump_all(objs), "test.yaml"))
-
-
-class FakeClock:
-    def __init__(self, now=1_000_000.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
-
-    def advance(self, seconds):
-        self.now += seconds
-
-
-@pytest.fixture(autouse=True)
-def clock():
-    """The shared Redis queue on a clock the test moves by hand: backoff without sleeping."""
-    c = FakeClock()
-    queues.reset_queue(RedisQueue(queues.get_redis(), prefix=settings.SCHEDBOARD_QUEUE_PREFIX, clock=c,
-                                  on_incoming=metrics.count_incoming))
-    return c
-
-
-def drain(clock=None, max_rounds=50):
-    """Run batches (binding runs inline in tests) until nothing is active; with a clock, wait out backoffs too."""
-    for _ in range(max_rounds):
-        loop.reconcile()
-        if loop.run_schedule_task().popped:
-            continue
-        if clock is not None and queues.get_queue().lengths()["backoff"]:
-            clock.advance(11)
-            continue
-        return
-    raise AssertionError("queue never drained")
+# The shared Redis queue on a hand-moved clock (the `clock` fixture) for every test here.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock")]
 
 
 def test_it_binds_a_pending_pod_and_records_attempt_binding_and_event():
@@ -156,7 +106,7 @@ def test_a_repeated_failure_counts_the_event_instead_of_duplicating_it(clock):
 
 def test_pods_are_ours_when_their_scheduler_name_names_a_profile_of_the_active_configuration():
     from scheduler.engine.config import SchedulerConfig, default_profile
-    from scheduler.profile_services import config_version_create
+    from scheduler.versions.services import config_version_create
 
     config_version_create(config=SchedulerConfig(profiles=[default_profile(), default_profile("batch-scheduler")]),
                           reason="a second profile")

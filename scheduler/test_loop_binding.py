@@ -8,13 +8,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from scheduler import loop, queues
+from scheduler import loop
+from scheduler.queue import queues
 from scheduler.backends import reset_backend, set_backend
 from scheduler.backends.errors import BindOutcomeUnknown
 from scheduler.backends.simulated import SimulatedBackend
 from scheduler.kube.mirror import PodStore
 from scheduler.models import Attempt, Binding, Event, Node, Pod
-from scheduler.test_loop import apply, node, pod
+from scheduler.testing.loop import apply, node, pod
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,7 +25,6 @@ class Cluster:
     binding it is sent, accepts them, and can run something while a binding is in flight."""
 
     mirrors_bindings = True
-    bound_phase = Pod.PENDING
 
     def __init__(self, during_call=None):
         self.sent: list[tuple[str, str]] = []
@@ -40,6 +40,9 @@ class Cluster:
             self.sent.append((meta["name"], r["node_name"]))
             out.append((None, 0.001))
         return out
+
+    def counts_bind_failures(self, pod_manifest):
+        return False
 
     def hand_off(self, items):
         self.handed.append(items)  # the test decides when the binder runs
@@ -284,7 +287,7 @@ def test_the_same_bind_job_delivered_twice_at_once_binds_once_and_fails_nothing(
 
 
 def test_a_pod_deleted_while_its_binding_is_in_flight_is_forgotten_without_a_failure(backend):
-    from scheduler.services import pod_delete
+    from scheduler.cluster.services import pod_delete
 
     backend(Sent(during_call=lambda: pod_delete(namespace="default", name="web")))
     apply(node("only"), pod("web"))

@@ -7,12 +7,15 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from scheduler import loop, queues, topology_claims
+from scheduler import loop
+from scheduler.queue import queues
+from scheduler.state import topology_claims
 from scheduler.backends import reset_backend, set_backend
 from scheduler.backends.errors import BindError
 from scheduler.models import Attempt, Binding, Event, Node, Pod
-from scheduler.queue_redis import RedisQueue
-from scheduler.test_loop import FakeClock, apply, node, pod
+from scheduler.queue.redis_queue import RedisQueue
+from scheduler.testing.loop import FakeClock, apply, node, pod
+from scheduler.backends.simulated import SimulatedBackend
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -141,25 +144,20 @@ def test_a_pod_whose_binding_raises_fails_alone_and_the_rest_of_its_batch_is_bou
     assert Attempt.objects.get(pod_name="z-bad").result == "bind_failed"
 
 
-class RaisesFor:
-    """A backend whose binding of one pod raises what no backend should (a bug): the others bind."""
+class RaisesFor(SimulatedBackend):
+    """The simulated backend, except that its binding of one pod raises what no backend should (a bug)."""
 
-    mirrors_bindings = False
-
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, bad):
+        self.bad = bad
 
     def bind(self, *, pod_manifest, node_name, **kwargs):
-        if pod_manifest["metadata"]["name"] == self.name:
+        if pod_manifest["metadata"]["name"] == self.bad:
             raise RuntimeError("a bug in the backend")
         if pod_manifest["metadata"]["name"] == "refused":
             raise BindError("the API said no")
 
     def hand_off(self, items):
         loop.bind_batch(items)
-
-    def report(self, *, failed, scheduled):
-        pass
 
 
 def test_a_backend_that_raises_for_one_pod_fails_that_pod_only():

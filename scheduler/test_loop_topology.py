@@ -2,64 +2,23 @@
 holds the placed pods (loaded once, then followed by node generation), and a claim whose constraints
 span nodes is checked again against what other workers committed."""
 
-import dataclasses
-
 import pytest
 import yaml
 
 from django.conf import settings
 
-from scheduler import loop, metrics, queues, topology_claims
-from scheduler.engine.config import default_config
+from scheduler import loop
+from scheduler.cluster.services import cluster_apply, pod_delete
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Attempt, Pod
-from scheduler.queue_redis import RedisQueue
-from scheduler.reservations import release_assumed, row_usage
-from scheduler.services import cluster_apply, pod_delete
+from scheduler.queue import queues
+from scheduler.queue.redis_queue import RedisQueue
+from scheduler.state import topology_claims
+from scheduler.state.reservations import release_assumed, row_usage
+from scheduler.telemetry import metrics
+from scheduler.testing.topology import HOST, ZONE, anti, node, pod, spread, topology_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
-
-
-def topology_config():
-    """The default profile with both plugins where upstream's default order puts them."""
-    cfg = default_config()
-    p = cfg.profiles[0]
-    filters = list(p.filters)
-    if "PodTopologySpread" not in filters:
-        filters[filters.index("NodeResourcesFit") + 1:filters.index("NodeResourcesFit") + 1] = [
-            "PodTopologySpread", "InterPodAffinity"]
-    scores = dict(p.scores)
-    scores.setdefault("PodTopologySpread", 2)
-    scores.setdefault("InterPodAffinity", 2)
-    cfg.profiles[0] = dataclasses.replace(p, filters=filters, scores=list(scores.items()))
-    return cfg
-
-
-def node(name, zone):
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {HOST: name, ZONE: zone}},
-            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}
-
-
-def pod(name, labels=None, node_name="", **spec):
-    body = {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}], **spec}
-    if node_name:
-        body["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
-            "spec": body}
-
-
-def anti(key, **labels):
-    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": key, "labelSelector": {"matchLabels": labels}}]}}
-
-
-def spread(key, max_skew=1, **labels):
-    return [{"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
-             "labelSelector": {"matchLabels": labels}}]
-
 
 def apply(*objs):
     return cluster_apply(parse_documents(yaml.safe_dump_all(objs), "test.yaml"))
@@ -229,7 +188,7 @@ def test_an_anti_affinity_failure_keeps_the_matching_pods_per_domain():
 
 
 def test_nodes_only_this_worker_reserved_on_are_not_read_again_and_others_are(worker, monkeypatch):
-    from scheduler import placed_pods
+    from scheduler.state import placed_pods
 
     reads = []
     real_rows = placed_pods._rows

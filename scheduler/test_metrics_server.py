@@ -1,59 +1,24 @@
 """SCHEDBOARD_METRICS_PORT: a Celery worker and beat, as real processes each with its own metrics directory
 (a pod's emptyDir in the deploy), serve what they count on /metrics of their own port."""
 
-import socket
 import tempfile
-import time
-import urllib.error
-import urllib.request
 
 import pytest
 import redis
 import yaml
 from django.conf import settings
 from django.db import connection
-from prometheus_client.parser import text_string_to_metric_families
 
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Pod
-from scheduler.services import cluster_apply
-from scheduler.workers import WorkerProcesses, purge_broker, worker_env
+from scheduler.cluster.services import cluster_apply
+from scheduler.testing.workers import WorkerProcesses, purge_broker, worker_env
+from scheduler.testing.metrics import free_port, sample, scrape
+from scheduler.testing.wait import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 PODS = 24
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def scrape(port: int) -> str | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-            assert response.status == 200
-            return response.read().decode()
-    except (urllib.error.URLError, ConnectionError):
-        return None
-
-
-def sample(text: str | None, name: str, **labels) -> float | None:
-    for family in text_string_to_metric_families(text or ""):
-        for s in family.samples:
-            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
-                return s.value
-    return None
-
-
-def wait_for(predicate, what, timeout=120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def cluster(pods: int):

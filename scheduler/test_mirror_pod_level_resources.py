@@ -4,11 +4,11 @@ mirror skipped it, so its node looked emptier than it was (issue 9, point 6)."""
 
 import pytest
 
-from scheduler import queues
+from scheduler.queue import queues
 from scheduler.kube.mirror import pod_upsert
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Node, Pod
-from scheduler.services import cluster_apply
+from scheduler.cluster.services import cluster_apply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

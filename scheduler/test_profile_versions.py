@@ -17,12 +17,13 @@ from scheduler.engine.config import (ConfigError, ProfileConfig, SchedulerConfig
 from scheduler.engine.plugin_args import (MOST_ALLOCATED, NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs,
                                           ResourceSpec, ScoringStrategy)
 from scheduler.models import Attempt, SchedulerConfigVersion
-from scheduler.profile_services import config_active, config_version_create, config_version_restore
-from scheduler.profiles import active_version_number, initial_config
-from scheduler.test_cli_apply import REPO, cli, manage, manage_env
-from scheduler.test_loop import apply, clock, node, pod  # noqa: F401  (clock: the test queue on a hand-moved clock)
+from scheduler.versions.services import config_active, config_version_create, config_version_restore
+from scheduler.versions.profiles import active_version_number, initial_config
+from scheduler.testing.cli import REPO, cli, manage, manage_env
+from scheduler.testing.loop import apply, node, pod
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The shared Redis queue on a hand-moved clock (the `clock` fixture) for every test here.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock")]
 
 User = get_user_model()
 

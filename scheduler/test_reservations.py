@@ -8,10 +8,11 @@ import time
 import pytest
 from django.db import connection, connections, transaction
 
-from scheduler import loop, metrics
+from scheduler import loop
 from scheduler.models import Node, Pod
-from scheduler.reservations import add_node_usage, release_assumed, reserve, reserve_many, row_usage, usage_recount
-from scheduler.test_loop import apply, node, pod
+from scheduler.state.reservations import add_node_usage, release_assumed, reserve, reserve_many, row_usage, usage_recount
+from scheduler.testing.loop import apply, node, pod
+from scheduler.testing.metrics import counters
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -202,7 +203,7 @@ def test_a_claim_refuses_a_changed_pod_with_extended_resources_too():
 # ---- the recount ----------------------------------------------------------------------------------------
 
 def drift_counter(resource: str) -> float:
-    registry = metrics.scrape_registry()
+    registry = counters()
     value = registry.get_sample_value("schedboard_usage_drift_repaired_total", {"resource": resource})
     return value or 0.0
 
@@ -218,7 +219,7 @@ def test_the_recount_repairs_every_drifted_usage_column_from_the_pods_and_report
                                                 used_ports=[["TCP", 9999, "0.0.0.0"]])
     before = {r: drift_counter(r) for r in ("cpu", "memory", "pods", GPU, "hostports", "nonzero-cpu")}
 
-    with caplog.at_level(logging.WARNING, logger="scheduler.reservations"):
+    with caplog.at_level(logging.WARNING, logger="scheduler.state.reservations"):
         report = loop.recount()  # what the beat task runs
 
     repaired = Node.objects.get(name="gpu-node")
@@ -260,7 +261,7 @@ def test_the_recount_skips_a_node_another_transaction_is_changing_instead_of_wai
 
 def test_a_reservation_claimed_before_the_recount_and_taken_after_it_is_counted_once():
     """The reservation's two steps (claim the pod, take the room) straddle a recount: still counted exactly once."""
-    from scheduler.reservations import _apply_delta
+    from scheduler.state.reservations import _apply_delta
 
     apply(node("node-a", cpu="4"), pod("p1", cpu="1"), pod("p2", cpu="1"))
     assumed_row = Pod.objects.get(name="p2")

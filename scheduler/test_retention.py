@@ -14,11 +14,13 @@ import yaml
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from scheduler import loop, metrics, queues, retention
+from scheduler import loop, retention
+from scheduler.queue import queues
+from scheduler.telemetry import metrics
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Attempt, Binding, ClusterEvent, Event, Pod
-from scheduler.queue_redis import RedisQueue
-from scheduler.services import cluster_apply
+from scheduler.queue.redis_queue import RedisQueue
+from scheduler.cluster.services import cluster_apply
 
 NOW = datetime(2026, 12, 10, 12, 0, 0, tzinfo=dt_timezone.utc)
 DAY = timedelta(days=1)

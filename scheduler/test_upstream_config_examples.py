@@ -12,8 +12,8 @@ from django.test import Client
 
 from scheduler.engine.config import dump_config, load_config
 from scheduler.models import SchedulerConfigVersion
-from scheduler.profile_services import config_active
-from scheduler.test_cli_apply import cli
+from scheduler.versions.services import config_active
+from scheduler.testing.cli import cli
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

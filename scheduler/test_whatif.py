@@ -7,48 +7,10 @@ import pytest
 
 from scheduler.engine.config import ProfileConfig, default_config, default_profile
 from scheduler.engine.plugin_args import MOST_ALLOCATED, NodeResourcesFitArgs, ScoringStrategy
-from scheduler.whatif import CHANGED, SAME, UNKNOWN, StoredAttempt, Target, rescore, what_if
-
-# TaintToleration 3, NodeAffinity 2, PodTopologySpread 2, InterPodAffinity 2, the others 1
-DEFAULT_WEIGHTS = dict(default_profile().scores)
+from scheduler.versions.whatif import CHANGED, SAME, UNKNOWN, StoredAttempt, Target, rescore, what_if
+from scheduler.testing.whatif import DEFAULT_WEIGHTS, HISTORY, TIE_OF_2, attempt, candidate
 
 
-def scored(**normalized_by_plugin) -> dict:
-    """A candidate's per-plugin entry as the loop stores it, every default plugin present (0 unless given)."""
-    names = {"fit": "NodeResourcesFit", "image": "ImageLocality", "taint": "TaintToleration",
-             "affinity": "NodeAffinity", "balanced": "NodeResourcesBalancedAllocation", "spread": "PodTopologySpread",
-             "pods": "InterPodAffinity"}
-    plugins = {}
-    for plugin, weight in DEFAULT_WEIGHTS.items():
-        short = next(k for k, v in names.items() if v == plugin)
-        n = normalized_by_plugin.get(short, 0)
-        plugins[plugin] = {"raw": n, "normalized": n, "weight": weight, "weighted": n * weight}
-    return plugins
-
-
-def candidate(node: str, **normalized) -> dict:
-    plugins = scored(**normalized)
-    return {"node": node, "plugins": plugins, "total": sum(p["weighted"] for p in plugins.values())}
-
-
-def attempt(id_, node, candidates, *, feasible=None, trace=None, profile="default-scheduler", version=0):
-    return StoredAttempt(id=id_, pod=f"default/p{id_}", node_name=node, profile_name=profile, profile_version=version,
-                         candidates=candidates, trace=trace or {},
-                         feasible_nodes=len(candidates) if feasible is None else feasible)
-
-
-HISTORY = [
-    # a: 100, b: 50 + 40 = 90 -> a won; with ImageLocality ×2: a 100, b 130 -> b.
-    attempt(1, "a", [candidate("a", fit=100), candidate("b", fit=50, image=40)]),
-    # b: 150, a: 80 -> b won; ×2: b 200, a 80 -> still b.
-    attempt(2, "b", [candidate("b", fit=100, image=50), candidate("a", fit=80)]),
-    # one feasible node: never scored, cannot move.
-    attempt(3, "c", [{"node": "c", "total": None, "plugins": {}}]),
-    # top 2 of 20 stored: a 100, c 90 -> a won; ×2: c 110 -> c (among the stored ones).
-    attempt(4, "a", [candidate("a", fit=100), candidate("c", fit=70, image=20)], feasible=20),
-    # a 80, b 70 -> a won; ×2: a 100, b 100 -> a tie that still includes a: same.
-    attempt(5, "a", [candidate("a", fit=60, image=20), candidate("b", fit=40, image=30)]),
-]
 IMAGE_X2 = Target("draft", default_config(), {"default-scheduler": {**DEFAULT_WEIGHTS, "ImageLocality": 2}})
 
 
@@ -133,8 +95,6 @@ def test_a_plugin_that_skipped_the_pod_at_pre_score_scores_0_under_any_weight_an
     assert newly_enabled.results[0].verdict == UNKNOWN
 
 
-# a 100 wins; with ImageLocality ×2 b and c tie at 130 (a stays 100), or b, c and d tie.
-TIE_OF_2 = attempt(11, "a", [candidate("a", fit=100), candidate("b", fit=50, image=40), candidate("c", fit=50, image=40)])
 TIE_OF_3 = attempt(12, "a", [candidate("a", fit=100), candidate("b", fit=50, image=40), candidate("c", fit=50, image=40),
                              candidate("d", fit=10, image=60)])
 ONLY_B = attempt(13, "a", [candidate("a", fit=100), candidate("b", fit=50, image=40)])

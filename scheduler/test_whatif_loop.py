@@ -7,12 +7,13 @@ from django.test import override_settings
 
 from scheduler.engine.config import ProfileConfig, SchedulerConfig, default_profile
 from scheduler.models import Attempt
-from scheduler.profile_services import config_version_create
-from scheduler.profiles import config_for_version
-from scheduler.test_loop import apply, clock, drain, node, pod  # noqa: F401  (clock: the test queue on a hand-moved clock)
-from scheduler.whatif import CHANGED, SAME, StoredAttempt, Target, what_if
+from scheduler.versions.services import config_version_create
+from scheduler.versions.profiles import config_for_version
+from scheduler.testing.loop import apply, drain, node, pod
+from scheduler.versions.whatif import CHANGED, SAME, StoredAttempt, Target, what_if
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The shared Redis queue on a hand-moved clock (the `clock` fixture) for every test here.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock")]
 
 
 def run_pods():

@@ -10,7 +10,7 @@ from channels.db import database_sync_to_async
 from django.db.models import Count
 
 from scheduler.models import Binding, Event, Node, Pod
-from scheduler.queues import get_queue
+from scheduler.queue.queues import get_queue
 
 QUEUES = ("active", "backoff", "unschedulable")
 LIST_LIMIT = 50  # pods shown per sub-queue (the counts are exact)

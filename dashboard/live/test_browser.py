@@ -17,10 +17,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection, connections
 
-from dashboard.browser_testing import screenshot
+from scheduler.testing.browser import screenshot
 from scheduler.manifests.files import parse_documents
-from scheduler.services import cluster_apply
-from scheduler.workers import WorkerProcesses, purge_broker, worker_env
+from scheduler.cluster.services import cluster_apply
+from scheduler.testing.workers import WorkerProcesses, purge_broker, worker_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -141,7 +141,7 @@ def test_a_live_page_goes_to_the_login_page_when_its_session_is_logged_out_in_an
                                                                                           browser_context):
     from playwright.sync_api import expect
 
-    from dashboard.browser_testing import login, server_env, start_asgi_server
+    from scheduler.testing.browser import login, server_env, start_asgi_server
 
     # A daphne of its own, re-checking sessions every half second (15 s by default).
     server = start_asgi_server(server_env(SCHEDBOARD_LIVE_SESSION_CHECK="0.5"))

@@ -15,9 +15,9 @@ from django.test import Client
 from django.utils import timezone
 
 from config.asgi import application, websocket_application
-from scheduler.deploy_testing import deploy_settings
+from scheduler.testing.deploy import deploy_settings
 from scheduler.models import Binding, Node, Pod
-from scheduler.queues import get_queue
+from scheduler.queue.queues import get_queue
 
 from . import publish, state
 from .tally import LAST_ITEMS

@@ -12,7 +12,7 @@ import pytest
 import requests
 import websocket
 
-from scheduler.test_embedded_run import BASE_DIR, embedded_env, manage
+from scheduler.testing.embedded import BASE_DIR, embedded_env, manage
 
 pytestmark = pytest.mark.slow
 

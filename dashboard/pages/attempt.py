@@ -17,7 +17,7 @@ def profile_score_order(version: int, profile_name: str) -> list[str]:
     """The profile's score plugins in its configured order (the stored rows are JSON objects, whose
     key order Postgres does not keep); empty when that version or profile is gone."""
     from scheduler.models import SchedulerConfigVersion
-    from scheduler.profiles import config_for_version
+    from scheduler.versions.profiles import config_for_version
 
     try:
         config = config_for_version(version)

@@ -3,15 +3,20 @@ list past ones, and show A vs B with plots. The work is scheduler/replay/'s; the
 
 from __future__ import annotations
 
+import io
+from datetime import timedelta
+
 from django import forms
+from django.utils import timezone
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from scheduler.engine.config import ConfigError, load_config
 from scheduler.models import SchedulerConfigVersion
-from scheduler.profiles import INITIAL_VERSION, active_version_number, config_for_version
+from scheduler.versions.profiles import INITIAL_VERSION, active_version_number, config_for_version
 from scheduler.replay.models import ReplayRun
+from scheduler.replay.record import go_duration, record_from_database
 from scheduler.replay.run import RECORDED
 from scheduler.replay.services import replay_start
 from scheduler.replay.trace import TraceError
@@ -30,7 +35,9 @@ def _config_choices() -> list[tuple[str, str]]:
 
 
 class ReplayForm(forms.Form):
-    trace = forms.FileField(label="Trace (from `manage.py record`, or a kubectl nodes+pods dump)")
+    trace = forms.FileField(label="Trace (from `manage.py record`, or a kubectl nodes+pods dump)", required=False)
+    record_since = forms.CharField(label="or record it now from the database, going back (e.g. 1h, 30m)",
+                                   required=False, max_length=32)
     config_a = forms.ChoiceField(label="Configuration A")
     file_a = forms.FileField(label="or a KubeSchedulerConfiguration file for A", required=False)
     config_b = forms.ChoiceField(label="Configuration B")
@@ -60,8 +67,21 @@ class ReplayForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        trace = data.get("trace")
-        if trace is not None:
+        trace, since = data.get("trace"), (data.get("record_since") or "").strip()
+        if trace is None and not since:
+            self.add_error("trace", "give a trace, or how far back to record one from the database")
+        elif trace is None:
+            try:
+                seconds = go_duration(since)
+            except ValueError as exc:
+                self.add_error("record_since", str(exc))
+            else:
+                now = timezone.now()
+                out = io.StringIO()
+                record_from_database(start=now - timedelta(seconds=seconds), end=now).dump(out)
+                data["trace_text"], data["trace_name"] = out.getvalue(), f"the database, last {since}"
+        else:
+            data["trace_name"] = trace.name
             if trace.size > MAX_TRACE_BYTES:
                 self.add_error("trace", f"at most {MAX_TRACE_BYTES >> 20} MiB")
             else:
@@ -75,12 +95,14 @@ class ReplayForm(forms.Form):
 
 @require_http_methods(["GET", "POST"])
 def replays(request):
-    form = ReplayForm(request.POST or None, request.FILES or None)
+    # ?record=1h&config_a=v3 (the admin's "replay the last hour with this version") fills the form; POST starts it.
+    initial = {k: request.GET[g] for k, g in (("record_since", "record"), ("config_a", "config_a")) if g in request.GET}
+    form = ReplayForm(request.POST or None, request.FILES or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         configs = form.cleaned_data["configs"]
         if None not in configs:
             try:
-                run = replay_start(trace_name=form.cleaned_data["trace"].name, trace_text=form.cleaned_data["trace_text"],
+                run = replay_start(trace_name=form.cleaned_data["trace_name"], trace_text=form.cleaned_data["trace_text"],
                                    configs=configs, seed=form.cleaned_data["seed"], user=request.user)
             except TraceError as exc:
                 form.add_error("trace", str(exc))

@@ -7,9 +7,10 @@ import pytest
 from django.test import override_settings
 
 from scheduler.models import Attempt
-from scheduler.test_loop import apply, clock, drain, node, pod  # noqa: F401  (clock: the autouse fixture)
+from scheduler.testing.loop import apply, drain, node, pod
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The shared Redis queue on a hand-moved clock (the `clock` fixture) for every test here.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock")]
 
 
 def table(html: str, table_id: str) -> list[list[str]]:

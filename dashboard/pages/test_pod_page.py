@@ -5,13 +5,14 @@ import re
 import pytest
 
 from scheduler.models import Attempt
-from scheduler.services import pod_delete
-from scheduler.test_loop import apply, clock, drain, node, pod  # noqa: F401  (clock: the autouse fixture)
+from scheduler.cluster.services import pod_delete
+from scheduler.testing.loop import apply, drain, node, pod
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The shared Redis queue on a hand-moved clock (the `clock` fixture) for every test here.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock")]
 
 
-def test_it_shows_the_pods_summary_its_repeated_failure_and_links_every_attempt(admin_client, clock):  # noqa: F811
+def test_it_shows_the_pods_summary_its_repeated_failure_and_links_every_attempt(admin_client, clock):
     apply(node("small", cpu="1"), pod("big", cpu="2", nodeSelector={"disk": "ssd"}, meta={"labels": {"app": "web"}}))
     apply(node("ssd", cpu="1", labels={"disk": "ssd"}))
     drain()

@@ -3,12 +3,39 @@
 from __future__ import annotations
 
 import threading
+from typing import Protocol
+
+
+class Backend(Protocol):
+    """What the loop asks of a backend (simulated.py, kubernetes.py, and the tests' doubles)."""
+
+    name: str
+    # True when the cluster's watch marks pods bound itself, so a binder may find its binding already recorded.
+    mirrors_bindings: bool
+
+    def bind_many(self, requests: list[dict]) -> list[tuple[BaseException | None, float]]:
+        """Bind each request (pod_manifest, node_name, attempt_number, previous_bind_failures, deadline): per
+        request, None or the error that refused it (that pod's failure alone), and the seconds it took."""
+        ...
+
+    def counts_bind_failures(self, pod_manifest: dict) -> bool:
+        """Whether binding this pod needs its previous_bind_failures (a count the loop reads from the audit)."""
+        ...
+
+    def hand_off(self, items: list[dict]) -> None:
+        """Placed pods, to be bound by whichever process binds for this backend."""
+        ...
+
+    def report(self, *, failed: list, scheduled: list) -> None:
+        """Tell the cluster what the batch decided (events, conditions), if it keeps its own."""
+        ...
+
 
 _lock = threading.Lock()
-_backend = None
+_backend: Backend | None = None
 
 
-def get_backend():
+def get_backend() -> Backend:
     global _backend
     with _lock:
         if _backend is None:
@@ -25,7 +52,7 @@ def get_backend():
         return _backend
 
 
-def set_backend(backend) -> None:
+def set_backend(backend: Backend | None) -> None:
     """Use this backend in this process (the controller installs its API-connected one; tests too)."""
     global _backend
     with _lock:

@@ -49,7 +49,7 @@ class KubernetesBackend:
     @property
     def redis(self):
         if self._redis is None:
-            from ..queues import get_redis
+            from ..queue.queues import get_redis
 
             self._redis = get_redis()
             if self._redis is None:
@@ -156,6 +156,9 @@ class KubernetesBackend:
                 # The next leader binds this job again (idempotent); meanwhile the room stays taken.
                 raise BindOutcomeUnknown(f"lost the lease while the binding was unsettled: {unsettled or conflict}")
             time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+
+    def counts_bind_failures(self, pod_manifest: dict) -> bool:
+        return False  # the API server decides; no failure is injected here
 
     def bind_many(self, requests: list[dict]) -> list[tuple[BaseException | None, float]]:
         """Bind in parallel (each request: bind()'s keyword arguments): (None or the error, seconds) each."""

@@ -3,6 +3,9 @@ except where a pod asks for injected failures (for fault tests and demos)."""
 
 from __future__ import annotations
 
+import time
+
+from .. import dispatch
 from .errors import BindError
 
 __all__ = ["BindError", "FAIL_BINDS_ANNOTATION", "SimulatedBackend"]
@@ -29,11 +32,30 @@ class SimulatedBackend:
         if previous_bind_failures < failures_wanted:
             raise BindError(f"injected binding failure {previous_bind_failures + 1} of {failures_wanted}")
 
+    def bind_many(self, requests: list[dict]) -> list[tuple[BaseException | None, float]]:
+        """One after the other (each binding is a row update, no call to wait on), each before its deadline."""
+        answered: list[tuple[BaseException | None, float]] = []
+        for request in requests:
+            request = dict(request)
+            deadline = request.pop("deadline", None)
+            t0 = time.perf_counter()
+            try:
+                if deadline is not None and time.monotonic() > deadline:
+                    raise BindError("the binding was not sent before its deadline; the reservation is given back")
+                self.bind(**request)
+                answered.append((None, time.perf_counter() - t0))
+            except Exception as exc:  # noqa: BLE001 - BindError, or this pod's own bug: its failure only
+                answered.append((exc, time.perf_counter() - t0))
+        return answered
+
+    def counts_bind_failures(self, pod_manifest: dict) -> bool:
+        """Only a pod that asks for injected failures needs its count of failed bindings."""
+        annotations = (pod_manifest.get("metadata") or {}).get("annotations") or {}
+        return isinstance(annotations, dict) and FAIL_BINDS_ANNOTATION in annotations  # bind() says what is wrong
+
     def hand_off(self, items: list[dict]) -> None:
         """Placed pods go to the bind task (any worker)."""
-        from ..tasks import bind
-
-        bind.delay(items)
+        dispatch.send(dispatch.BIND, items)
 
     def report(self, *, failed: list, scheduled: list) -> None:
         """Nothing to tell: the events and conditions are already the rows the loop wrote."""

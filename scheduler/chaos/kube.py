@@ -193,9 +193,10 @@ class KubeRun:
         from django.test.utils import override_settings
         from kubernetes import client
 
-        from .. import loop, queues
+        from .. import loop
+        from ..queue import queues
         from ..kube.client import call
-        from ..kube_testing import local_kube_cluster
+        from ..testing.kube_apiserver import local_kube_cluster
 
         quiet_client_logs()
         h = self.harness
@@ -472,7 +473,7 @@ class KubeRun:
     def _placed(self, pods: list[dict]) -> tuple[list[Placed], list[str]]:
         from ..kube.mirror import pod_manifest
         from ..manifests.objects import pod_from_manifest
-        from ..reservations import pod_usage_fields
+        from ..state.reservations import pod_usage_fields
 
         ours = self.plan.pods_by_name()
         placed, unparsed = [], []
@@ -506,7 +507,7 @@ class KubeRun:
 
     def _states(self, pods: list[dict]) -> tuple[dict[str, str], dict[str, dict], int]:
         from ..models import Pod
-        from ..queues import get_queue
+        from ..queue.queues import get_queue
 
         queued = get_queue().keys()
         api = {p["metadata"]["name"]: p for p in pods if p["metadata"]["namespace"] == NAMESPACE}
@@ -559,7 +560,7 @@ class KubeRun:
 
     def _verdict(self, settle_s: float) -> dict:
         from ..models import Attempt, Binding, Pod
-        from ..profiles import scheduler_names
+        from ..versions.profiles import scheduler_names
 
         h = self.harness
         end_wall = time.time()
@@ -642,7 +643,7 @@ class KubeRun:
 
 
 def run_kubernetes(options: Options, say: Callable[[str], None]) -> dict:
-    from ..kube_testing import KubeApiServerNotBuilt
+    from ..testing.kube_apiserver import KubeApiServerNotBuilt
 
     try:
         return KubeRun(options, say).run()

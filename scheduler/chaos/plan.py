@@ -15,12 +15,13 @@ import math
 import random
 from dataclasses import dataclass, field, replace
 
+from ..backends.simulated import FAIL_BINDS_ANNOTATION
+
 NAMESPACE = "chaos"
 WARMUP_NAMESPACE = "chaos-warmup"
 HOSTILE_NAMESPACE = "chaos-hostile"
 GPU = "example.com/gpu"
 HOST_PORT = 8080
-FAIL_BINDS_ANNOTATION = "schedboard.io/fail-binds"  # as scheduler/backends/simulated.py
 
 MI = 1024 * 1024
 GI = 1024 * MI

@@ -244,7 +244,7 @@ class Processes:
     """The worker processes (and beat) of a run, and the worker kills."""
 
     def __init__(self, n: int, env: dict, log_dir: Path):
-        from ..workers import WorkerProcesses
+        from ..testing.workers import WorkerProcesses
 
         self.wp = WorkerProcesses(n, env, beat=True, log_dir=str(log_dir))
         self.kills = 0
@@ -308,7 +308,7 @@ class Harness:
             self.say(f"Postgres proxy on 127.0.0.1:{self.proxy.port}")
 
     def env(self, **extra: str) -> dict:
-        from ..workers import worker_env
+        from ..testing.workers import worker_env
 
         return worker_env(database_url=self.client_url(), redis_url=settings.REDIS_URL, queue_prefix=self.prefix,
                           SCHEDBOARD_LIVE_PREFIX=f"{self.prefix}:live", PROMETHEUS_MULTIPROC_DIR=str(self.metrics_dir),

@@ -35,7 +35,7 @@ def _parse(manifests: list[dict], name: str):
 
 
 def _apply(manifests: list[dict], name: str):
-    from ..services import cluster_apply
+    from ..cluster.services import cluster_apply
 
     return cluster_apply(_parse(manifests, name), filename=name)
 
@@ -76,7 +76,8 @@ class SimulatedRun:
         from django.core.management import call_command
         from django.test.utils import override_settings
 
-        from .. import loop, queues
+        from .. import loop
+        from ..queue import queues
 
         h = self.harness
         h.create_database()
@@ -116,7 +117,7 @@ class SimulatedRun:
         self.say("workers warm")
 
     def _timeline(self) -> None:
-        from ..services import pod_delete
+        from ..cluster.services import pod_delete
 
         h, plan, say = self.harness, self.plan, self.say
         arrivals = plan.pods  # in arrival order
@@ -244,7 +245,7 @@ class SimulatedRun:
 
     def _pod_states(self) -> tuple[dict[str, str], dict[str, dict], int]:
         from ..models import Pod
-        from ..queues import get_queue
+        from ..queue.queues import get_queue
 
         queued = get_queue().keys()
         rows = {r.name: r for r in Pod.objects.filter(namespace=NAMESPACE)}
@@ -286,7 +287,7 @@ class SimulatedRun:
 
     def _verdict(self, settle_s: float) -> dict:
         from ..models import Attempt, Binding, Pod
-        from ..profiles import scheduler_names
+        from ..versions.profiles import scheduler_names
 
         h = self.harness
         end_wall = time.time()

@@ -4,7 +4,7 @@ Shaped like kube-scheduler's PriorityQueue (pkg/scheduler/backend/queue/scheduli
 backoff_queue.go, active_queue.go) without queueing hints: a failed pod goes to the
 unschedulable pool unless a move request (cluster event) arrived since it was popped
 (moveRequestCycle, as addUnschedulableWithoutQueueingHint). `SchedulingQueue` is the contract;
-`MemoryQueue` keeps it in process, `scheduler.queue_redis.RedisQueue` keeps it in Redis for
+`MemoryQueue` keeps it in process, `scheduler.queue.redis_queue.RedisQueue` keeps it in Redis for
 many worker processes. Extra to upstream, for workers that may die: popped pods stay *in
 flight* with a lease until done(), add_unschedulable_if_not_present() or reclaim_expired().
 """

@@ -10,26 +10,10 @@ import numpy as np
 from .config import default_profile
 from .explain import TOP_CANDIDATES, explain, top_candidates
 from .framework import Algorithm, FilterResult, Profile
-from .nodes import ImageState, NodeSpec, NodeTable, NodeUsage
-from .pods import NO_SCHEDULE, Container, PodSpec, Taint
+from .nodes import NodeSpec, NodeTable
+from .pods import Container, PodSpec
 from .reference.pipeline import reference_pipeline
-
-MI = 1024 * 1024
-GI = 1024 * MI
-
-
-def small_cluster() -> tuple[list[NodeSpec], list[NodeUsage]]:
-    alloc = {"cpu": 4000, "memory": 8 * GI, "pods": 110}
-    specs = [
-        NodeSpec("n0", taints=(Taint("dedicated", "infra", NO_SCHEDULE),), allocatable=alloc),
-        NodeSpec("n1", allocatable={"cpu": 200, "memory": 512 * MI, "pods": 110}),
-        NodeSpec("n2", allocatable=alloc),
-        NodeSpec("n3", allocatable=alloc, images=(ImageState(("nginx:1.25",), 500 * MI),)),
-    ]
-    return specs, [NodeUsage() for _ in specs]
-
-
-POD = PodSpec("web", "frontend", containers=(Container("c", image="nginx:1.25", requests={"cpu": 500, "memory": GI}),))
+from scheduler.testing.engine import POD, small_cluster
 
 
 def test_explain_has_the_issue_shape_for_a_scheduled_pod():

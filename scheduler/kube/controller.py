@@ -208,7 +208,7 @@ class Controller:
         from django.conf import settings
         from kubernetes import client
 
-        from ..queues import get_redis
+        from ..queue.queues import get_redis
         from .client import api_client as make_api_client, own_namespace
 
         self.api_client = api_client or make_api_client()

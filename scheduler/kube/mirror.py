@@ -17,16 +17,18 @@ from django.db import close_old_connections, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from .. import metrics
+from ..cluster.services import cluster_apply, node_delete
 from ..engine.pods import DEFAULT_SCHEDULER_NAME, Container, PodSpec
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY
 from ..manifests.errors import ManifestError
 from ..manifests.objects import ParsedNode, ParsedPod, parse_object
 from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, ClusterEvent, Node, Pod
-from ..placed_pods import placed_pod_changed
-from ..profiles import scheduler_names
-from ..reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage, row_usage
-from ..services import EventSpec, cluster_apply, cluster_event_record, events_record, node_delete
+from ..queue.kick import kick
+from ..state.events import EventSpec, cluster_event_record, events_record
+from ..state.reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage, row_usage
+from ..telemetry import metrics
+from ..versions.profiles import scheduler_names
+from ..state.placed_pods import placed_pod_changed
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +179,7 @@ class PodStore:
     @property
     def queue(self):
         if self._queue is None:
-            from ..queues import get_queue
+            from ..queue.queues import get_queue
 
             self._queue = get_queue()
         return self._queue
@@ -287,8 +289,6 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
         if publish["done"]:
             queue.done(publish["done"])
         if publish["add"]:
-            from ..loop import kick
-
             queue.add(*publish["add"])
             kick()
 
@@ -313,8 +313,6 @@ def _queue_unreadable(manifest: dict, namespace: str, name: str, uid: str, sched
     key, priority = row.key, row.priority
 
     def after_commit():
-        from ..loop import kick
-
         queue.add(key, priority)
         kick()
 

@@ -12,7 +12,7 @@ import logging
 
 from django.db import transaction
 
-from ..cluster_object_services import cluster_object_upsert_mirrored
+from ..cluster.objects import cluster_object_upsert_mirrored
 from ..manifests.cluster_objects import KINDS, NAMESPACE, REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET
 from ..models import ClusterObject
 from .mirror import MIRROR_LOCK, _isolated, _usable_connection

@@ -136,7 +136,9 @@ def run_report(run, recorded: dict[str, str] | None = None) -> dict:
         "utilization": utilization(run.table),
         "fragmentation": fragmentation(run.table, [p.spec for p in pending]),
         "spread_skew": spread_skew(run.table),
-        "preemptions": 0,  # the engine has no PostFilter (preemption) yet: nothing is ever evicted
+        "preemptions": run.preemptions,  # victims evicted
+        "preemptors": run.preemptors,  # cycles that evicted some
+        "evicted": sorted(run.evicted),
         "time_to_bind_p50_s": percentile(waits, 50),
         "time_to_bind_p99_s": percentile(waits, 99),
         "attempts": run.attempts,

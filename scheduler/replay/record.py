@@ -13,15 +13,28 @@ current one is kept), a deleted pod's spec, unbound pods deleted, nodes deleted.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from django.conf import settings
 
 from scheduler.engine.config import config_to_dict
 from scheduler.models import Binding, ClusterEvent, Node, Pod, SchedulerConfigVersion
-from scheduler.profiles import INITIAL_VERSION, initial_config
+from scheduler.versions.profiles import INITIAL_VERSION, initial_config
 
 from . import trace as tr
+
+
+# As kubectl's --since: a Go duration (1h, 30m, 1h30m, 90s).
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def go_duration(text: str) -> float:
+    """Seconds in a Go duration; ValueError naming the text otherwise."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"invalid duration {text!r}: expected e.g. 1h, 30m, 1h30m, 90s")
+    return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
 def _t(when: datetime, start: datetime) -> float:

@@ -38,10 +38,11 @@ def replay_trace(trace: Trace, configs: list[tuple[str, SchedulerConfig | None]]
     seed = replay_seed(trace, seed)
     recorded = trace.recorded_placements
     reports = []
+    specs: dict = {}  # each pod parsed once for all the configurations
     for n, (name, config) in enumerate(configs):
         progress = None if on_progress is None else (lambda done, total, n=n: on_progress(n, done, total))
         run = Replayer(trace, config=config, name=name, seed=seed, batch_size=batch_size,
-                       cycle_seconds=cycle_seconds, pace=pace, on_progress=progress).run()
+                       cycle_seconds=cycle_seconds, pace=pace, on_progress=progress, specs=specs).run()
         reports.append(run_report(run, recorded))
     return {"trace": {**trace.summary(), "seed": seed, "recorded_bindings": len(recorded)},
             "configs": reports, "differ": differ(reports)}

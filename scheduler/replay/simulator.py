@@ -21,6 +21,7 @@ from scheduler.engine.config import SchedulerConfig, config_from_dict
 from scheduler.engine.framework import Algorithm, Profile
 from scheduler.engine.labels import LabelSelector, LabelSelectorRequirement
 from scheduler.engine.nodes import NodeSpec, NodeTable
+from scheduler.engine.nominator import Nominator
 from scheduler.engine.pods import PodSpec
 from scheduler.engine.queue import (ACTIVE_Q, BACKOFF_Q, EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE,
                                     UNSCHEDULABLE_Q, MemoryQueue)
@@ -66,6 +67,9 @@ class RunResult:
     samples: list[Sample] = field(default_factory=list)
     bindings: dict[str, str] = field(default_factory=dict)  # every binding made, pods deleted later included
     attempts: int = 0
+    preemptions: int = 0  # victims evicted (upstream's preemption_victims)
+    evicted: list[str] = field(default_factory=list)  # the victims, by key (gone from the cluster, as deleted)
+    preemptors: int = 0  # cycles whose PostFilter evicted someone (upstream's preemption_attempts with victims)
     lost_with_node: int = 0
     skipped_events: list[str] = field(default_factory=list)  # events that could not apply, with why
     virtual_seconds: float = 0.0
@@ -118,7 +122,8 @@ class Replayer:
     def __init__(self, trace: tr.Trace, *, config: SchedulerConfig | None, name: str, seed: int | None,
                  batch_size: int | None = None, cycle_seconds: float = 0.0,
                  pace: Callable[[float], None] | None = None,
-                 on_progress: Callable[[int, int], None] | None = None):
+                 on_progress: Callable[[int, int], None] | None = None,
+                 specs: dict[int, PodSpec] | None = None):
         self.trace = trace
         self.follows_recorded = config is None
         if config is None:
@@ -130,12 +135,16 @@ class Replayer:
         self.clock = VirtualClock()
         self.queue = MemoryQueue(clock=self.clock)
         self._use_config(config)
-        self.algorithm = Algorithm(seed)
+        # With a nominator, as kube-scheduler: room preemption freed is kept for the pod it was freed for.
+        self.algorithm = Algorithm(seed, nominator=Nominator())
         self.batch_size = batch_size or trace.header.get("batch_size") or DEFAULT_BATCH_SIZE
         self.cycle_seconds = cycle_seconds  # virtual time one pod's cycle takes (0: scheduling is instant)
         self.pace = pace
         self.on_progress = on_progress
         self.pods: dict[str, ReplayPod] = {}
+        self.unbound: set[str] = set()  # keys of the pods not on a node (the pending count of every sample)
+        # Parsed pods by manifest identity: runs of one trace under several configurations parse each once.
+        self.specs = {} if specs is None else specs
         self.nodes: dict[str, NodeSpec] = {}
         self.objects = cluster_objects(trace.objects)
         self.result = RunResult(name, self.pods, NodeTable([]))
@@ -167,8 +176,14 @@ class Replayer:
     def _skip(self, event: dict, why: str) -> None:
         self.result.skipped_events.append(f"t={event.get('t', 0)}: {event['kind']} {why}")
 
+    def _spec(self, manifest: dict) -> PodSpec:
+        spec = self.specs.get(id(manifest))
+        if spec is None:
+            spec = self.specs[id(manifest)] = pod_from_manifest(manifest)
+        return spec
+
     def _arrive(self, manifest: dict, node: str | None, now: float | None) -> None:
-        spec = pod_from_manifest(manifest)
+        spec = self._spec(manifest)
         if node is not None and node in self.nodes:
             self.pods[spec.key] = ReplayPod(spec, now, node=node, bound_at=now)
             if now is not None:
@@ -177,6 +192,7 @@ class Replayer:
                 self.cache.table.add_pod(self.cache.table.index[node], spec)
             return
         self.pods[spec.key] = ReplayPod(spec, now if now is not None else 0.0)
+        self.unbound.add(spec.key)
         self._enqueue(spec)
 
     def _enqueue(self, spec: PodSpec) -> None:
@@ -188,7 +204,7 @@ class Replayer:
         kind, now = event["kind"], self.clock.now
         if kind == tr.POD_ADD:
             try:
-                spec_key = pod_from_manifest(event["manifest"]).key
+                spec_key = self._spec(event["manifest"]).key
             except ManifestError as exc:
                 return self._skip(event, f"unreadable: {exc}")
             if spec_key in self.pods:
@@ -196,6 +212,8 @@ class Replayer:
             self._arrive(event["manifest"], event.get("node"), now)
         elif kind == tr.POD_DELETE:
             pod = self.pods.pop(event["key"], None)
+            self.unbound.discard(event["key"])
+            self.algorithm.nominator.delete(event["key"])
             if pod is not None and pod.node is not None:
                 self.cache.table.remove_pod(self.cache.table.index[pod.node], pod.spec)
             elif pod is not None:
@@ -241,6 +259,7 @@ class Replayer:
             batch.append((pod.spec, profile))
             by_key[info.key] = info
         results = cycle.schedule_batch(batch, algorithm=self.algorithm, cache=self.cache, cluster=_Reserves())
+        victims: list[str] = []
         for result in results:
             key = result.pod.key
             pod = self.pods[key]
@@ -255,13 +274,33 @@ class Replayer:
                 # Bound at once: the simulated binder never fails here (see the README on replay).
                 self.cache.confirm(key)
                 pod.node, pod.bound_at, pod.message = result.node_name, self.clock.now, ""
+                self.unbound.discard(key)
                 self.result.bindings.setdefault(key, result.node_name)
                 self.queue.done(key)
             else:
                 pod.message = result.message
                 self.queue.add_unschedulable_if_not_present(
                     by_key[key], unschedulable=result.status == cycle.UNSCHEDULABLE, message=result.message)
+                victims += [v.key for v in result.victims]
+                self.result.preemptors += bool(result.victims)
+        self._evict(victims)
         return len(infos)
+
+    def _evict(self, keys: list[str]) -> None:
+        """As the preemption's deletions: each victim leaves its node (AssignedPodDelete moves the waiting
+        pods, the preemptor among them, which its nomination keeps the room for)."""
+        evicted = 0
+        for key in dict.fromkeys(keys):
+            pod = self.pods.get(key)
+            if pod is None or pod.node is None:
+                continue
+            self.cache.table.remove_pod(self.cache.table.index[pod.node], pod.spec)
+            del self.pods[key]
+            self.result.evicted.append(key)
+            evicted += 1
+        if evicted:
+            self.result.preemptions += evicted
+            self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
 
     def _next_wakeup(self, events: list[dict], i: int, horizon: float) -> float | None:
         """The earliest of: the next event, a backoff expiring, a pod's time in the unschedulable pool
@@ -312,8 +351,7 @@ class Replayer:
         return self.result
 
     def _sample(self) -> None:
-        pending = sum(1 for p in self.pods.values() if p.node is None)
-        s = sample_of(self.clock.now, pending, self.cache.table)
+        s = sample_of(self.clock.now, len(self.unbound), self.cache.table)
         samples = self.result.samples
         if samples and samples[-1].t == s.t:
             samples[-1] = s  # one sample per instant: the state after everything at that instant

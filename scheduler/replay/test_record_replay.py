@@ -17,13 +17,15 @@ from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 
-from scheduler import loop, metrics, queues
+from scheduler import loop
+from scheduler.telemetry import metrics
+from scheduler.queue import queues
 from scheduler.engine.config import load_config
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Binding, Pod
-from scheduler.profile_services import config_version_create
-from scheduler.queue_redis import RedisQueue
-from scheduler.services import cluster_apply
+from scheduler.versions.services import config_version_create
+from scheduler.queue.redis_queue import RedisQueue
+from scheduler.cluster.services import cluster_apply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -3,13 +3,13 @@ scheduler reads) into the simulated cluster, all or nothing."""
 
 import sys
 
-from scheduler.cluster_object_services import resource_name
-from scheduler.kubectl import KubectlCommand, KubectlError
+from scheduler.kubectl.printers import KubectlCommand, KubectlError
+from scheduler.cluster.objects import resource_name
 from scheduler.manifests.cluster_objects import ParsedObject
 from scheduler.manifests.errors import ManifestError
 from scheduler.manifests.files import STDIN, parse_files
 from scheduler.manifests.objects import ParsedPod
-from scheduler.services import cluster_apply
+from scheduler.cluster.services import cluster_apply
 
 
 class Command(KubectlCommand):

@@ -5,7 +5,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from scheduler import bench
+from scheduler.bench import e2e, growth, kube
 from scheduler.engine import perf
 
 
@@ -30,7 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("--viewers", type=int, default=20, help="websocket clients for --dashboard")
         parser.add_argument("--growth", action="store_true",
                             help="instead: how the audit tables grow per pod (rows and bytes per table, end to end, "
-                                 "pods bound then deleted) and a failed attempt's trace size (scheduler/bench_growth.py)")
+                                 "pods bound then deleted) and a failed attempt's trace size (scheduler/bench/growth.py)")
         parser.add_argument("--failing", type=int, default=100, help="--growth: pods no node fits (failed attempts)")
         parser.add_argument("--backend", choices=("simulated", "kubernetes"), default="simulated",
                             help="kubernetes: pods through a loopback kube-apiserver (default 1000 pods on 100 nodes), "
@@ -38,7 +38,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, nodes, pods, placed, workers, reference_sample, skip_e2e, seed, **options):
         as_json = options["json"]
-        from config.celery import app
+        from celery import current_app as app  # the project's app (config/celery.py), as current
 
         app.conf.task_always_eager = False  # the e2e run must go through the broker to real workers
 
@@ -46,9 +46,7 @@ class Command(BaseCommand):
             print(f"bench: {msg}", file=sys.stderr, flush=True)
 
         if options["growth"]:
-            from scheduler import bench_growth
-
-            result = bench_growth.run_growth(nodes=nodes or 5000, placed=placed, pods=pods or 10000,
+            result = growth.run_growth(nodes=nodes or 5000, placed=placed, pods=pods or 10000,
                                              failing=options["failing"], workers=workers, seed=seed, progress=say)
             self.stdout.write(json.dumps(result, indent=None if as_json else 2))
             return
@@ -61,7 +59,7 @@ class Command(BaseCommand):
         runs = [perf.run_engine(pods=pods, nodes=nodes, placed=placed, seed=seed) for _ in range(max(1, options["engine_runs"]))]
         engine = sorted(runs, key=lambda r: r["pods_per_second"])[len(runs) // 2]
         say(f"reference: {reference_sample} pods")
-        reference = bench.run_reference(nodes=nodes, placed=placed, sample=reference_sample, seed=seed)
+        reference = e2e.run_reference(nodes=nodes, placed=placed, sample=reference_sample, seed=seed)
         result = {
             "workload": "SchedulingBasic",
             "nodes": nodes,
@@ -79,10 +77,10 @@ class Command(BaseCommand):
         }
         if not skip_e2e:
             say(f"e2e: {pods} pods, {workers} worker processes")
-            result.update(bench.run_e2e(nodes=nodes, placed=placed, pods=pods, workers=workers, seed=seed, progress=say))
+            result.update(e2e.run_e2e(nodes=nodes, placed=placed, pods=pods, workers=workers, seed=seed, progress=say))
             if options["dashboard"]:
                 say(f"e2e again with {options['viewers']} overview viewers")
-                watched = bench.run_e2e(nodes=nodes, placed=placed, pods=pods, workers=workers, seed=seed,
+                watched = e2e.run_e2e(nodes=nodes, placed=placed, pods=pods, workers=workers, seed=seed,
                                         progress=say, viewers=options["viewers"])
                 result.update({k: watched[k] for k in ("viewers", "frame_p50_ms", "frame_p99_ms", "frame_max_ms",
                                                        "frame_bindings_seen", "frames_per_s_per_client",
@@ -98,13 +96,11 @@ class Command(BaseCommand):
 
     def kubernetes(self, *, nodes, pods, workers, seed, say, as_json):
         """The kubernetes backend end to end, then the simulated backend on the same shape (nothing placed before)."""
-        from scheduler import bench_kube
-
         say(f"kubernetes: {pods} pods on {nodes} nodes, {workers} worker processes, one leading replica")
         result = {"workload": "SchedulingBasic-kube", "nodes": nodes, "pods": pods, "workers": workers}
-        result.update(bench_kube.run_kubernetes(nodes=nodes, pods=pods, workers=workers, progress=say))
+        result.update(kube.run_kubernetes(nodes=nodes, pods=pods, workers=workers, progress=say))
         say(f"simulated: the same {pods} pods on {nodes} nodes")
-        simulated = bench.run_e2e(nodes=nodes, placed=0, pods=pods, workers=workers, seed=seed, progress=say)
+        simulated = e2e.run_e2e(nodes=nodes, placed=0, pods=pods, workers=workers, seed=seed, progress=say)
         result.update({f"simulated_{k}": v for k, v in simulated.items()
                        if k in ("e2e_pods_per_s", "e2e_seconds", "binding_p50_ms", "binding_p99_ms", "attempt_p50_ms",
                                 "sli_p50_ms", "sli_p99_ms", "overcommitted_nodes")})

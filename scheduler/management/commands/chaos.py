@@ -43,7 +43,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **o):
-        from config.celery import app
+        from celery import current_app as app  # the project's app (config/celery.py), as current
 
         app.conf.task_always_eager = False  # tasks go through the broker to the real workers
         if o["pods"] < 1 or o["nodes"] < 1 or o["workers"] < 1 or o["duration"] <= 0:

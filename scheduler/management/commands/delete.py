@@ -1,9 +1,9 @@
 """`manage.py delete pod NS/NAME` (or NAME with -n), `delete node NAME`, and the Namespaces, Services,
 ReplicaSets, StatefulSets and ReplicationControllers the scheduler reads."""
 
-from scheduler.cluster_object_services import cluster_object_delete
-from scheduler.kubectl import KubectlCommand, KubectlError
-from scheduler.services import node_delete, pod_delete
+from scheduler.kubectl.printers import KubectlCommand, KubectlError
+from scheduler.cluster.services import node_delete, pod_delete
+from scheduler.cluster.objects import cluster_object_delete
 
 # kubectl's names for the cluster objects: resource -> (kind, plural as kubectl prints it, namespaced)
 OBJECTS = {}

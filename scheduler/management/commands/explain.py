@@ -2,8 +2,8 @@
 
 import json
 
-from scheduler.dryrun import DryRunError, explain_files
-from scheduler.kubectl import KubectlCommand, KubectlError
+from scheduler.cluster.dryrun import DryRunError, explain_files
+from scheduler.kubectl.printers import KubectlCommand, KubectlError
 
 
 class Command(KubectlCommand):

@@ -2,9 +2,10 @@
 
 from django.utils import timezone
 
-from scheduler import kubectl
-from scheduler.kubectl_objects import RESOURCES, objects_table
-from scheduler.models import ClusterObject, Event, Node, Pod
+from scheduler.kubectl import printers as kubectl
+from scheduler.models import Event, Node, Pod
+from scheduler.kubectl.objects import RESOURCES, objects_table
+from scheduler.models import ClusterObject
 
 # As kubectl's resource names and short names.
 KINDS = {"pod": "pods", "pods": "pods", "po": "pods", "node": "nodes", "nodes": "nodes", "no": "nodes",

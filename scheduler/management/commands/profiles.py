@@ -5,10 +5,10 @@ import sys
 
 from django.utils import timezone
 
-from scheduler import kubectl
+from scheduler.kubectl import printers as kubectl
 from scheduler.engine.config import ConfigError
 from scheduler.models import SchedulerConfigVersion
-from scheduler.profile_services import config_export, config_version_import
+from scheduler.versions.services import config_export, config_version_import
 
 
 class Command(kubectl.KubectlCommand):

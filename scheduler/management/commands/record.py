@@ -1,26 +1,14 @@
 """`manage.py record --since 1h -o trace.jsonl` | `record --from-cluster -o trace.jsonl` |
 `record --from-yaml dump.yaml -o trace.jsonl`: write a replay trace (scheduler/replay/trace.py)."""
 
-import re
 import sys
 from datetime import timedelta
 
 from django.utils import timezone
 
-from scheduler.kubectl import KubectlCommand, KubectlError
-from scheduler.replay.record import record_from_cluster, record_from_database
+from scheduler.kubectl.printers import KubectlCommand, KubectlError
+from scheduler.replay.record import go_duration, record_from_cluster, record_from_database
 from scheduler.replay.trace import TraceError, trace_from_manifests
-
-# As kubectl's --since: a Go duration (1h, 30m, 1h30m, 90s).
-_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-
-
-def go_duration(text: str) -> float:
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"invalid duration {text!r}: expected e.g. 1h, 30m, 1h30m, 90s")
-    return sum(float(n) * _UNITS[u] for n, u in parts)
-
 
 class Command(KubectlCommand):
     help = "Record the cluster's start state and its events since a time ago as a JSON-lines replay trace."

@@ -5,7 +5,7 @@ import json
 import sys
 
 from scheduler.engine.config import ConfigError, default_config
-from scheduler.kubectl import KubectlCommand, KubectlError
+from scheduler.kubectl.printers import KubectlCommand, KubectlError
 from scheduler.replay.run import RECORDED, config_from_file, replay_trace
 from scheduler.replay.simulator import pacer
 from scheduler.replay.trace import TraceError, read_trace

@@ -16,8 +16,8 @@ from scheduler import loop, retention
 from scheduler.manifests.errors import ManifestError
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Node, Pod
-from scheduler.services import cluster_apply, pod_delete
-from scheduler.simulation import seed_nodes, trickle_pod
+from scheduler.cluster.services import cluster_apply, pod_delete
+from scheduler.cluster.simulation import seed_nodes, trickle_pod
 
 log = logging.getLogger("schedboard.run")
 

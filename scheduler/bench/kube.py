@@ -1,0 +1,167 @@
+"""`bench --backend kubernetes`: pods created through a loopback kube-apiserver, scheduled by the
+production shape (one `kube run` replica holding the Lease, Celery workers, beat), watched until bound.
+
+Reported, never asserted: pods/s from the first pod created to the last seen bound (by our own
+watch, as a user would see it), the binding call's latency (pods/binding, from the Attempt rows)
+and create→bound latency per pod. It works in its own database and Redis prefix, and drops them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+
+from .e2e import UseDatabase, admin_execute, bench_database_url, pct, wait
+from ..testing.workers import BASE_DIR, WorkerProcesses, purge_broker, worker_env
+
+NODE_ALLOCATABLE = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+POD_REQUESTS = {"cpu": "100m", "memory": "500Mi"}
+NAMESPACE = "sched-test"
+
+
+def _node(name):
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": NODE_ALLOCATABLE, "capacity": NODE_ALLOCATABLE}}
+
+
+def _pod(name):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"schedulerName": "default-scheduler",
+                     "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"requests": POD_REQUESTS}}]}}
+
+
+class _BoundWatcher:
+    """Our own watch on the namespace: when each pod is first seen with spec.nodeName."""
+
+    def __init__(self, core, resource_version: str):
+        self.core = core
+        self.rv = resource_version
+        self.bound_at: dict[str, float] = {}
+        self.nodes: dict[str, str] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        import json
+
+        from kubernetes.watch.watch import iter_resp_lines
+
+        while not self.stop.is_set():
+            try:
+                response = self.core.list_namespaced_pod(NAMESPACE, watch=True, resource_version=self.rv,
+                                                         timeout_seconds=30, _preload_content=False)
+                for line in iter_resp_lines(response):
+                    event = json.loads(line)
+                    obj = event["object"]
+                    self.rv = obj["metadata"].get("resourceVersion") or self.rv
+                    node = (obj.get("spec") or {}).get("nodeName")
+                    name = obj["metadata"]["name"]
+                    if node and name not in self.bound_at:
+                        self.bound_at[name] = time.perf_counter()
+                        self.nodes[name] = node
+                    if self.stop.is_set():
+                        return
+            except Exception:  # noqa: BLE001 - resume from rv
+                time.sleep(0.05)
+
+
+def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeout: float = 900.0) -> dict:
+    from django.core.management import call_command
+    from kubernetes import client
+
+    from .. import loop
+    from ..kube.client import call
+    from ..testing.kube_apiserver import local_kube_cluster
+    from ..models import Attempt
+    from ..queue.queues import get_redis
+
+    say = progress or (lambda msg: None)
+    url, name = bench_database_url()
+    prefix = f"schedboard-kbench:{int(time.time())}:q"
+    r = get_redis()
+    if r is None:
+        raise RuntimeError("the kubernetes benchmark needs Redis: set REDIS_URL=redis://...")
+    admin_execute(f'DROP DATABASE IF EXISTS "{name}"')
+    admin_execute(f'CREATE DATABASE "{name}"')
+    purge_broker(settings.REDIS_URL)
+    wp = replica = None
+    say("starting kube-apiserver and etcd on loopback")
+    with local_kube_cluster() as cluster:
+        api = cluster.api_client()
+        core = client.CoreV1Api(api)
+        try:
+            with UseDatabase(name):
+                call_command("migrate", verbosity=0)
+                call(core.create_namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+                with ThreadPoolExecutor(8) as pool:
+                    list(pool.map(lambda i: call(core.create_node, _node(f"node-{i}")), range(nodes)))
+                env = worker_env(database_url=url, redis_url=settings.REDIS_URL, queue_prefix=prefix,
+                                 SCHEDBOARD_BACKEND="kubernetes", KUBECONFIG=str(cluster.kubeconfig),
+                                 SCHEDBOARD_KUBE_NAMESPACE="default", SCHEDBOARD_RECONCILE_MS="500")
+                wp = WorkerProcesses(workers, env, beat=True).start()
+                replica_log = open(wp.log_dir / "replica.log", "ab")
+                replica = subprocess.Popen([sys.executable, "manage.py", "kube", "run"], cwd=BASE_DIR, env=env,
+                                           stdout=replica_log, stderr=subprocess.STDOUT, start_new_session=True)
+                # Warm-up (not measured): leader elected, watches synced, workers loaded.
+                warm = [f"warm-{i}" for i in range(20)]
+                start_rv = call(core.list_namespaced_pod, NAMESPACE)["metadata"]["resourceVersion"]
+                watcher = _BoundWatcher(core, start_rv)
+                for p in warm:
+                    call(core.create_namespaced_pod, NAMESPACE, _pod(p))
+                wait(lambda: all(p in watcher.bound_at for p in warm), timeout, wp, "warm-up pods bound")
+                say(f"warm; creating {pods} pods through the API")
+                names = [f"pod-{i}" for i in range(pods)]
+                created_at: dict[str, float] = {}
+
+                def create(p):
+                    call(core.create_namespaced_pod, NAMESPACE, _pod(p))
+                    created_at[p] = time.perf_counter()
+
+                t0 = time.perf_counter()
+                with ThreadPoolExecutor(8) as pool:
+                    list(pool.map(create, names))
+                created_s = time.perf_counter() - t0
+                wait(lambda: all(p in watcher.bound_at for p in names), timeout, wp, "all pods bound")
+                elapsed = max(watcher.bound_at[p] for p in names) - t0
+                watcher.stop.set()
+                e2e = [(watcher.bound_at[p] - created_at[p]) * 1000.0 for p in names]
+                rows = list(Attempt.objects.filter(namespace=NAMESPACE, pod_name__in=names, result="scheduled")
+                            .values_list("binding_ms", "attempt_ms"))
+                per_node: dict[str, int] = {}
+                for p in names:
+                    per_node[watcher.nodes[p]] = per_node.get(watcher.nodes[p], 0) + 1
+                over = sum(1 for n in per_node.values() if n * 100 > 4000)
+                return {
+                    "backend": "kubernetes",
+                    "kube_nodes": nodes, "kube_pods": pods, "kube_workers": workers,
+                    "kube_pods_per_s": round(pods / elapsed, 1),
+                    "kube_seconds": round(elapsed, 3),
+                    "kube_create_pods_per_s": round(pods / created_s, 1),
+                    "kube_bind_p50_ms": pct([b for b, _ in rows if b is not None], 50),
+                    "kube_bind_p99_ms": pct([b for b, _ in rows if b is not None], 99),
+                    "kube_attempt_p50_ms": pct([a for _, a in rows if a is not None], 50),
+                    "kube_create_to_bound_p50_ms": pct(e2e, 50),
+                    "kube_create_to_bound_p99_ms": pct(e2e, 99),
+                    "kube_overcommitted_nodes": over,
+                }
+        finally:
+            if replica is not None and replica.poll() is None:
+                replica.terminate()
+                try:
+                    replica.wait(15)
+                except subprocess.TimeoutExpired:
+                    replica.kill()
+            if wp is not None:
+                wp.stop()
+            for key in r.scan_iter(match=prefix + "*", count=1000):
+                r.delete(key)
+            loop._worker = None
+            api.close()
+            admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

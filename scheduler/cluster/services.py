@@ -1,0 +1,272 @@
+"""Business operations on the simulated cluster: apply and delete nodes and pods (their events: state/events.py).
+
+Each operation is all-or-nothing (one transaction); what others must see (queue entries,
+cluster events) is published after commit.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field as dataclass_field
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from ..manifests.errors import ManifestError, Problem, uid_taken
+from ..manifests.objects import ParsedNode, ParsedPod
+from ..models import POD_UID_CONSTRAINT, ClusterEvent, Node, Pod
+from ..queue.kick import kick
+from ..state.events import cluster_event_record
+from ..state.reservations import (add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage,
+                                 row_usage)
+from ..versions.profiles import scheduler_names
+from ..manifests.cluster_objects import ParsedObject
+from ..state.placed_pods import placed_pod_changed
+from .objects import cluster_object_apply
+
+
+@dataclass
+class ApplyResult:
+    created: list[str]
+    configured: list[str]
+    unchanged: list[str]
+    # ("Node", "", name) or ("Pod", namespace, name) -> "created" | "configured" | "unchanged":
+    # pods of the same name in two namespaces are both "pod/NAME" in the lists above.
+    statuses: dict[tuple[str, str, str], str] = dataclass_field(default_factory=dict)
+
+    def record(self, kind: str, namespace: str, name: str, status: str) -> None:
+        getattr(self, status).append(f"{kind.lower()}/{name}")
+        self.statuses[(kind, namespace, name)] = status
+
+
+# ---- apply ------------------------------------------------------------------------------
+
+def _node_columns(parsed: ParsedNode) -> dict:
+    alloc = parsed.spec.allocatable
+    return {
+        "manifest": parsed.manifest,
+        "unschedulable": parsed.spec.unschedulable,
+        "alloc_cpu": alloc.get(CPU, 0),
+        "alloc_memory": alloc.get(MEMORY, 0),
+        "alloc_ephemeral": alloc.get(EPHEMERAL_STORAGE, 0),
+        "alloc_pods": alloc.get(PODS, 0),
+        "alloc_scalar": {r: v for r, v in alloc.items() if r not in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)},
+    }
+
+
+def cluster_apply(objects: list[ParsedNode | ParsedPod], *, filename: str = "-") -> ApplyResult:
+    """Apply parsed Nodes and Pods in one transaction: nodes first, then pods; nothing on any problem."""
+    try:
+        return _cluster_apply(objects)
+    except IntegrityError as exc:
+        if POD_UID_CONSTRAINT not in str(exc):
+            raise
+        # Another apply committed a pod with one of these uids after we looked: look again, and the
+        # duplicate is reported as a problem like any other (nothing of this apply was kept).
+        return _cluster_apply(objects)
+
+
+def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
+    result = ApplyResult([], [], [])
+    to_queue: list[tuple[str, int]] = []
+    node_events: list[tuple[str, str]] = []
+    problems: list[Problem] = []
+    ours = scheduler_names()
+    with transaction.atomic():
+        for obj in objects:
+            if isinstance(obj, ParsedNode):
+                _node_apply(obj, result, node_events)
+        # Namespaces, Services and controllers before the pods they select (one transaction either way).
+        for obj in objects:
+            if isinstance(obj, ParsedObject):
+                cluster_object_apply(obj, result)
+        # Which pods already hold the uids this apply names: one query, not one per pod.
+        uid_owners = _uid_owners({obj.spec.uid for obj in objects if isinstance(obj, ParsedPod) and obj.spec.uid})
+        for obj in objects:
+            if isinstance(obj, ParsedPod):
+                problem = _pod_apply(obj, result, to_queue, ours, uid_owners)
+                if problem:
+                    problems.append(problem)
+        if problems:
+            transaction.set_rollback(True)
+        else:
+            for kind, name in node_events:
+                cluster_event_record(kind, name)
+    if problems:
+        raise ManifestError(problems)
+    transaction.on_commit(lambda: _publish(to_queue, node_events))
+    return result
+
+
+def _uid_owners(uids: set[str]) -> dict[str, str]:
+    """uid -> "ns/name" of the pods that already hold these uids."""
+    if not uids:
+        return {}
+    return {uid: f"{ns}/{name}" for uid, ns, name in Pod.objects.filter(uid__in=uids).values_list("uid", "namespace", "name")}
+
+
+def _node_apply(parsed: ParsedNode, result: ApplyResult, node_events: list) -> None:
+    name = parsed.spec.name
+    columns = _node_columns(parsed)
+    node = Node.objects.select_for_update().filter(name=name).first()
+    if node is None:
+        node = Node(name=name, **columns)
+        node_recount(node)
+        node.save()
+        result.record("Node", "", name, "created")
+        node_events.append((ClusterEvent.NODE_ADD, name))
+        return
+    if node.manifest == parsed.manifest:
+        result.record("Node", "", name, "unchanged")
+        return
+    for field, value in columns.items():
+        setattr(node, field, value)
+    node.spec_version += 1
+    node.save()
+    result.record("Node", "", name, "configured")
+    node_events.append((ClusterEvent.NODE_UPDATE, name))
+
+
+def _problem(parsed: ParsedPod, field_path: str, message: str) -> Problem:
+    file, doc, prefix = parsed.origin
+    return Problem(file=file, doc=doc, kind="Pod", ns_name=parsed.spec.key,
+                   path=f"{prefix}.{field_path}" if prefix else field_path, message=message)
+
+
+def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set[str],
+               uid_owners: dict[str, str]) -> Problem | None:
+    spec = parsed.spec
+    manifest = parsed.manifest
+    meta = manifest.setdefault("metadata", {})
+    pod = Pod.objects.select_for_update().filter(namespace=spec.namespace, name=spec.name).first()
+    usage = pod_usage_fields(spec)
+    if pod is None:
+        owner = uid_owners.get(spec.uid)
+        if owner is not None and owner != spec.key:
+            # A second pod under one uid would never bind (one Binding per uid) and stall its batch.
+            return _problem(parsed, "metadata.uid", uid_taken(spec.uid, owner))
+        uid = spec.uid or meta.get("uid") or str(uuid.uuid4())
+        uid_owners[uid] = spec.key
+        meta["uid"] = uid
+        created = parse_datetime(str(meta.get("creationTimestamp") or "")) or timezone.now()
+        meta["creationTimestamp"] = created.strftime("%Y-%m-%dT%H:%M:%SZ")
+        pod = Pod(namespace=spec.namespace, name=spec.name, uid=uid, manifest=manifest,
+                  scheduler_name=spec.scheduler_name, priority=spec.priority, deleting=spec.deleting,
+                  created_at=created, **usage)
+        if spec.node_name:
+            pod.node_name = spec.node_name
+            pod.phase = Pod.RUNNING
+            pod.scheduled_status = "True"
+            pod.bound_at = created
+            if Node.objects.filter(name=spec.node_name).exists():
+                add_node_usage(node_name=spec.node_name, usage=usage)
+        pending = not spec.node_name and spec.scheduler_name in ours and not spec.deleting
+        if pending:
+            pod.queued_at = timezone.now()
+        pod.save()
+        result.record("Pod", spec.namespace, spec.name, "created")
+        if pending:
+            to_queue.append((pod.key, spec.priority))
+        return None
+    # An update. As the API server: a pod's spec is (mostly) immutable once it exists, its uid entirely.
+    if spec.uid and spec.uid != pod.uid:
+        return _problem(parsed, "metadata.uid", f"Invalid value: {json.dumps(spec.uid)}: field is immutable")
+    meta["uid"] = pod.uid
+    meta["creationTimestamp"] = pod.manifest.get("metadata", {}).get("creationTimestamp")
+    placed = pod.node_name or pod.assumed_node
+    if placed and (usage != {f: getattr(pod, f) for f in usage} or (spec.node_name and spec.node_name != pod.node_name)):
+        return _problem(parsed, "spec", "Forbidden: pod updates may not change the resources or node of a scheduled pod")
+    if pod.manifest == manifest:
+        result.record("Pod", spec.namespace, spec.name, "unchanged")
+        return None
+    old_manifest = pod.manifest
+    pod.manifest = manifest
+    pod.priority = spec.priority
+    pod.scheduler_name = spec.scheduler_name
+    pod.deleting = pod.deleting or spec.deleting
+    if not placed:
+        for field, value in usage.items():
+            setattr(pod, field, value)
+        if spec.node_name:
+            pod.node_name = spec.node_name
+            pod.phase = Pod.RUNNING
+            pod.scheduled_status = "True"
+            pod.bound_at = timezone.now()
+            if Node.objects.filter(name=spec.node_name).exists():
+                add_node_usage(node_name=spec.node_name, usage=usage)
+        elif spec.scheduler_name in ours and not pod.deleting:
+            pod.queued_at = pod.queued_at or timezone.now()
+            to_queue.append((pod.key, spec.priority))
+    pod.save()
+    placed_pod_changed(pod, old_manifest)
+    result.record("Pod", spec.namespace, spec.name, "configured")
+    return None
+
+
+def _publish(to_queue: list[tuple[str, int]], node_events: list[tuple[str, str]]) -> None:
+    """After commit: tell the queue at once (the reconciler would find out within a second anyway)."""
+    from ..queue.queues import get_queue
+
+    queue = get_queue()
+    for key, priority in to_queue:
+        queue.add(key, priority)
+    for kind, _ in node_events[:1]:
+        queue.move_all_to_active_or_backoff(kind)
+    if to_queue or node_events:
+        kick()
+
+
+# ---- delete -----------------------------------------------------------------------------
+
+def pod_delete(*, namespace: str, name: str) -> bool:
+    """Delete a pod now (as `kubectl delete --grace-period=0 --force`), giving back its room."""
+    with transaction.atomic():
+        pod = Pod.objects.select_for_update().filter(namespace=namespace, name=name).first()
+        if pod is None:
+            return False
+        usage = row_usage(pod)
+        was_bound = bool(pod.node_name)
+        if pod.node_name:
+            if Node.objects.filter(name=pod.node_name).exists():
+                release_node_usage(node_name=pod.node_name, usage=usage)
+        elif pod.assumed_node:
+            release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=usage)
+        key = pod.key
+        pod.delete()
+        if was_bound:
+            cluster_event_record(ClusterEvent.ASSIGNED_POD_DELETE, key)
+
+    def publish():
+        from ..queue.queues import get_queue
+
+        queue = get_queue()
+        queue.delete(key)
+        if was_bound:
+            queue.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_DELETE)
+
+    transaction.on_commit(publish)
+    return True
+
+
+def node_delete(*, name: str) -> bool:
+    """Delete a node. Pods only assumed on it are released and go back to the queue."""
+    with transaction.atomic():
+        node = Node.objects.select_for_update().filter(name=name).first()
+        if node is None:
+            return False
+        requeue = list(Pod.objects.filter(node_name="", assumed_node=name).values_list("namespace", "name", "priority"))
+        Pod.objects.filter(node_name="", assumed_node=name).update(assumed_node="", assumed_at=None, binding_at=None)
+        node.delete()
+
+    def publish():
+        from ..queue.queues import get_queue
+
+        queue = get_queue()
+        for ns, pod_name, priority in requeue:
+            queue.add(f"{ns}/{pod_name}", priority)
+
+    transaction.on_commit(publish)
+    return True

@@ -1,0 +1,15 @@
+"""Celery tasks sent by name, so that nothing in scheduler/ imports the Celery face (tasks.py), which
+imports the loop: the loop and the backends send "scheduler.schedule" and "scheduler.bind" down to
+whichever worker takes them. config/apps.py registers the tasks when Django is ready."""
+
+from __future__ import annotations
+
+from celery import current_app
+
+SCHEDULE = "scheduler.schedule"  # run one schedule batch (tasks.schedule)
+BIND = "scheduler.bind"  # bind a batch of placed pods (tasks.bind)
+
+
+def send(name: str, *args) -> None:
+    """As the task's delay(*args): inline where tasks run eagerly (tests, embedded), else through the broker."""
+    current_app.tasks[name].delay(*args)

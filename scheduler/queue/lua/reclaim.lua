@@ -1,0 +1,8 @@
+local cutoff = NOW - tonumber(ARGV[5])
+local dead = redis.call('ZRANGEBYSCORE', KI, '-inf', '(' .. fmt(cutoff))
+for _, key in ipairs(dead) do
+  unlink(key)
+  redis.call('HSET', pk(key), 'popped_at', '')
+  to_active(key)
+end
+return dead

@@ -1,0 +1,237 @@
+"""The scheduling queue on Redis, shared by many worker processes.
+
+Same contract and semantics as scheduler.engine.queue.MemoryQueue (kube-scheduler's
+PriorityQueue); every operation is one Lua script, so it is atomic across processes.
+
+Layout under `prefix`:
+  :active         ZSET, all scores 0, member "<2^31-1-priority:10>|<timestamp µs:19>|<key>"
+                  so ZPOPMIN pops in PrioritySort order (priority desc, timestamp asc)
+  :backoff        ZSET key -> backoff expiry
+  :unschedulable  ZSET key -> time it entered the pool
+  :inflight       ZSET key -> time it was popped (start of the lease)
+  :cycle          scheduling cycle counter; :movecycle the move request cycle
+  :pod:<key>      HASH of the QueuedPodInfo fields, as strings
+
+Lua prints numbers with "%.14g"; every number the scripts compute is written with "%.17g"
+so timestamps survive the round trip exactly. Pod hashes are touched by name from inside
+the scripts (not passed in KEYS), which standalone Redis allows and Redis Cluster does not.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..engine.queue import (
+    ACTIVE_Q,
+    BACKOFF_COMPLETE,
+    BACKOFF_Q,
+    DEFAULT_IN_FLIGHT_LEASE,
+    DEFAULT_POD_INITIAL_BACKOFF,
+    DEFAULT_POD_MAX_BACKOFF,
+    DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
+    EVENT_UNSCHEDULABLE_TIMEOUT,
+    EVENT_UNSCHEDULED_POD_ADD,
+    EVENT_UNSCHEDULED_POD_UPDATE,
+    QUEUE_NAMES,
+    SCHEDULE_ATTEMPT_FAILURE,
+    IncomingHook,
+    QueuedPodInfo,
+    check_priority,
+)
+
+
+_LUA = Path(__file__).with_name("lua")
+
+
+def _lua(name: str) -> str:
+    """One operation's script, after the prelude every script shares (keys, backoff, ordering helpers)."""
+    return (_LUA / "prelude.lua").read_text() + (_LUA / f"{name}.lua").read_text()
+
+
+def _s(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _opt_float(value: str) -> float | None:
+    return float(value) if value != "" else None
+
+
+def _info(key, flat) -> QueuedPodInfo:
+    h = {_s(flat[i]): _s(flat[i + 1]) for i in range(0, len(flat), 2)}
+    return QueuedPodInfo(
+        key=_s(key),
+        priority=int(h["priority"]),
+        timestamp=float(h["timestamp"]),
+        attempts=int(h["attempts"]),
+        initial_attempt_timestamp=_opt_float(h["initial_attempt_timestamp"]),
+        cycle=int(h["cycle"]),
+        backoff_expiry=_opt_float(h["backoff_expiry"]),
+        unschedulable_since=_opt_float(h["unschedulable_since"]),
+        message=h["message"],
+        queue=h["queue"],
+        popped_at=_opt_float(h["popped_at"]),
+    )
+
+
+def _pairs(flat) -> list[QueuedPodInfo]:
+    return [_info(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
+
+
+class RedisQueue:
+    """SchedulingQueue on Redis; safe to share between threads and processes."""
+
+    def __init__(
+        self,
+        redis_client,
+        prefix: str = "schedboard:q",
+        clock: Callable[[], float] = time.time,
+        initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
+        max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
+        max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
+        on_incoming: IncomingHook | None = None,
+    ):
+        self.redis = redis_client
+        self._incoming = on_incoming
+        self.prefix = prefix
+        self._clock = clock
+        self.clock = clock  # the time base of every timestamp this queue hands out
+        self.initial_backoff = float(initial_backoff)
+        self.max_backoff = float(max_backoff)
+        self.max_in_unschedulable = float(max_in_unschedulable)
+        self._keys = [
+            f"{prefix}:active",
+            f"{prefix}:backoff",
+            f"{prefix}:unschedulable",
+            f"{prefix}:inflight",
+            f"{prefix}:cycle",
+            f"{prefix}:movecycle",
+        ]
+        reg = redis_client.register_script
+        self._add = reg(_lua("add"))
+        self._update = reg(_lua("update"))
+        self._delete = reg(_lua("delete"))
+        self._pop = reg(_lua("pop"))
+        self._add_unschedulable = reg(_lua("add_unschedulable"))
+        self._move_all = reg(_lua("move_all"))
+        self._flush = reg(_lua("flush"))
+        self._reclaim = reg(_lua("reclaim"))
+        self._entries = reg(_lua("entries"))
+
+    def _run(self, script, *args, now: float | None = None):
+        now = self._clock() if now is None else now
+        head = [self.prefix, repr(self.initial_backoff), repr(self.max_backoff), repr(float(now))]
+        return script(keys=self._keys, args=head + [str(a) for a in args])
+
+    def _count(self, queue: str, event: str, count: int) -> None:
+        if count and self._incoming is not None:
+            self._incoming(queue, event, count)
+
+    def add(self, key: str, priority: int = 0) -> bool:
+        added = self._run(self._add, key, check_priority(priority)) == 1
+        if added:
+            self._count(ACTIVE_Q, EVENT_UNSCHEDULED_POD_ADD, 1)
+        return added
+
+    def update(self, key: str, priority: int = 0) -> str:
+        queue, how = (_s(v) for v in self._run(self._update, key, check_priority(priority)))
+        if how:
+            self._count(queue, EVENT_UNSCHEDULED_POD_ADD if how == "added" else EVENT_UNSCHEDULED_POD_UPDATE, 1)
+        return queue
+
+    def delete(self, key: str) -> bool:
+        return self._run(self._delete, key) == 1
+
+    def done(self, key: str) -> bool:
+        return self.delete(key)
+
+    def done_many(self, keys: list[str]) -> None:
+        """done() for many pods in one round trip (each still its own atomic script)."""
+        if not keys:
+            return
+        pipe = self.redis.pipeline(transaction=False)
+        now = self._clock()
+        head = [self.prefix, repr(self.initial_backoff), repr(self.max_backoff), repr(float(now))]
+        for key in keys:
+            self._delete(keys=self._keys, args=[*head, str(key)], client=pipe)
+        pipe.execute()
+
+    def pop(self, max_count: int = 1) -> list[QueuedPodInfo]:
+        if max_count <= 0:
+            return []
+        return _pairs(self._run(self._pop, int(max_count)))
+
+    def scheduling_cycle(self) -> int:
+        return int(self.redis.get(self._keys[4]) or 0)
+
+    def move_request_cycle(self) -> int:
+        value = self.redis.get(self._keys[5])
+        return -1 if value is None else int(value)
+
+    def add_unschedulable_if_not_present(
+        self, info: QueuedPodInfo, unschedulable: bool = True, message: str = ""
+    ) -> str | None:
+        out = self._run(
+            self._add_unschedulable, info.key, int(info.cycle), "1" if unschedulable else "0", message
+        )
+        if out is None:
+            return None
+        queue = _s(out)
+        self._count(queue, SCHEDULE_ATTEMPT_FAILURE, 1)
+        return queue
+
+    def move_all_to_active_or_backoff(self, event: str) -> int:
+        moved, backoff = (int(v) for v in self._run(self._move_all, event))
+        self._count(ACTIVE_Q, event, moved - backoff)
+        self._count(BACKOFF_Q, event, backoff)
+        return moved
+
+    def flush(self, now: float | None = None) -> int:
+        done, left, backoff = (int(v) for v in self._run(self._flush, repr(self.max_in_unschedulable), now=now))
+        self._count(ACTIVE_Q, BACKOFF_COMPLETE, done)
+        self._count(ACTIVE_Q, EVENT_UNSCHEDULABLE_TIMEOUT, left - backoff)
+        self._count(BACKOFF_Q, EVENT_UNSCHEDULABLE_TIMEOUT, backoff)
+        return done + left
+
+    def reclaim_expired(
+        self, now: float | None = None, lease_seconds: float = DEFAULT_IN_FLIGHT_LEASE
+    ) -> list[str]:
+        return [_s(k) for k in self._run(self._reclaim, repr(float(lease_seconds)), now=now)]
+
+    def get(self, key: str) -> QueuedPodInfo | None:
+        flat = self.redis.execute_command("HGETALL", f"{self.prefix}:pod:{key}")
+        if not flat:
+            return None
+        if isinstance(flat, dict):  # a client with RESP3 or response callbacks
+            flat = [x for kv in flat.items() for x in kv]
+        return _info(key, flat)
+
+    def keys(self) -> set[str]:
+        pipe = self.redis.pipeline(transaction=True)
+        for k in self._keys[:4]:
+            pipe.zrange(k, 0, -1)
+        active, *rest = pipe.execute()
+        out = {_s(m).split("|", 2)[2] for m in active}
+        for members in rest:
+            out.update(_s(m) for m in members)
+        return out
+
+    def lengths(self) -> dict[str, int]:
+        pipe = self.redis.pipeline(transaction=True)
+        for k in self._keys[:4]:
+            pipe.zcard(k)
+        return dict(zip(QUEUE_NAMES, (int(n) for n in pipe.execute())))
+
+    def entries(self, queue_name: str, limit: int = 100) -> list[QueuedPodInfo]:
+        if queue_name not in QUEUE_NAMES:
+            raise ValueError(f"unknown queue {queue_name!r}")
+        if limit <= 0:
+            return []
+        return _pairs(self._run(self._entries, queue_name, int(limit)))
+
+    def clear(self) -> None:
+        """Remove every key under the prefix (tests, and resetting a demo)."""
+        for name in self.redis.scan_iter(match=f"{self.prefix}:*", count=500):
+            self.redis.delete(name)
+

@@ -1,0 +1,53 @@
+"""`record --from-cluster` against a real kube-apiserver on loopback: the start state it reads replays."""
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from scheduler.replay.record import record_from_cluster
+from scheduler.replay.run import replay_trace
+from scheduler.engine.config import default_config
+
+pytestmark = pytest.mark.kube  # kube_cluster: scheduler/testing/fixtures.py
+
+
+def test_a_live_snapshot_holds_the_nodes_the_pods_and_the_objects_plugins_read(kube_cluster):
+    from kubernetes import client
+
+    api = kube_cluster.api_client()
+    core = client.CoreV1Api(api)
+    core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": "shop", "labels": {"team": "web"}}})
+    for name, cpu, memory in (("node-a", "16", "64Gi"), ("node-b", "4", "8Gi")):
+        allocatable = {"cpu": cpu, "memory": memory, "pods": "110"}
+        core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=name, labels={"kubernetes.io/hostname": name}),
+                                       status=client.V1NodeStatus(allocatable=allocatable, capacity=allocatable)))
+    core.create_namespaced_service("shop", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                                            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+
+    def pod(name, node=None):
+        spec = {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
+        if node:
+            spec["nodeName"] = node
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "web"}}, "spec": spec}
+
+    core.create_namespaced_pod("shop", pod("running", node="node-b"))
+    core.create_namespaced_pod("shop", pod("waiting"))
+
+    trace = record_from_cluster(api, now=datetime.now(timezone.utc))
+    api.close()
+
+    assert trace.header["source"] == "cluster"
+    assert sorted(m["metadata"]["name"] for m in trace.nodes) == ["node-a", "node-b"]
+    assert {(m["metadata"]["name"], node) for m, node in trace.pods} >= {("running", "node-b"), ("waiting", None)}
+    kinds = {(m["kind"], m["metadata"]["name"]) for m in trace.objects}
+    assert ("Namespace", "shop") in kinds and ("Service", "web") in kinds
+    shop = next(m for m in trace.objects if m["kind"] == "Namespace" and m["metadata"]["name"] == "shop")
+    assert shop["metadata"]["labels"]["team"] == "web"
+
+    report = replay_trace(trace, [("default", default_config())])
+    run = report["configs"][0]
+    # node-a is empty and four times node-b, which holds the other app=web pod: every score prefers node-a.
+    assert run["placements"]["shop/waiting"] == "node-a" and run["placements"]["shop/running"] == "node-b"
+    json.dumps(report)  # the report is plain JSON

@@ -1,0 +1,116 @@
+"""A worker's view of the nodes: a NodeTable rebuilt when node specs change, its usage
+reloaded from Postgres at the start of every batch (one query), one row at a time after a
+lost reservation race."""
+
+from __future__ import annotations
+
+import numpy as np
+from django.db.models import Q
+
+from ..engine.cache import Cache
+from ..engine.nodes import NodeSpec, NodeTable, NodeUsage
+from ..engine.pods import HostPort
+from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from ..manifests.objects import node_from_manifest
+from ..models import Node
+from .placed_pods import FollowedObjects, PlacedPods
+from .topology_claims import read_clock
+
+_USAGE_FIELDS = ("req_cpu", "req_memory", "req_ephemeral", "req_pods", "nonzero_cpu", "nonzero_memory",
+                 "req_scalar", "used_ports")
+
+
+def ports_from_json(rows) -> list[HostPort]:
+    return [HostPort(port=int(port), protocol=proto, ip=ip) for proto, port, ip in rows]
+
+
+def usage_from_values(req_cpu, req_memory, req_ephemeral, req_pods, nonzero_cpu, nonzero_memory, req_scalar, used_ports) -> NodeUsage:
+    requested = {CPU: req_cpu, MEMORY: req_memory, EPHEMERAL_STORAGE: req_ephemeral, PODS: req_pods, **(req_scalar or {})}
+    return NodeUsage(requested=requested, nonzero_cpu=nonzero_cpu, nonzero_memory=nonzero_memory,
+                     ports=tuple(ports_from_json(used_ports or ())))
+
+
+class Snapshot:
+    """Holds the worker's Cache; `refresh()` brings it up to date with the shared state."""
+
+    def __init__(self) -> None:
+        self.cache: Cache | None = None
+        self._spec_key: tuple | None = None
+        self._specs: dict[str, tuple[int, NodeSpec]] = {}
+        self.spec_versions: dict[str, int] = {}
+        self.placed = PlacedPods()
+        self.objects = FollowedObjects()
+        self.clock: int | None = None
+
+    def refresh(self) -> Cache:
+        # Before the pods are read: a claim checked after this is seen by reserve (topology_claims).
+        self.clock = read_clock()
+        # Numbers for every node, JSON only for the few nodes with extended resources or host
+        # ports in use: decoding 2 x 5,000 JSON values per batch would cost more than the rest.
+        rows = list(Node.objects.order_by("name").values_list("name", "spec_version", *_USAGE_FIELDS[:6], "generation"))
+        spec_key = tuple((r[0], r[1]) for r in rows)
+        if spec_key != self._spec_key or self.cache is None:
+            self._rebuild([(name, version) for name, version, *_ in rows])
+            self._spec_key = spec_key
+        else:
+            # The pods this worker assumed were indexed by its cache; the shared state has them now
+            # (their nodes' generations moved), or has dropped them.
+            self.placed.drop_assumed(self.cache)
+        table = self.cache.table
+        n = len(rows)
+        cols = list(zip(*rows)) if rows else [()] * 8
+
+        def ints(i):
+            return np.fromiter(cols[i], dtype=np.int64, count=n)
+
+        standard = {CPU: ints(2), MEMORY: ints(3), EPHEMERAL_STORAGE: ints(4), PODS: ints(5)}
+        scalars, ports = {}, {}
+        special = Node.objects.filter(~Q(req_scalar={}) | ~Q(used_ports=[])).values_list("name", "req_scalar", "used_ports")
+        for name, req_scalar, used_ports in special:
+            row = table.index.get(name)
+            if row is not None:
+                if req_scalar:
+                    scalars[row] = req_scalar
+                if used_ports:
+                    ports[row] = ports_from_json(used_ports)
+        table.load_usage(standard, ints(6), ints(7), scalars, ports)
+        self.placed.sync(table, dict(zip(cols[0], cols[8])) if rows else {})
+        table.objects = self.objects.sync()
+        # The shared state already counts every reservation that committed, ours included.
+        self.cache.assumed.clear()
+        return self.cache
+
+    def _rebuild(self, names_versions: list[tuple[str, int]]) -> None:
+        wanted = {name: version for name, version in names_versions}
+        stale = [name for name, version in wanted.items() if self._specs.get(name, (None,))[0] != version]
+        if stale:
+            for name, version, manifest in Node.objects.filter(name__in=stale).values_list("name", "spec_version", "manifest"):
+                self._specs[name] = (version, node_from_manifest(manifest))
+        for name in list(self._specs):
+            if name not in wanted:
+                del self._specs[name]
+        specs = [self._specs[name][1] for name, _ in names_versions if name in self._specs]
+        self.spec_versions = {name: self._specs[name][0] for name, _ in names_versions if name in self._specs}
+        table = NodeTable(specs)
+        table.objects = self.objects.objects
+        if self.cache is None:
+            self.cache = Cache(table)
+        else:
+            # Keep the one Cache object: a cycle in progress holds it.
+            self.cache.table = table
+
+    def refresh_nodes(self, cache: Cache, node_names: set[str]) -> None:
+        """Reload these nodes' usage (after a lost reservation race); rebuild if one of them changed."""
+        rows = Node.objects.filter(name__in=node_names).values_list("name", "spec_version", *_USAGE_FIELDS)
+        # The pods too, on every node that changed: a lost race may be over a topology domain (a spread
+        # constraint or anti-affinity refused at claim), which spans more nodes than the ones named.
+        self.clock = read_clock()
+        self.placed.sync(cache.table, dict(Node.objects.values_list("name", "generation")))
+        found = {r[0]: r for r in rows}
+        if set(found) != set(node_names) or any(r[1] != self.spec_versions.get(name) for name, r in found.items()):
+            # A node changed (labels, taints, allocatable) or went away: rebuild everything.
+            self._spec_key = None
+            self.refresh()
+            return
+        for name, values in found.items():
+            cache.table.set_row_usage(cache.table.index[name], usage_from_values(*values[2:]))

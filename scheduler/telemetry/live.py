@@ -1,0 +1,36 @@
+"""The live feed's sending side: the loop says what each batch did once the batch has committed (as
+Zulip's "send event on commit"), and each subscriber hears it. The dashboard subscribes when its app
+is ready (dashboard/apps.py): the loop never imports the dashboard, and with no subscriber nothing
+is sent. A subscriber must return at once (the dashboard's publisher buffers or drops, never waits).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class LiveSubscriber(Protocol):
+    def schedule_batch_done(self, attempts: list, popped: int) -> None: ...
+
+    def bind_batch_done(self, bound: list, refused: list, now) -> None: ...
+
+
+_subscribers: list[LiveSubscriber] = []
+
+
+def subscribe(subscriber: LiveSubscriber) -> None:
+    """Hear every batch from now on (once, however often it subscribes)."""
+    if subscriber not in _subscribers:
+        _subscribers.append(subscriber)
+
+
+def schedule_batch_done(attempts: list, popped: int) -> None:
+    """A schedule batch committed: its attempts and how many pods it popped."""
+    for subscriber in _subscribers:
+        subscriber.schedule_batch_done(attempts, popped)
+
+
+def bind_batch_done(bound: list, refused: list, now) -> None:
+    """A bind batch committed: the pods bound, the bindings refused, and when."""
+    for subscriber in _subscribers:
+        subscriber.bind_batch_done(bound, refused, now)
