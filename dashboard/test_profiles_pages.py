@@ -155,10 +155,11 @@ def test_whatif_streams_only_the_stored_scores_and_keeps_none_of_them(client):
                                      for r in results)
 
 
-DRAFT = {"w_TaintToleration": 3, "w_NodeAffinity": 2, "w_NodeResourcesFit": 1, "w_NodeResourcesBalancedAllocation": 1}
+DRAFT = {"w_TaintToleration": 3, "w_NodeAffinity": 2, "w_NodeResourcesFit": 1, "w_PodTopologySpread": 2,
+         "w_InterPodAffinity": 2, "w_NodeResourcesBalancedAllocation": 1}
 # Score plugins in the dumped profile's score list: TaintToleration, NodeAffinity, NodeResourcesFit,
-# NodeResourcesBalancedAllocation, ImageLocality -> ImageLocality is enabled[4].
-IMAGE_WEIGHT_PATH = "profiles[0].plugins.score.enabled[4].weight"
+# PodTopologySpread, InterPodAffinity, NodeResourcesBalancedAllocation, ImageLocality -> ImageLocality is enabled[6].
+IMAGE_WEIGHT_PATH = "profiles[0].plugins.score.enabled[6].weight"
 
 
 @pytest.mark.parametrize("weight, error", [

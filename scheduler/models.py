@@ -115,6 +115,41 @@ class Pod(models.Model):
         return f"{self.namespace}/{self.name}"
 
 
+# The kinds of ClusterObject: what PodTopologySpread's default constraints (the Services and
+# controllers selecting a pod) and InterPodAffinity's namespaceSelector (Namespace labels) read.
+NAMESPACE, SERVICE, REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER = (
+    "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController")
+CLUSTER_OBJECT_KINDS = (NAMESPACE, SERVICE, REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER)
+
+
+class ClusterObject(models.Model):
+    """A Namespace, Service, ReplicaSet, StatefulSet or ReplicationController, as applied or mirrored.
+
+    `selector` is the object's selector as stored, JSON null for a nil one (it selects nothing):
+    a Service's or ReplicationController's map, a ReplicaSet's or StatefulSet's LabelSelector.
+    """
+
+    kind = models.CharField(max_length=32, choices=[(k, k) for k in CLUSTER_OBJECT_KINDS])
+    namespace = models.CharField(max_length=253, blank=True, default="", help_text="empty for a Namespace")
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=64, blank=True, default="")
+    labels = models.JSONField(default=dict, blank=True)
+    selector = models.JSONField(null=True, blank=True)
+    replicas = models.IntegerField(null=True, blank=True)
+    manifest = models.JSONField(help_text="The object as applied (normalised).")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["kind", "namespace", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "namespace", "name"], name="cluster_object_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
 class Attempt(models.Model):
     """One scheduling attempt of one pod: the decision, why, and how long each part took."""
 

@@ -7,6 +7,10 @@ from html import unescape
 from html.parser import HTMLParser
 
 import pytest
+
+from scheduler.engine.plugins.inter_pod_affinity import InterPodAffinityArgs
+from scheduler.engine.plugins.pod_topology_spread import PodTopologySpreadArgs
+from scheduler.engine.pods import TopologySpreadConstraint
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
@@ -121,6 +125,24 @@ def test_a_staff_user_changes_a_weight_gives_a_reason_and_a_new_active_version_i
     expected.profiles[0].scores = [(n, 5 if n == "ImageLocality" else w) for n, w in expected.profiles[0].scores]
     assert config == expected
     assert response["Location"] == f"{BASE}{version.pk}/change/"
+
+
+def test_the_form_edits_the_topology_plugins_args_and_shows_them_again(staff):
+    data = form_data(staff, PROFILE)
+    data["spread_defaulting_type"] = "List"
+    data["spread_default_constraints"] = "- {maxSkew: 2, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}\n"
+    data["hard_pod_affinity_weight"] = "7"
+    data["ignore_preferred_terms_of_existing_pods"] = "on"
+    data["reason"] = "spread by zone"
+    assert save(staff, data).status_code == 302
+    _, config = config_active()
+    args = config.profiles[0].plugin_args
+    assert args["InterPodAffinity"] == InterPodAffinityArgs(7, True)
+    assert args["PodTopologySpread"] == PodTopologySpreadArgs(
+        (TopologySpreadConstraint(2, "topology.kubernetes.io/zone", "DoNotSchedule"),), "List")
+    again = form_data(staff, PROFILE)
+    assert again["spread_defaulting_type"] == "List" and again["hard_pod_affinity_weight"] == "7"
+    assert "maxSkew: 2" in again["spread_default_constraints"]
 
 
 def test_saving_the_form_untouched_saves_the_same_configuration(staff):
@@ -241,7 +263,11 @@ BAD_EDITS = [
      '.matchExpressions[0].operator: Unsupported value: "Near": supported values: "In", "NotIn", "Exists", '
      '"DoesNotExist", "Gt", "Lt"'),
     (lambda d: d.__setitem__(row_of(d, "ImageLocality") + "-weight", str(1 << 31)),
-     "profiles[0].plugins.score.enabled[4].weight: cannot unmarshal number into Go value of type int32"),
+     "profiles[0].plugins.score.enabled[6].weight: cannot unmarshal number into Go value of type int32"),
+    (edit("hard_pod_affinity_weight", "101"),
+     "profiles[0].pluginConfig[0].args.hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]"),
+    (edit("spread_default_constraints", "- {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway}\n"),
+     'profiles[0].pluginConfig[0].args.defaultingType: Invalid value: "System": when .defaultConstraints are not empty'),
     (edit("ignored_resource_groups", "example.com/x"),
      f"{FIT}.ignoredResourceGroups[0]: Invalid value: \"example.com/x\": resource group name can't contain '/'"),
 ]

@@ -156,7 +156,7 @@ BAD_INPUTS = {
     "unknown kind": (
         "kind.yaml",
         NODE_A + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec: {}\n",
-        ['kind.yaml: doc 2 (Deployment shop/web): kind: unsupported kind "Deployment" (only v1 Node and Pod)'],
+        ['kind.yaml: doc 2 (Deployment shop/web): kind: unsupported kind "Deployment" (only v1 Node, Pod, Namespace, Service and ReplicationController, and apps/v1 ReplicaSet and StatefulSet)'],
     ),
     "bad quantity": (
         "pods.yaml",

@@ -183,3 +183,15 @@ def test_a_profile_that_is_not_utf8_is_one_line_not_a_traceback(in_case, tmp_pat
     r = cli("explain", "--cluster", "cluster.yaml", "--pod", "pod.yaml", "--profile", str(tmp_path / "latin1.yaml"))
     assert (r.code, r.out) == (1, "")
     assert r.err == f"{tmp_path / 'latin1.yaml'}: not UTF-8 text (invalid continuation byte at byte 48)\n"
+
+
+def test_a_replica_without_constraints_is_spread_by_the_system_defaults_its_replicaset_selects_it_for(in_case):
+    in_case("spread-default-constraints")
+    result = json.loads(cli(*case_args("spread-default-constraints")).out)
+    assert result["selected"] == "node-b1"
+    spread = {node: s["plugins"]["PodTopologySpread"] for node, s in result["scores"].items()}
+    # As upstream's scoring: per constraint cnt * log(domains + 2) + (maxSkew - 1), summed and rounded:
+    # node-a1: 1*log(5) + 2 + 2*log(4) + 4 = 10.38 -> 10; node-b1: 0 + 2 + 0 + 4 = 6; then reversed min-max.
+    assert {n: (s["raw"], s["normalized"]) for n, s in spread.items()} == {
+        "node-a1": (10, 60), "node-a2": (10, 60), "node-b1": (6, 100)}
+    assert spread["node-b1"]["weight"] == 2

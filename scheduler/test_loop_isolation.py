@@ -8,8 +8,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from scheduler import loop
-from scheduler.loop import schedule
 from scheduler.queue import queues
+from scheduler.state import topology_claims
 from scheduler.backends import reset_backend, set_backend
 from scheduler.backends.errors import BindError
 from scheduler.models import Attempt, Binding, Event, Node, Pod
@@ -95,14 +95,14 @@ def test_a_pod_whose_reservation_raises_fails_alone():
 
 def test_a_pod_changed_between_the_batch_read_and_the_claim_is_reserved_with_its_new_requests(monkeypatch):
     apply(node("node-a", cpu="4"), pod("web", cpu="1"))
-    real = schedule.reserve_many
+    real = topology_claims.reserve_many
 
-    def changed_first(placements):
+    def changed_first(placements, **kwargs):
         apply(pod("web", cpu="2"))  # the requests change after the worker read the row
-        monkeypatch.setattr(schedule, "reserve_many", real)
-        return real(placements)
+        monkeypatch.setattr(topology_claims, "reserve_many", real)
+        return real(placements, **kwargs)
 
-    monkeypatch.setattr(schedule, "reserve_many", changed_first)
+    monkeypatch.setattr(topology_claims, "reserve_many", changed_first)
 
     drain_once()
 

@@ -68,7 +68,7 @@ BAD = [
     ),
     pytest.param(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\n",
-        ['pods.yaml: doc 1 (Deployment shop/web): kind: unsupported kind "Deployment" (only v1 Node and Pod)'],
+        ['pods.yaml: doc 1 (Deployment shop/web): kind: unsupported kind "Deployment" (only v1 Node, Pod, Namespace, Service and ReplicationController, and apps/v1 ReplicaSet and StatefulSet)'],
         id="unknown-kind",
     ),
     pytest.param(
@@ -268,11 +268,12 @@ BAD = [
         id="bad-node",
     ),
     pytest.param(
-        "apiVersion: v1\nkind: List\nitems:\n- 5\n- {kind: Service, apiVersion: v1, metadata: {name: s}}\n"
+        "apiVersion: v1\nkind: List\nitems:\n- 5\n- {kind: ConfigMap, apiVersion: v1, metadata: {name: s}}\n"
         "- {kind: Pod, apiVersion: v1, metadata: {name: p}, spec: {containers: [{name: c, image: x, "
         "ports: [{containerPort: 80, hostPort: 70000, protocol: HTTP}]}]}}\n",
         ["pods.yaml: doc 1: items[0]: expected a Kubernetes object (a map with apiVersion and kind), got number 5",
-         'pods.yaml: doc 1 (Service s): items[1].kind: unsupported kind "Service" (only v1 Node and Pod)',
+         'pods.yaml: doc 1 (ConfigMap s): items[1].kind: unsupported kind "ConfigMap" (only v1 Node, Pod, Namespace, '
+         "Service and ReplicationController, and apps/v1 ReplicaSet and StatefulSet)",
          "pods.yaml: doc 1 (Pod default/p): items[2].spec.containers[0].ports[0].hostPort: "
          "Invalid value: 70000: must be between 1 and 65535, inclusive",
          'pods.yaml: doc 1 (Pod default/p): items[2].spec.containers[0].ports[0].protocol: Unsupported value: "HTTP": '

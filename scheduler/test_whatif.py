@@ -42,7 +42,8 @@ def test_rescore_shows_how_much_each_candidates_score_moves():
 def test_a_full_trace_is_preferred_to_the_top_candidates_and_is_exact():
     # The trace holds d, which is not among the stored top candidates and wins under the target.
     columns = {"plugins": list(DEFAULT_WEIGHTS), "weights": list(DEFAULT_WEIGHTS.values()), "nodes": ["a", "d"],
-               "raw": [[0, 0, 100, 0, 0], [0, 0, 10, 0, 95]], "normalized": [[0, 0, 100, 0, 0], [0, 0, 10, 0, 95]],
+               "raw": [[0, 0, 100, 0, 0, 0, 0], [0, 0, 10, 0, 0, 0, 95]],
+               "normalized": [[0, 0, 100, 0, 0, 0, 0], [0, 0, 10, 0, 0, 0, 95]],
                "totals": [100, 105]}
     a = attempt(7, "d", [candidate("d", fit=10, image=95)], feasible=2, trace={"v": 1, "scores": columns})
     fit_x3 = Target("draft", default_config(), {"default-scheduler": {**DEFAULT_WEIGHTS, "NodeResourcesFit": 3}})

@@ -58,6 +58,31 @@ def verdict_rows(filtered: dict[str, list[dict]], query: str) -> list[dict]:
     return rows
 
 
+def topology_rows(topology: dict | None) -> list[dict]:
+    """A traced spread failure: per DoNotSchedule constraint, each domain's matching pods and the skew
+    a pod placed there would make (count + 1 - global minimum), busiest first."""
+    rows = []
+    for c in (topology or {}).get("PodTopologySpread") or []:
+        low = c.get("globalMin")
+        domains = sorted((c.get("domains") or {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        rows.append({**c, "domains": [{"value": v, "count": n, "skew": None if low is None else n + 1 - low,
+                                       "too_much": low is not None and n + 1 - low > c["maxSkew"]}
+                                      for v, n in domains]})
+    return rows
+
+
+def affinity_rows(topology: dict | None) -> list[dict]:
+    """A traced affinity verdict: (what was counted, topology key, value, matching pods)."""
+    part = (topology or {}).get("InterPodAffinity") or {}
+    words = {"affinity": "pods matching all required affinity terms",
+             "antiAffinity": "pods matching a required anti-affinity term",
+             "existingAntiAffinity": "existing pods whose required anti-affinity matches this pod"}
+    return [{"what": words[name], "key": key, "value": value, "count": count}
+            for name in ("affinity", "antiAffinity", "existingAntiAffinity")
+            for key, table in sorted((part.get(name) or {}).items())
+            for value, count in sorted(table.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
 @require_GET
 def attempt_detail(request, attempt_id: int):
     attempt = get_object_or_404(Attempt.objects.select_related("binding"), pk=attempt_id)
@@ -85,6 +110,8 @@ def attempt_detail(request, attempt_id: int):
         "omitted": omitted,
         "omitted_total": omitted_total,
         "trace_max_nodes": TRACE_MAX_NODES,
+        "spread": topology_rows((attempt.trace or {}).get("topology")),
+        "affinity": affinity_rows((attempt.trace or {}).get("topology")),
         "verdicts": verdicts[:MAX_VERDICT_ROWS],
         "verdicts_total": len(verdicts),
         "verdicts_cut": len(verdicts) > MAX_VERDICT_ROWS,

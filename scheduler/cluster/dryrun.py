@@ -9,6 +9,8 @@ from ..engine.nodes import NodeTable, NodeUsage
 from ..manifests.errors import ManifestError
 from ..manifests.files import parse_files
 from ..manifests.objects import ParsedNode, ParsedPod
+from ..manifests.cluster_objects import ParsedObject
+from ..state.placed_pods import cluster_objects_from_rows
 
 
 class DryRunError(Exception):
@@ -56,5 +58,11 @@ def explain_cycle(cluster_objs: list, target, profile, *, seed: int | None = Non
         if isinstance(o, ParsedPod) and o.spec.node_name in usage and not o.spec.deleting:
             usage[o.spec.node_name].add(o.spec)
     table = NodeTable(nodes, [usage[n.name] for n in nodes])
+    # What PodTopologySpread and InterPodAffinity read: the pods on each node, and the namespaces,
+    # services and controllers the files describe.
+    table.pods.load((table.index[o.spec.node_name], o.spec) for o in cluster_objs
+                    if isinstance(o, ParsedPod) and o.spec.node_name in table.index)
+    table.objects = cluster_objects_from_rows((o.kind, o.namespace, o.name, o.labels, o.selector)
+                                              for o in cluster_objs if isinstance(o, ParsedObject))
     decision = Algorithm(seed).schedule(profile, target, table, all_nodes=True)
     return explain(decision, table)

@@ -23,6 +23,9 @@ from ..state.events import cluster_event_record
 from ..state.reservations import (add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage,
                                  row_usage)
 from ..versions.profiles import scheduler_names
+from ..manifests.cluster_objects import ParsedObject
+from ..state.placed_pods import placed_pod_changed
+from .objects import cluster_object_apply
 
 
 @dataclass
@@ -76,6 +79,10 @@ def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
         for obj in objects:
             if isinstance(obj, ParsedNode):
                 _node_apply(obj, result, node_events)
+        # Namespaces, Services and controllers before the pods they select (one transaction either way).
+        for obj in objects:
+            if isinstance(obj, ParsedObject):
+                cluster_object_apply(obj, result)
         # Which pods already hold the uids this apply names: one query, not one per pod.
         uid_owners = _uid_owners({obj.spec.uid for obj in objects if isinstance(obj, ParsedPod) and obj.spec.uid})
         for obj in objects:
@@ -175,6 +182,7 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
     if pod.manifest == manifest:
         result.record("Pod", spec.namespace, spec.name, "unchanged")
         return None
+    old_manifest = pod.manifest
     pod.manifest = manifest
     pod.priority = spec.priority
     pod.scheduler_name = spec.scheduler_name
@@ -193,6 +201,7 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
             pod.queued_at = pod.queued_at or timezone.now()
             to_queue.append((pod.key, spec.priority))
     pod.save()
+    placed_pod_changed(pod, old_manifest)
     result.record("Pod", spec.namespace, spec.name, "configured")
     return None
 

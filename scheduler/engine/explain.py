@@ -194,6 +194,9 @@ def trace(decision: Decision, nodes: NodeTable, *, scores: bool, max_nodes: int 
     """What an Attempt keeps of a decision: the filter verdicts (at most `max_nodes` names), and with
     `scores` every candidate's scores."""
     out: dict = {"v": TRACE_VERSION, "filtered": filter_verdict_groups(decision, nodes, max_nodes)}
+    topology = topology_detail(decision, nodes)
+    if topology is not None:
+        out["topology"] = topology
     if scores:
         columns = score_columns(decision, nodes)
         if columns is not None:
@@ -293,3 +296,81 @@ def preemption(decision: Decision, *, max_candidates: int = PREEMPTION_MAX_CANDI
         out["rejected"] = rejected
     out["cleared_nominations"] = [p.key for p in getattr(detail, "lower_priority_nominated", ())]
     return out
+
+
+# ---- the topology behind a PodTopologySpread or InterPodAffinity verdict -----------------------
+#
+# What those two plugins counted in PreFilter (the Decision keeps the cycle's state), so a failure can
+# be read: a spread constraint's matching pods per domain, the global minimum and the skew a node
+# would get; a required (anti-)affinity's matching pods per (key, value).
+
+TOPOLOGY_MAX_DOMAINS = 200  # domains listed per constraint or term (hostname domains grow with the cluster)
+
+
+def selector_text(selector) -> str:
+    """As labels.Selector's String(): "app=web,tier in (a,b)"; Nothing as "<none>", Everything as ""."""
+    if selector.nothing:
+        return "<none>"
+    words = {"=": "=", "In": " in ", "NotIn": " notin "}
+    parts = []
+    for r in selector.requirements:
+        if r.operator == "=":
+            parts.append(f"{r.key}={r.values[0] if r.values else ''}")
+        elif r.operator in words:
+            parts.append(f"{r.key}{words[r.operator]}({','.join(r.values)})")
+        elif r.operator == "Exists":
+            parts.append(r.key)
+        else:
+            parts.append(f"!{r.key}")
+    return ",".join(parts)
+
+
+def _capped(counts: dict[str, int]) -> tuple[dict[str, int], int]:
+    if len(counts) <= TOPOLOGY_MAX_DOMAINS:
+        return counts, 0
+    kept = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOPOLOGY_MAX_DOMAINS]
+    return dict(kept), len(counts) - len(kept)
+
+
+def topology_detail(decision: Decision, nodes: NodeTable) -> dict | None:
+    """{"PodTopologySpread": [per DoNotSchedule constraint], "InterPodAffinity": {...}} from the cycle's
+    PreFilter state; None when neither plugin counted anything for this pod."""
+    from .plugins import inter_pod_affinity, pod_topology_spread
+
+    state = decision.cycle_state
+    if state is None:
+        return None
+    out: dict = {}
+    spread = state.read(pod_topology_spread.PRE_FILTER_STATE_KEY)
+    if spread is not None and spread.constraints:
+        rows = []
+        for cc in spread.constraints:
+            counts, omitted = _capped(cc.match_nums())
+            c = cc.constraint
+            row = {"topologyKey": c.topology_key, "maxSkew": c.max_skew, "minDomains": c.min_domains,
+                   "selector": selector_text(c.selector), "globalMin": cc.global_min() if cc.counted.any() else None,
+                   "domains": counts}
+            if omitted:
+                row["omitted"] = omitted
+            rows.append(row)
+        out["PodTopologySpread"] = rows
+    affinity = state.read(inter_pod_affinity.PRE_FILTER_STATE_KEY)
+    if affinity is not None:
+        part = {}
+        for name, counts in (("affinity", affinity.affinity), ("antiAffinity", affinity.anti_affinity),
+                             ("existingAntiAffinity", affinity.existing_anti_affinity)):
+            table = state_counts(counts, nodes)
+            if table:
+                part[name] = table
+        part["requiredAffinityKeys"] = sorted({t.topology_key for t in affinity.required_affinity})
+        part["requiredAntiAffinityKeys"] = sorted({t.topology_key for t in affinity.required_anti_affinity})
+        out["InterPodAffinity"] = part
+    return out or None
+
+
+def state_counts(counts, nodes: NodeTable) -> dict[str, dict[str, int]]:
+    """A TopologyCounts as {topology key: {value: count}} (the entries present, capped per key)."""
+    out: dict[str, dict[str, int]] = {}
+    for (key, value), count in counts.as_dict(nodes).items():
+        out.setdefault(key, {})[value] = count
+    return {key: _capped(table)[0] for key, table in out.items()}

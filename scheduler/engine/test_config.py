@@ -29,14 +29,17 @@ from .plugin_args import (
     ScoringStrategy,
     UtilizationShapePoint,
 )
-from .pods import NodeSelectorTerm, PreferredTerm, Requirement
+from .plugins.pod_topology_spread import PodTopologySpreadArgs
+from .pods import NodeSelectorTerm, PreferredTerm, Requirement, TopologySpreadConstraint
 
 TESTDATA = Path(__file__).parent / "testdata" / "config"
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
-DEFAULT_FILTERS = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"]
-DEFAULT_SCORES = [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1),
-                  ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1)]
+DEFAULT_FILTERS = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+                   "PodTopologySpread", "InterPodAffinity"]
+# As default_plugins.go on master: upstream's order and weights.
+DEFAULT_SCORES = [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
+                  ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1)]
 
 
 def load(body: str) -> SchedulerConfig:
@@ -304,7 +307,7 @@ def test_re_enabling_a_default_in_multi_point_reconfigures_it_in_place():
 def test_disabled_then_enabled_in_multi_point_moves_the_plugin_last_and_loses_its_default_weight():
     profile, _ = profile_of("multiPoint:\n  disabled:\n  - name: TaintToleration\n  enabled:\n  - name: TaintToleration\n")
     assert profile.filters == ["NodeUnschedulable", "NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-                               "TaintToleration"]
+                               "PodTopologySpread", "InterPodAffinity", "TaintToleration"]
     assert profile.scores == DEFAULT_SCORES[1:] + [("TaintToleration", 1)]
 
 
@@ -313,7 +316,7 @@ def test_a_plugin_configured_at_its_extension_point_overrides_multi_point_and_ru
     assert profile.scores == [("ImageLocality", 4)] + DEFAULT_SCORES[:-1]
     profile, _ = profile_of("filter:\n  enabled:\n  - name: NodePorts\n")
     assert profile.filters == ["NodePorts", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
-                               "NodeResourcesFit"]
+                               "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
 
 
 def test_a_score_weight_of_zero_means_one():
@@ -325,23 +328,33 @@ def test_extension_point_plugins_not_in_multi_point_come_after_it():
     profile, warnings = profile_of("multiPoint:\n  disabled:\n  - name: NodeAffinity\n"
                                    "filter:\n  enabled:\n  - name: NodeAffinity\n")
     assert profile.filters == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodePorts", "NodeResourcesFit",
-                               "NodeAffinity"]
+                               "PodTopologySpread", "InterPodAffinity", "NodeAffinity"]
     assert ("NodeAffinity", 2) not in profile.scores
     assert any("NodeAffinity is enabled at filter but not at preFilter" in w for w in warnings)
 
 
 def test_disabling_one_filter_keeps_the_others_in_order():
     profile, warnings = profile_of("filter:\n  disabled:\n  - name: NodeName\n")
-    assert profile.filters == ["NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"]
+    assert profile.filters == ["NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+                               "PodTopologySpread", "InterPodAffinity"]
     assert any("NodeName is enabled at preFilter but not at filter" in w for w in warnings)
 
 
 def test_unmodelled_upstream_plugins_are_accepted_with_a_warning_when_enabled_or_configured():
-    profile, warnings = profile_of("score:\n  enabled:\n  - name: PodTopologySpread\n    weight: 5\n")
+    profile, warnings = profile_of("score:\n  enabled:\n  - name: VolumeBinding\n    weight: 5\n")
     assert profile.scores == DEFAULT_SCORES
-    assert warnings == ["profiles[0].plugins.score.enabled[0]: plugin PodTopologySpread is not modelled by "
+    assert warnings == ["profiles[0].plugins.score.enabled[0]: plugin VolumeBinding is not modelled by "
                         "schedboard; ignored"]
-    profile, warnings = profile_of("score:\n  disabled:\n  - name: PodTopologySpread\n")
+    profile, warnings = profile_of("score:\n  disabled:\n  - name: VolumeBinding\n")
+    assert warnings == []
+
+
+def test_the_topology_plugins_are_modelled_their_weights_and_disabling_taken():
+    profile, warnings = profile_of("score:\n  enabled:\n  - name: PodTopologySpread\n    weight: 5\n")
+    assert profile.scores[0] == ("PodTopologySpread", 5) and ("PodTopologySpread", 2) not in profile.scores
+    assert warnings == []
+    profile, warnings = profile_of("multiPoint:\n  disabled:\n  - name: InterPodAffinity\n")
+    assert "InterPodAffinity" not in profile.filters and "InterPodAffinity" not in dict(profile.scores)
     assert warnings == []
 
 
@@ -388,11 +401,12 @@ def test_docs_added_affinity_per_profile():
         added_required_terms=(NodeSelectorTerm(match_expressions=(Requirement("scheduler-profile", "In", ("foo",)),)),))
 
 
-def test_docs_topology_spread_defaults_are_accepted_with_a_warning():
+def test_docs_topology_spread_defaults_are_the_plugins_args():
     cfg = load_example("topology_spread_defaults.yaml")
-    assert cfg.profiles[0] == default_config().profiles[0]
-    assert cfg.warnings == ["profiles[0].pluginConfig[0]: plugin PodTopologySpread is not modelled by schedboard; "
-                            "its args are ignored"]
+    assert cfg.profiles[0].plugin_args == {"PodTopologySpread": PodTopologySpreadArgs(
+        default_constraints=(TopologySpreadConstraint(1, "topology.kubernetes.io/zone", "ScheduleAnyway"),),
+        defaulting_type="List")}
+    assert cfg.warnings == []
 
 
 def test_docs_out_of_tree_plugins_are_rejected_as_upstream_would_without_them():

@@ -26,6 +26,7 @@ from .client import ApiError, Backoff, call
 from .events import STRATEGIC_MERGE_PATCH, EventRecorder, pod_reference
 from .leader import LeaderElector
 from .mirror import NodeStore, PodStore
+from .objects import reflectors as object_reflectors
 from .reflector import Reflector
 
 log = logging.getLogger(__name__)
@@ -231,6 +232,8 @@ class Controller:
                                watch_timeout=watch_timeout)
         self.pods = Reflector("pods", core.list_pod_for_all_namespaces, PodStore(), kind="Pod",
                               field_selector=POD_FIELD_SELECTOR, stop=self.stopping, watch_timeout=watch_timeout)
+        # Namespaces, Services and controllers: what pod (anti-)affinity and default spreading read.
+        self.objects = object_reflectors(self.api_client, stop=self.stopping, watch_timeout=watch_timeout)
         self.schedule_inline = schedule_inline
         self.threads: list[threading.Thread] = []
         self.leading = threading.Event()
@@ -272,6 +275,10 @@ class Controller:
         self.threads += [self._thread("lease-renew", self._renew), self._thread("reflector-nodes", self.nodes.run)]
         # Nodes before pods, so that pods arriving bound find their node to count against.
         self._wait_synced(self.nodes)
+        for reflector in self.objects:
+            self.threads.append(self._thread(f"reflector-{reflector.name}", reflector.run))
+        for reflector in self.objects:
+            self._wait_synced(reflector)
         self.threads.append(self._thread("reflector-pods", self.pods.run))
         self._wait_synced(self.pods)
         if self.schedule_inline:
@@ -288,6 +295,8 @@ class Controller:
         self.stopping.set()
         self.nodes.close()
         self.pods.close()
+        for reflector in self.objects:
+            reflector.close()
         self.elector.stop.set()
         for thread in self.threads:
             thread.join(timeout=10)
@@ -340,3 +349,5 @@ class Controller:
         self.elector.stop.set()
         self.nodes.close()
         self.pods.close()
+        for reflector in self.objects:
+            reflector.close()

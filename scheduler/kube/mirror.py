@@ -28,6 +28,7 @@ from ..state.events import EventSpec, cluster_event_record, events_record
 from ..state.reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage, row_usage
 from ..telemetry import metrics
 from ..versions.profiles import scheduler_names
+from ..state.placed_pods import placed_pod_changed
 
 log = logging.getLogger(__name__)
 
@@ -267,6 +268,7 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
                 publish["add"] = (row.key, spec.priority)
             row.save()
         else:
+            old_manifest = row.manifest
             was_pending = not row.node_name and not row.assumed_node
             if not row.node_name and not row.assumed_node:
                 for field, value in usage.items():  # a pending pod's requests may still change
@@ -281,6 +283,7 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
             elif was_pending:
                 publish["done"] = row.key  # no longer ours, or being deleted
             row.save()
+            placed_pod_changed(row, old_manifest)
 
     def after_commit():
         if publish["done"]:

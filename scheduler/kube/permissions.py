@@ -1,6 +1,7 @@
 """Every API permission the kubernetes backend uses: one list for `kube check` and for deploy/'s RBAC.
 
-As kube-scheduler's system:kube-scheduler role, reduced to what we call: read nodes and pods, create
+As kube-scheduler's system:kube-scheduler role, reduced to what we call: read nodes, pods, namespaces,
+services, replication controllers, replica sets and stateful sets, create
 bindings, patch pod status, write events (events.k8s.io, and core events for older consumers),
 and a Lease in our own namespace (a Role there, not cluster-wide).
 """
@@ -31,6 +32,12 @@ class Permission:
 REQUIRED: tuple[Permission, ...] = (
     Permission("", "nodes", ("get", "list", "watch")),
     Permission("", "pods", ("get", "list", "watch")),
+    # What pod (anti-)affinity (namespace labels) and default topology spreading (selectors) read.
+    Permission("", "namespaces", ("get", "list", "watch")),
+    Permission("", "services", ("get", "list", "watch")),
+    Permission("", "replicationcontrollers", ("get", "list", "watch")),
+    Permission("apps", "replicasets", ("get", "list", "watch")),
+    Permission("apps", "statefulsets", ("get", "list", "watch")),
     Permission("", "pods/binding", ("create",)),
     Permission("", "pods/status", ("patch",)),
     Permission("events.k8s.io", "events", ("create", "patch")),

@@ -23,13 +23,15 @@ from ..engine.explain import top_candidates, trace
 from ..engine.framework import Algorithm
 from ..engine.pods import PodSpec
 from ..engine.queue import QueuedPodInfo
+from ..manifests import stored as pod_terms
 from ..manifests.errors import ManifestError
 from ..manifests.objects import pod_from_manifest
 from ..models import RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Pod
 from ..queue.kick import kick, slot_release
 from ..queue.queues import get_queue, set_queue_backoff
 from ..state.events import EventSpec, events_record
-from ..state.reservations import SYSTEMIC_ERRORS, release_assumed, reserve_many, row_usage
+from ..state import topology_claims
+from ..state.reservations import SYSTEMIC_ERRORS, release_assumed, row_usage
 from ..state.snapshot import Snapshot
 from ..state.sql import insert_many, update_from_values
 from ..telemetry import live, metrics
@@ -103,8 +105,9 @@ class _DbCluster:
         versions = self.worker.snapshot.spec_versions
         by_id = {self.rows[pod.key].pk: pod.key for pod, _ in placements}
         # The pod row's updated_at as read: the claim takes the pod only in the version that was scheduled.
-        result = reserve_many([(row.pk, row_usage(row), node, versions.get(node), row.updated_at)
-                               for row, node in ((self.rows[pod.key], node) for pod, node in placements)])
+        result = topology_claims.reserve(
+            [((row.pk, row_usage(row), node, versions.get(node), row.updated_at), pod, self.worker.profiles[pod.scheduler_name])
+             for pod, node, row in ((pod, node, self.rows[pod.key]) for pod, node in placements)], self.worker.snapshot)
         self.changed |= {by_id[i] for i in result.changed}
         return cycle.ReserveOutcome(conflicts={by_id[i] for i in result.conflicts}, gone={by_id[i] for i in result.gone},
                                     errors={by_id[i]: message for i, message in result.errors.items()})
@@ -156,7 +159,8 @@ class Worker:
                 self._templates[shape] = spec
             else:
                 deleting = bool((pod.manifest.get("metadata") or {}).get("deletionTimestamp"))
-                spec = dataclasses.replace(template, namespace=pod.namespace, name=pod.name, uid=pod.uid, deleting=deleting)
+                spec = dataclasses.replace(template, namespace=pod.namespace, name=pod.name, uid=pod.uid, deleting=deleting,
+                                           **pod_terms.metadata_fields(pod.manifest))
             self._pod_specs[key] = spec
             for cache in (self._pod_specs, self._templates):
                 if len(cache) > POD_SPEC_CACHE_SIZE:

@@ -16,11 +16,14 @@ from scheduler.engine.yaml_safe import DecodeProblem, load_json, load_yaml
 
 from .decode import ObjectDecoder
 from .errors import ManifestError, Problem, uid_taken
+from .cluster_objects import KINDS as CLUSTER_OBJECT_KINDS
+from .cluster_objects import LIST_KINDS as CLUSTER_OBJECT_LISTS
 from .objects import ParsedNode, ParsedPod, parse_object, problems_of
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
-LIST_KINDS = {"List": None, "NodeList": "Node", "PodList": "Pod"}  # list kind -> implied item kind
+# list kind -> implied item kind
+LIST_KINDS = {"List": None, "NodeList": "Node", "PodList": "Pod", **CLUSTER_OBJECT_LISTS}
 
 
 @dataclass
@@ -91,6 +94,11 @@ def _load_documents(text: str, filename: str) -> tuple[list, list[Problem]]:
     return docs, problems
 
 
+def _list_api_version(kind: str) -> str:
+    item = LIST_KINDS.get(kind)
+    return CLUSTER_OBJECT_KINDS[item][0] if item in CLUSTER_OBJECT_KINDS else "v1"
+
+
 def _parse_text(text: str, filename: str) -> tuple[list[_Located], list[Problem]]:
     docs, problems = _load_documents(text, filename)
     located: list[_Located] = []
@@ -103,8 +111,9 @@ def _parse_text(text: str, filename: str) -> tuple[list[_Located], list[Problem]
             items = lo.list(doc.get("items"), "items")
             if not doc.get("apiVersion"):
                 lo.add("apiVersion", field.required())
-            elif doc.get("apiVersion") != "v1":
-                lo.add("apiVersion", f"unsupported apiVersion {json.dumps(doc.get('apiVersion'))} for {lo.kind} (only v1)")
+            elif doc.get("apiVersion") != _list_api_version(lo.kind):
+                lo.add("apiVersion", f"unsupported apiVersion {json.dumps(doc.get('apiVersion'))} for {lo.kind} "
+                                     f"(only {_list_api_version(lo.kind)})")
             problems += problems_of(lo, filename, n)
             for k, item in enumerate(items):
                 o, parsed = parse_object(item, f"items[{k}]", LIST_KINDS[doc["kind"]], from_user=True)
@@ -123,7 +132,7 @@ def _duplicates(located: list[_Located]) -> list[Problem]:
     problems = []
     for loc in located:
         kind, ident = loc.kind, loc.ident
-        if kind not in ("Node", "Pod") or not ident:
+        if kind not in ("Node", "Pod", *CLUSTER_OBJECT_KINDS) or not ident:
             continue
         earlier = first.setdefault((kind, ident), loc)
         if earlier is loc:

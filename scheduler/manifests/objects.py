@@ -11,12 +11,17 @@ from dataclasses import dataclass
 
 from scheduler.engine import field
 from scheduler.engine.nodes import NodeSpec
-from scheduler.engine.pods import PodSpec
+from scheduler.engine.pods import PodSpec, with_label_keys_merged
 
-from .decode import ObjectDecoder, describe
+from scheduler.engine.k8s_validation import is_dns1123_label
+
+from .cluster_objects import KINDS as CLUSTER_OBJECT_KINDS
+from .cluster_objects import NAMESPACE, ParsedObject, parse_cluster_object
+from .decode import ObjectDecoder, decode_annotations, decode_labels, decode_metadata, describe
 from .errors import ManifestError, Problem
 from .node import decode_node
 from .pod import decode_pod, default_pod_manifest
+from .topology import merge_label_keys_into_manifest
 
 
 @dataclass
@@ -66,20 +71,22 @@ def parse_object(obj, prefix: str = "", implied_kind: str | None = None, *, from
     obj = _jsonable(obj)
     if implied_kind:  # items of a PodList/NodeList read from the API carry no kind or apiVersion
         obj.setdefault("kind", implied_kind)
-        obj.setdefault("apiVersion", "v1")
+        obj.setdefault("apiVersion", CLUSTER_OBJECT_KINDS[implied_kind][0] if implied_kind in CLUSTER_OBJECT_KINDS else "v1")
     kind = o.str(obj.get("kind"), "kind")
     api_version = o.str(obj.get("apiVersion"), "apiVersion")
     if "kind" not in obj or obj.get("kind") == "":
         o.add("kind", field.required())
     if "apiVersion" not in obj or obj.get("apiVersion") == "":
         o.add("apiVersion", field.required())
+    if kind in CLUSTER_OBJECT_KINDS:
+        return o, _cluster_object(o, obj, kind, api_version)
     if kind and kind not in ("Node", "Pod"):
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         name, ns = meta.get("name"), meta.get("namespace")
         o.kind = kind
         o.ns_name = (f"{ns}/{name}" if isinstance(ns, str) and ns else name) if isinstance(name, str) else ""
         o.problems = [(p, m) for p, m in o.problems if not p.endswith("apiVersion")]
-        o.add("kind", f"unsupported kind {json.dumps(kind)} (only v1 Node and Pod)")
+        o.add("kind", f"unsupported kind {json.dumps(kind)} ({SUPPORTED_KINDS})")
         return o, None
     if not kind:
         return o, None
@@ -91,8 +98,37 @@ def parse_object(obj, prefix: str = "", implied_kind: str | None = None, *, from
         return o, None
     if kind == "Pod":
         default_pod_manifest(obj)
+        if o.from_user:
+            # As the API server at creation: matchLabelKeys / mismatchLabelKeys merged into the selectors.
+            # A pod read back from the API server (or from our table) has had it done already.
+            merge_label_keys_into_manifest(obj)
+            spec = with_label_keys_merged(spec)
         return o, ParsedPod(spec=spec, manifest=obj)
     return o, ParsedNode(spec=spec, manifest=obj)
+
+
+SUPPORTED_KINDS = ("only v1 Node, Pod, Namespace, Service and ReplicationController, "
+                   "and apps/v1 ReplicaSet and StatefulSet")
+
+
+def _cluster_object(o: ObjectDecoder, obj: dict, kind: str, api_version: str) -> ParsedObject | None:
+    """A Namespace, Service, ReplicaSet, StatefulSet or ReplicationController (what the scheduler reads of it)."""
+    o.kind = kind
+    want, namespaced = CLUSTER_OBJECT_KINDS[kind]
+    if api_version and api_version != want:
+        o.add("apiVersion", f"unsupported apiVersion {json.dumps(api_version)} for {kind} (only {want})")
+    meta, namespace, name = decode_metadata(o, obj, namespaced=namespaced)
+    if kind == NAMESPACE and name:
+        o.check("metadata.name", name, is_dns1123_label(name))  # as ValidateNamespaceName
+    labels = decode_labels(o, meta.get("labels"), "metadata.labels", "ObjectMeta.metadata.labels")
+    decode_annotations(o, meta.get("annotations"), "metadata.annotations")
+    uid = o.str(meta.get("uid"), "metadata.uid")
+    parsed = parse_cluster_object(o, obj, kind, namespace, name, labels, uid)
+    if o.problems:
+        return None
+    if namespaced:
+        obj.setdefault("metadata", {})["namespace"] = namespace
+    return parsed
 
 
 def problems_of(o: ObjectDecoder, file: str, doc: int) -> list[Problem]:

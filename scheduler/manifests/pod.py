@@ -26,6 +26,7 @@ from scheduler.engine.pods import (
     Toleration,
 )
 
+from . import topology
 from .decode import DEFAULT_NAMESPACE, ObjectDecoder, decode_annotations, decode_labels, decode_metadata, describe
 from .resources import (
     ContainerResources,
@@ -216,7 +217,8 @@ def _tolerations(o: ObjectDecoder, value, path: str) -> tuple[Toleration, ...]:
 
 def decode_pod(o: ObjectDecoder, obj: dict) -> PodSpec:
     meta, namespace, name = decode_metadata(o, obj, namespaced=True)
-    decode_labels(o, meta.get("labels"), "metadata.labels", "ObjectMeta.metadata.labels")
+    labels = decode_labels(o, meta.get("labels"), "metadata.labels", "ObjectMeta.metadata.labels")
+    owners = topology.owner_references(o, meta.get("ownerReferences"))
     decode_annotations(o, meta.get("annotations"), "metadata.annotations")
     uid = o.str(meta.get("uid"), "metadata.uid")
     if len(uid) > UID_MAX_LENGTH:  # our column's size; the API server's uids are 36-character UUIDs
@@ -249,6 +251,10 @@ def decode_pod(o: ObjectDecoder, obj: dict) -> PodSpec:
     pod_level_requests = pod_level_resources(o, spec, exact[False], exact[True])
     node_selector = decode_labels(o, spec.get("nodeSelector"), "spec.nodeSelector", "PodSpec.spec.nodeSelector")
     required, preferred = _node_affinity(o, spec, "spec")
+    # Labels: the API server checks matchLabelKeys after it merged them into the selectors (at creation).
+    merged_from = labels if o.from_user else None
+    pod_affinity, pod_anti_affinity = topology.pod_affinities(o, spec.get("affinity"), pod_labels=merged_from)
+    spread = topology.topology_spread_constraints(o, spec.get("topologySpreadConstraints"), pod_labels=merged_from)
     tolerations = _tolerations(o, spec.get("tolerations"), "spec.tolerations")
     # Without the PriorityClass objects we cannot resolve spec.priorityClassName: a pod that names a
     # class but carries no spec.priority (the admission plugin would have set it) gets priority 0.
@@ -270,7 +276,9 @@ def decode_pod(o: ObjectDecoder, obj: dict) -> PodSpec:
         namespace=namespace, name=name, uid=uid, scheduler_name=scheduler_name, priority=priority,
         node_name=node_name, node_selector=node_selector, required_terms=required, preferred_terms=preferred,
         tolerations=tolerations, containers=tuple(containers), init_containers=tuple(init_containers),
-        overhead=overhead, pod_level_requests=pod_level_requests, deleting=deleting,
+        overhead=overhead, pod_level_requests=pod_level_requests, deleting=deleting, labels=labels,
+        owner_references=owners, topology_spread_constraints=spread, pod_affinity=pod_affinity,
+        pod_anti_affinity=pod_anti_affinity,
     )
 
 

@@ -195,7 +195,7 @@ WHERE scheduler_node.name = v.name AND (v.specv = 0 OR scheduler_node.spec_versi
   AND (v.cpu = 0 OR req_cpu + v.cpu <= alloc_cpu)
   AND (v.mem = 0 OR req_memory + v.mem <= alloc_memory)
   AND (v.eph = 0 OR req_ephemeral + v.eph <= alloc_ephemeral)
-RETURNING scheduler_node.name
+RETURNING scheduler_node.name, scheduler_node.generation
 """
 
 
@@ -207,13 +207,21 @@ class ReserveResult:
     gone: set[int] = field(default_factory=set)  # deleted, placed meanwhile, or changed since it was read
     changed: set[int] = field(default_factory=set)  # of `gone`: still pending, in a newer version (schedule it again)
     errors: dict[int, str] = field(default_factory=dict)  # its reservation raised: this pod, not the batch, fails
+    # Node -> its generation after this reservation's take (nodes taken column-wise only): a worker
+    # whose snapshot had the generation before it knows that nobody else changed the node since.
+    generations: dict[str, int] = field(default_factory=dict)
 
 
 # A placement: (pod id, usage, node, node spec_version or None, pod updated_at as read or None).
 Placement = tuple[int, dict, str, "int | None", object]
 
 
-def reserve_many(placements: list[Placement]) -> ReserveResult:
+class TopologyClockMoved(Exception):
+    """A guard's refusal: a pod with required anti-affinity was claimed since the worker's snapshot,
+    so the batch is reserved again with each placement checked (scheduler/topology_claims.py)."""
+
+
+def reserve_many(placements: list[Placement], *, guard=None) -> ReserveResult:
     """Reserve many placements in one transaction; a pod whose reservation raises fails alone.
 
     The common path is one transaction for the whole batch. If it raises (a pod row no reservation
@@ -223,9 +231,9 @@ def reserve_many(placements: list[Placement]) -> ReserveResult:
     if not placements:
         return ReserveResult()
     try:
-        return _reserve_batch(placements)
-    except SYSTEMIC_ERRORS:
-        raise  # the database itself is in trouble: no pod is to blame
+        return _reserve_batch(placements, guard)
+    except (TopologyClockMoved, *SYSTEMIC_ERRORS):
+        raise  # the database itself is in trouble (no pod is to blame), or the guard refused
     except Exception:  # noqa: BLE001 - isolated below, pod by pod
         if len(placements) == 1:
             pod_id = placements[0][0]
@@ -235,8 +243,8 @@ def reserve_many(placements: list[Placement]) -> ReserveResult:
     result = ReserveResult()
     for placement in placements:
         try:
-            one = _reserve_batch([placement])
-        except SYSTEMIC_ERRORS:
+            one = _reserve_batch([placement], guard)
+        except (TopologyClockMoved, *SYSTEMIC_ERRORS):
             raise
         except Exception:  # noqa: BLE001
             log.exception("reserving pod %s on node %s failed", placement[0], placement[2])
@@ -245,6 +253,7 @@ def reserve_many(placements: list[Placement]) -> ReserveResult:
         result.conflicts |= one.conflicts
         result.gone |= one.gone
         result.changed |= one.changed
+        result.generations.update(one.generations)
     return result
 
 
@@ -256,12 +265,15 @@ def _internal_error(what: str, placement: Placement) -> str:
     return f"internal error {what} the pod on node {placement[2]}: {type(exc).__name__}" + (f": {text[0]}" if text else "")
 
 
-def _reserve_batch(placements: list[Placement]) -> ReserveResult:
-    """Pods on one node are taken together, so the node's check is against their sum."""
+def _reserve_batch(placements: list[Placement], guard=None) -> ReserveResult:
+    """Pods on one node are taken together, so the node's check is against their sum. `guard(cursor)`,
+    when given, runs first in the transaction (it may raise to refuse the whole batch)."""
     result = ReserveResult()
     simple = [p for p in placements if not p[1]["req_scalar"] and not p[1]["host_ports"]]
     special = [p for p in placements if p[1]["req_scalar"] or p[1]["host_ports"]]
     with transaction.atomic(), connection.cursor() as cursor:
+        if guard is not None:
+            guard(cursor)
         claimed: set[int] = set()
         if simple:
             adapt = connection.ops.adapt_datetimefield_value  # the column's own form (SQLite keeps text)
@@ -282,7 +294,8 @@ def _reserve_batch(placements: list[Placement]) -> ReserveResult:
                 rows.append((node, *total, len(group), *nonzero, group[0][3] if group[0][3] is not None else 0))
             values, params = _values(rows)
             cursor.execute(_TAKE.format(values=values), params)
-            taken = {row[0] for row in cursor.fetchall()}
+            taken = dict(cursor.fetchall())
+            result.generations.update(taken)
             lost = [p[0] for node, group in by_node.items() if node not in taken for p in group]
             if lost:
                 Pod.objects.filter(pk__in=lost).update(assumed_node="", assumed_at=None)

@@ -13,6 +13,8 @@ from ..engine.pods import HostPort
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from ..manifests.objects import node_from_manifest
 from ..models import Node
+from .placed_pods import FollowedObjects, PlacedPods
+from .topology_claims import read_clock
 
 _USAGE_FIELDS = ("req_cpu", "req_memory", "req_ephemeral", "req_pods", "nonzero_cpu", "nonzero_memory",
                  "req_scalar", "used_ports")
@@ -36,15 +38,24 @@ class Snapshot:
         self._spec_key: tuple | None = None
         self._specs: dict[str, tuple[int, NodeSpec]] = {}
         self.spec_versions: dict[str, int] = {}
+        self.placed = PlacedPods()
+        self.objects = FollowedObjects()
+        self.clock: int | None = None
 
     def refresh(self) -> Cache:
+        # Before the pods are read: a claim checked after this is seen by reserve (topology_claims).
+        self.clock = read_clock()
         # Numbers for every node, JSON only for the few nodes with extended resources or host
         # ports in use: decoding 2 x 5,000 JSON values per batch would cost more than the rest.
-        rows = list(Node.objects.order_by("name").values_list("name", "spec_version", *_USAGE_FIELDS[:6]))
+        rows = list(Node.objects.order_by("name").values_list("name", "spec_version", *_USAGE_FIELDS[:6], "generation"))
         spec_key = tuple((r[0], r[1]) for r in rows)
         if spec_key != self._spec_key or self.cache is None:
             self._rebuild([(name, version) for name, version, *_ in rows])
             self._spec_key = spec_key
+        else:
+            # The pods this worker assumed were indexed by its cache; the shared state has them now
+            # (their nodes' generations moved), or has dropped them.
+            self.placed.drop_assumed(self.cache)
         table = self.cache.table
         n = len(rows)
         cols = list(zip(*rows)) if rows else [()] * 8
@@ -63,6 +74,8 @@ class Snapshot:
                 if used_ports:
                     ports[row] = ports_from_json(used_ports)
         table.load_usage(standard, ints(6), ints(7), scalars, ports)
+        self.placed.sync(table, dict(zip(cols[0], cols[8])) if rows else {})
+        table.objects = self.objects.sync()
         # The shared state already counts every reservation that committed, ours included.
         self.cache.assumed.clear()
         return self.cache
@@ -79,6 +92,7 @@ class Snapshot:
         specs = [self._specs[name][1] for name, _ in names_versions if name in self._specs]
         self.spec_versions = {name: self._specs[name][0] for name, _ in names_versions if name in self._specs}
         table = NodeTable(specs)
+        table.objects = self.objects.objects
         if self.cache is None:
             self.cache = Cache(table)
         else:
@@ -88,6 +102,10 @@ class Snapshot:
     def refresh_nodes(self, cache: Cache, node_names: set[str]) -> None:
         """Reload these nodes' usage (after a lost reservation race); rebuild if one of them changed."""
         rows = Node.objects.filter(name__in=node_names).values_list("name", "spec_version", *_USAGE_FIELDS)
+        # The pods too, on every node that changed: a lost race may be over a topology domain (a spread
+        # constraint or anti-affinity refused at claim), which spans more nodes than the ones named.
+        self.clock = read_clock()
+        self.placed.sync(cache.table, dict(Node.objects.values_list("name", "generation")))
         found = {r[0]: r for r in rows}
         if set(found) != set(node_names) or any(r[1] != self.spec_versions.get(name) for name, r in found.items()):
             # A node changed (labels, taints, allocatable) or went away: rebuild everything.

@@ -9,13 +9,15 @@ from scheduler.engine.config import default_profile
 from scheduler.models import Attempt
 from scheduler.versions.whatif import StoredAttempt
 
-DEFAULT_WEIGHTS = dict(default_profile().scores)  # TaintToleration 3, NodeAffinity 2, the others 1
+# TaintToleration 3, NodeAffinity 2, PodTopologySpread 2, InterPodAffinity 2, the others 1
+DEFAULT_WEIGHTS = dict(default_profile().scores)
 
 
 def scored(**normalized_by_plugin) -> dict:
     """A candidate's per-plugin entry as the loop stores it, every default plugin present (0 unless given)."""
     names = {"fit": "NodeResourcesFit", "image": "ImageLocality", "taint": "TaintToleration",
-             "affinity": "NodeAffinity", "balanced": "NodeResourcesBalancedAllocation"}
+             "affinity": "NodeAffinity", "balanced": "NodeResourcesBalancedAllocation", "spread": "PodTopologySpread",
+             "pods": "InterPodAffinity"}
     plugins = {}
     for plugin, weight in DEFAULT_WEIGHTS.items():
         short = next(k for k, v in names.items() if v == plugin)

@@ -20,11 +20,15 @@ from ..engine.config import (API_VERSION, BIND_PLUGINS, DEFAULT_MULTI_POINT, MOD
 from ..engine.plugin_args import (REQUESTED_TO_CAPACITY_RATIO, NodeAffinityArgs, NodeResourcesBalancedAllocationArgs,
                                  NodeResourcesFitArgs)
 from ..engine.yaml_safe import DecodeProblem, load_yaml
+from ..engine.plugins.inter_pod_affinity import InterPodAffinityArgs
+from ..engine.plugins.pod_topology_spread import LIST_DEFAULTING, SYSTEM_DEFAULTING, PodTopologySpreadArgs
 
 # One row per plugin the page can switch: ours, plus upstream's queue sort and binder.
 FORM_PLUGINS = [n for n, _ in DEFAULT_MULTI_POINT if n in MODELLED_POINTS or n in QUEUE_SORT_PLUGINS + BIND_PLUGINS]
 DEFAULT_WEIGHTS = {n: w for n, w in DEFAULT_MULTI_POINT}
-DEFAULT_ARGS = {"NodeAffinity": args_to_v1("NodeAffinity", NodeAffinityArgs()),
+DEFAULT_ARGS = {"InterPodAffinity": args_to_v1("InterPodAffinity", InterPodAffinityArgs()),
+                "NodeAffinity": args_to_v1("NodeAffinity", NodeAffinityArgs()),
+                "PodTopologySpread": args_to_v1("PodTopologySpread", PodTopologySpreadArgs()),
                 "NodeResourcesBalancedAllocation": args_to_v1("NodeResourcesBalancedAllocation",
                                                                NodeResourcesBalancedAllocationArgs()),
                 "NodeResourcesFit": args_to_v1("NodeResourcesFit", NodeResourcesFitArgs())}
@@ -55,9 +59,32 @@ class ProfileForm(forms.Form):
                                      widget=forms.Textarea(attrs={"rows": 8, "cols": 80, "style": "font-family: monospace"}),
                                      help_text="YAML, as under args.addedAffinity in a KubeSchedulerConfiguration; "
                                                "empty: none")
+    spread_defaulting_type = forms.ChoiceField(label="PodTopologySpread defaultingType",
+                                               choices=[(t, t) for t in (SYSTEM_DEFAULTING, LIST_DEFAULTING)],
+                                               help_text="System: upstream's (hostname maxSkew 3, zone maxSkew 5, "
+                                                         "ScheduleAnyway); List: the constraints below")
+    spread_default_constraints = forms.CharField(
+        label="PodTopologySpread defaultConstraints", required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "cols": 80, "style": "font-family: monospace"}),
+        help_text="YAML, as under args.defaultConstraints (a list, no labelSelector); empty: none")
+    hard_pod_affinity_weight = _int("InterPodAffinity hardPodAffinityWeight", "[0, 100]; empty: 1")
+    ignore_preferred_terms_of_existing_pods = forms.BooleanField(
+        label="InterPodAffinity ignorePreferredTermsOfExistingPods", required=False,
+        help_text="a pod without preferred terms of its own is not scored by other pods' preferences")
     delete = forms.BooleanField(label="Remove this profile", required=False)
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2, "cols": 80}),
                              help_text="Why the configuration changes; kept with the new version.")
+
+    def clean_spread_default_constraints(self):
+        text = self.cleaned_data["spread_default_constraints"].strip()
+        if not text:
+            return None
+        try:
+            return load_yaml(text)
+        except DecodeProblem as exc:
+            raise forms.ValidationError(f"not accepted: {exc}") from None
+        except yaml.YAMLError as exc:
+            raise forms.ValidationError(f"not YAML: {exc}") from None
 
     def clean_added_affinity(self):
         text = self.cleaned_data["added_affinity"].strip()
@@ -194,10 +221,17 @@ class ProfilePage:
         if d["added_affinity"] is not None:
             affinity["addedAffinity"] = d["added_affinity"]
         balanced = {"resources": _resources(self.balanced_resources)}
+        spread: dict[str, Any] = {"defaultingType": d["spread_defaulting_type"]}
+        if d["spread_default_constraints"] is not None:
+            spread = {"defaultConstraints": d["spread_default_constraints"], **spread}
+        inter: dict[str, Any] = {"hardPodAffinityWeight": d["hard_pod_affinity_weight"]
+                                 if d["hard_pod_affinity_weight"] is not None else 1,
+                                 "ignorePreferredTermsOfExistingPods": bool(d["ignore_preferred_terms_of_existing_pods"])}
         out = []
         # Sorted by name, as an export writes them, so problem paths (pluginConfig[i]) match an export.
-        for name, args in (("NodeAffinity", affinity), ("NodeResourcesBalancedAllocation", balanced),
-                           ("NodeResourcesFit", fit)):
+        for name, args in (("InterPodAffinity", inter), ("NodeAffinity", affinity),
+                           ("NodeResourcesBalancedAllocation", balanced), ("NodeResourcesFit", fit),
+                           ("PodTopologySpread", spread)):
             v1 = {"apiVersion": API_VERSION, "kind": f"{name}Args", **args}
             if v1 != DEFAULT_ARGS[name]:  # upstream's defaults are not written out (an export has none either)
                 out.append({"name": name, "args": v1})
@@ -250,7 +284,14 @@ def _initial(config: SchedulerConfig, profile: ProfileConfig | None, based_on: i
     balanced: NodeResourcesBalancedAllocationArgs = profile.args_for("NodeResourcesBalancedAllocation")
     affinity: NodeAffinityArgs = profile.args_for("NodeAffinity")
     added = args_to_v1("NodeAffinity", affinity).get("addedAffinity")
+    spread = args_to_v1("PodTopologySpread", profile.args_for("PodTopologySpread"))
+    inter: InterPodAffinityArgs = profile.args_for("InterPodAffinity")
     form.update({
+        "spread_defaulting_type": spread["defaultingType"],
+        "spread_default_constraints": yaml.safe_dump(spread["defaultConstraints"], sort_keys=False)
+        if spread.get("defaultConstraints") else "",
+        "hard_pod_affinity_weight": inter.hard_pod_affinity_weight,
+        "ignore_preferred_terms_of_existing_pods": inter.ignore_preferred_terms_of_existing_pods,
         "scheduler_name": profile.scheduler_name,
         "percentage_of_nodes_to_score": profile.percentage_of_nodes_to_score,
         "fit_type": fit.scoring_strategy.type,

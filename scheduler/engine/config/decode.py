@@ -39,6 +39,8 @@ from ..plugin_args import (
 from ..pods import DEFAULT_SCHEDULER_NAME, NodeSelectorTerm, PreferredTerm, Requirement
 from ..yaml_safe import DecodeProblem, load_yaml
 from .defaults import DEFAULT_MULTI_POINT, UNMODELLED_PLUGINS, merge_plugin_set
+from .topology_args import (INTER_POD_AFFINITY_FIELDS, POD_TOPOLOGY_SPREAD_FIELDS, parse_inter_pod_affinity_args,
+                            parse_pod_topology_spread_args)
 from .types import (
     API_VERSION,
     ARGS_PLUGINS,
@@ -163,6 +165,10 @@ def _parse_plugin_args(ctx: StrictDecoder, name: str, raw: Any, path: str) -> ob
         return _parse_balanced_args(ctx, ctx.obj(raw, path, extra + ("resources",)), path)
     if name == "NodeAffinity":
         return _parse_node_affinity_args(ctx, ctx.obj(raw, path, extra + ("addedAffinity",)), path)
+    if name == "PodTopologySpread":
+        return parse_pod_topology_spread_args(ctx, ctx.obj(raw, path, extra + POD_TOPOLOGY_SPREAD_FIELDS), path)
+    if name == "InterPodAffinity":
+        return parse_inter_pod_affinity_args(ctx, ctx.obj(raw, path, extra + INTER_POD_AFFINITY_FIELDS), path)
     return None
 
 

@@ -14,6 +14,8 @@ from ..plugin_args import (
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
 )
+from ..plugins.inter_pod_affinity import InterPodAffinityArgs
+from ..plugins.pod_topology_spread import PodTopologySpreadArgs
 from ..pods import DEFAULT_SCHEDULER_NAME
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -52,13 +54,16 @@ MODELLED_POINTS: dict[str, frozenset[str]] = {
     "NodeResourcesFit": frozenset({"preFilter", "filter", "preScore", "score"}),
     "NodeResourcesBalancedAllocation": frozenset({"preScore", "score"}),
     "ImageLocality": frozenset({"score"}),
+    "PodTopologySpread": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "InterPodAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
 }
 MODELLED = tuple(MODELLED_POINTS)
 
 # As validation.invalidPluginsByVersion: removed plugins, rejected by name in v1.
 INVALID_PLUGINS = ("AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits")
 # Plugins with a registered *Args type; the others take no args upstream.
-ARGS_PLUGINS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation", "NodeAffinity")
+ARGS_PLUGINS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation", "NodeAffinity", "PodTopologySpread",
+                "InterPodAffinity")
 
 SCORING_STRATEGY_TYPES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)  # sorted, as sets.List
 
@@ -68,7 +73,7 @@ SCORING_STRATEGY_TYPES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY
 QUEUE_SORT_PLUGINS = ("PrioritySort",)
 BIND_PLUGINS = ("DefaultBinder",)
 # Unmodelled plugins that implement ScorePlugin: their weights count in upstream's overflow check.
-UNMODELLED_SCORE_PLUGINS = frozenset({"PodTopologySpread", "InterPodAffinity", "VolumeBinding"})
+UNMODELLED_SCORE_PLUGINS = frozenset({"VolumeBinding"})
 
 TOP_LEVEL_UNMODELLED = (
     "parallelism", "leaderElection", "clientConnection", "enableProfiling", "enableContentionProfiling",
@@ -124,7 +129,8 @@ class ProfileConfig:
         if name in self.plugin_args:
             return self.plugin_args[name]
         return {"NodeResourcesFit": NodeResourcesFitArgs, "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocationArgs,
-                "NodeAffinity": NodeAffinityArgs}.get(name, lambda: None)()
+                "NodeAffinity": NodeAffinityArgs, "PodTopologySpread": PodTopologySpreadArgs,
+                "InterPodAffinity": InterPodAffinityArgs}.get(name, lambda: None)()
 
     def build(self, version: int = 0, *, global_percentage_of_nodes_to_score: int | None = None) -> framework.Profile:
         """Instantiate the plugins (one instance per plugin, shared by its extension points, as upstream)."""

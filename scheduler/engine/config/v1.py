@@ -8,6 +8,9 @@ from typing import Any
 
 import yaml
 
+from ..plugins.inter_pod_affinity import InterPodAffinityArgs
+from ..plugins.pod_topology_spread import PodTopologySpreadArgs
+from .topology_args import inter_pod_affinity_args_to_v1, pod_topology_spread_args_to_v1
 from ..plugin_args import REQUESTED_TO_CAPACITY_RATIO, NodeAffinityArgs, NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs
 from ..pods import NodeSelectorTerm
 from .defaults import default_expansion
@@ -53,6 +56,10 @@ def args_to_v1(name: str, args: object) -> dict:
                 {"weight": t.weight, "preference": _term_to_v1(t.preference)} for t in args.added_preferred_terms]
         if added:
             out["addedAffinity"] = added
+    elif isinstance(args, PodTopologySpreadArgs):
+        out.update(pod_topology_spread_args_to_v1(args))
+    elif isinstance(args, InterPodAffinityArgs):
+        out.update(inter_pod_affinity_args_to_v1(args))
     else:
         raise TypeError(f"no v1 form for args of plugin {name}: {args!r}")
     return out

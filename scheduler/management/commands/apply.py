@@ -1,8 +1,11 @@
-"""`manage.py apply -f FILE [-f FILE ...]`: load v1 Nodes and Pods into the simulated cluster, all or nothing."""
+"""`manage.py apply -f FILE [-f FILE ...]`: load v1 Nodes and Pods (and the Namespaces, Services and controllers the
+scheduler reads) into the simulated cluster, all or nothing."""
 
 import sys
 
 from scheduler.kubectl.printers import KubectlCommand, KubectlError
+from scheduler.cluster.objects import resource_name
+from scheduler.manifests.cluster_objects import ParsedObject
 from scheduler.manifests.errors import ManifestError
 from scheduler.manifests.files import STDIN, parse_files
 from scheduler.manifests.objects import ParsedPod
@@ -31,6 +34,10 @@ class Command(KubectlCommand):
             raise KubectlError(f"{count} problem{'s' if count != 1 else ''} found; nothing was applied") from None
         # As kubectl apply: one line per object, in the order given.
         for obj in objects:
+            if isinstance(obj, ParsedObject):
+                key = (obj.kind, obj.namespace, obj.name)
+                self.stdout.write(f"{resource_name(obj.kind)}/{obj.name} {result.statuses[key]}")
+                continue
             if isinstance(obj, ParsedPod):
                 key = ("Pod", obj.spec.namespace, obj.spec.name)
             else:

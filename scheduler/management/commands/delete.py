@@ -1,14 +1,28 @@
-"""`manage.py delete pod NS/NAME` (or NAME with -n) and `delete node NAME`."""
+"""`manage.py delete pod NS/NAME` (or NAME with -n), `delete node NAME`, and the Namespaces, Services,
+ReplicaSets, StatefulSets and ReplicationControllers the scheduler reads."""
 
 from scheduler.kubectl.printers import KubectlCommand, KubectlError
 from scheduler.cluster.services import node_delete, pod_delete
+from scheduler.cluster.objects import cluster_object_delete
+
+# kubectl's names for the cluster objects: resource -> (kind, plural as kubectl prints it, namespaced)
+OBJECTS = {}
+for _kind, _plural, _names, _namespaced in (
+        ("Namespace", "namespaces", ("namespace", "namespaces", "ns"), False),
+        ("Service", "services", ("service", "services", "svc"), True),
+        ("ReplicaSet", "replicasets.apps", ("replicaset", "replicasets", "rs"), True),
+        ("StatefulSet", "statefulsets.apps", ("statefulset", "statefulsets", "sts"), True),
+        ("ReplicationController", "replicationcontrollers", ("replicationcontroller", "replicationcontrollers", "rc"),
+         True)):
+    for _name in _names:
+        OBJECTS[_name] = (_kind, _plural, _namespaced)
 
 
 class Command(KubectlCommand):
     help = "Delete pods (NS/NAME, or NAME with -n) or nodes from the simulated cluster, like kubectl delete --now."
 
     def add_arguments(self, parser):
-        parser.add_argument("kind", choices=["pod", "pods", "po", "node", "nodes", "no"])
+        parser.add_argument("kind", choices=["pod", "pods", "po", "node", "nodes", "no", *OBJECTS])
         parser.add_argument("names", nargs="+")
         parser.add_argument("-n", "--namespace", default="default")
 
@@ -16,7 +30,16 @@ class Command(KubectlCommand):
         # As kubectl delete: each object in turn; a missing one is reported and the others still go; exit 1.
         missing = False
         for name in names:
-            if kind.startswith("po"):
+            if kind in OBJECTS:
+                object_kind, plural, namespaced = OBJECTS[kind]
+                ns, _, object_name = name.rpartition("/") if namespaced else ("", "", name)
+                resource = plural.split(".")[0][:-1]
+                if cluster_object_delete(kind=object_kind, namespace=ns or namespace, name=object_name):
+                    self.stdout.write(f'{resource} "{object_name}" deleted')
+                else:
+                    self.stderr.write(f'Error from server (NotFound): {plural} "{object_name}" not found')
+                    missing = True
+            elif kind.startswith("po"):
                 ns, _, pod_name = name.rpartition("/")
                 if pod_delete(namespace=ns or namespace, name=pod_name):
                     self.stdout.write(f'pod "{pod_name}" deleted')

@@ -4,6 +4,8 @@ from django.utils import timezone
 
 from scheduler.kubectl import printers as kubectl
 from scheduler.models import Event, Node, Pod
+from scheduler.kubectl.objects import RESOURCES, objects_table
+from scheduler.models import ClusterObject
 
 # As kubectl's resource names and short names.
 KINDS = {"pod": "pods", "pods": "pods", "po": "pods", "node": "nodes", "nodes": "nodes", "no": "nodes",
@@ -22,6 +24,8 @@ class Command(kubectl.KubectlCommand):
 
     def handle(self, *args, kind, names, namespace, all_namespaces, output, **options):
         what = KINDS.get(kind.lower())
+        if what is None and kind.lower() in RESOURCES:
+            return self._objects(kind.lower(), names, namespace, all_namespaces, output)
         if what is None:
             raise kubectl.KubectlError(f'the server doesn\'t have a resource type "{kind}"')
         if names and all_namespaces:
@@ -61,6 +65,29 @@ class Command(kubectl.KubectlCommand):
             raise kubectl.KubectlError()
         if not objs and not names and output != "json":
             where = "" if all_namespaces or what == "nodes" else f" in {namespace} namespace"
+            self.stderr.write(f"No resources found{where}.")
+
+    def _objects(self, resource, names, namespace, all_namespaces, output):
+        """Namespaces, Services, ReplicaSets, StatefulSets, ReplicationControllers."""
+        object_kind, plural = RESOURCES[resource]
+        namespaced = object_kind != "Namespace"
+        objs = ClusterObject.objects.filter(kind=object_kind)
+        if namespaced and not all_namespaces:
+            objs = objs.filter(namespace=namespace)
+        objs = list(objs.filter(name__in=names) if names else objs.order_by("namespace", "name"))
+        objs = self._in_order(objs, names)
+        if output == "json":
+            self._json([o.manifest for o in objs], names)
+        elif objs:
+            self.stdout.write(objects_table(object_kind, objs, all_namespaces=all_namespaces, wide=output == "wide",
+                                            now=timezone.now()))
+        missing = [n for n in dict.fromkeys(names) if n not in {o.name for o in objs}]
+        for name in missing:
+            self.stderr.write(f'Error from server (NotFound): {plural} "{name}" not found')
+        if missing:
+            raise kubectl.KubectlError()
+        if not objs and not names and output != "json":
+            where = f" in {namespace} namespace" if namespaced and not all_namespaces else ""
             self.stderr.write(f"No resources found{where}.")
 
     @staticmethod

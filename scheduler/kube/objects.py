@@ -1,0 +1,88 @@
+"""Namespaces, Services, ReplicationControllers, ReplicaSets and StatefulSets mirrored (list + watch)
+into the ClusterObject table: InterPodAffinity's namespaceSelector reads the namespaces' labels, and
+PodTopologySpread's default constraints the selectors of the Services and controllers of a pod.
+
+Read only, and only what the scheduler reads: the metadata's name, namespace, uid and labels, and
+spec.selector / spec.replicas. The API server has validated them; they are stored as it has them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+
+from ..cluster.objects import cluster_object_upsert_mirrored
+from ..manifests.cluster_objects import KINDS, NAMESPACE, REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET
+from ..models import ClusterObject
+from .mirror import MIRROR_LOCK, _isolated, _usable_connection
+
+log = logging.getLogger(__name__)
+
+# kind -> (reflector name, API class name, list-for-all-namespaces method)
+WATCHED = {
+    NAMESPACE: ("namespaces", "CoreV1Api", "list_namespace"),
+    SERVICE: ("services", "CoreV1Api", "list_service_for_all_namespaces"),
+    REPLICATION_CONTROLLER: ("replicationcontrollers", "CoreV1Api", "list_replication_controller_for_all_namespaces"),
+    REPLICA_SET: ("replicasets", "AppsV1Api", "list_replica_set_for_all_namespaces"),
+    STATEFUL_SET: ("statefulsets", "AppsV1Api", "list_stateful_set_for_all_namespaces"),
+}
+
+
+def _fields(kind: str, obj: dict) -> dict:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    selector = spec.get("selector") if kind != NAMESPACE else None
+    replicas = spec.get("replicas") if kind in (REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER) else None
+    manifest = {"apiVersion": KINDS[kind][0], "kind": kind,
+                "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "labels") if k in meta}}
+    if kind != NAMESPACE:
+        manifest["spec"] = {k: spec[k] for k in ("selector", "replicas") if k in spec}
+    return {"namespace": (meta.get("namespace") or "") if KINDS[kind][1] else "", "name": meta.get("name") or "",
+            "uid": meta.get("uid") or "", "labels": labels, "selector": selector if isinstance(selector, dict) else None,
+            "replicas": replicas if isinstance(replicas, int) else None, "manifest": manifest}
+
+
+class ObjectStore:
+    """Reflector store for one kind of ClusterObject."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def replace(self, items: list[dict]) -> None:
+        with MIRROR_LOCK:
+            _usable_connection()
+            listed = set()
+            for obj in items:
+                f = _fields(self.kind, obj)
+                listed.add((f["namespace"], f["name"]))
+                _isolated(self.kind, obj, lambda f=f: cluster_object_upsert_mirrored(kind=self.kind, **f))
+            with transaction.atomic():
+                for pk, namespace, name in ClusterObject.objects.filter(kind=self.kind).values_list("pk", "namespace", "name"):
+                    if (namespace, name) not in listed:
+                        ClusterObject.objects.filter(pk=pk).delete()
+
+    def apply(self, event_type: str, obj: dict) -> None:
+        with MIRROR_LOCK:
+            _usable_connection()
+            f = _fields(self.kind, obj)
+            if event_type == "DELETED":
+                _isolated(self.kind, obj, lambda: ClusterObject.objects.filter(
+                    kind=self.kind, namespace=f["namespace"], name=f["name"]).delete())
+            else:
+                _isolated(self.kind, obj, lambda: cluster_object_upsert_mirrored(kind=self.kind, **f))
+
+
+def reflectors(api_client, *, stop, watch_timeout=None) -> list:
+    """One Reflector per watched kind."""
+    from kubernetes import client
+
+    from .reflector import Reflector
+
+    out = []
+    for kind, (name, api_class, method) in WATCHED.items():
+        api = getattr(client, api_class)(api_client)
+        out.append(Reflector(name, getattr(api, method), ObjectStore(kind), kind=kind, stop=stop,
+                             watch_timeout=watch_timeout))
+    return out

@@ -1,0 +1,100 @@
+"""kubectl's printers for the cluster objects the scheduler reads (printers/internalversion/printers.go):
+namespaces, services, replicasets, statefulsets and replicationcontrollers, with `-o wide` and `-A`.
+
+There are no controllers here: a controller's CURRENT counts the pods it owns (as its status would), READY
+those of them bound to a node.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .printers import human_duration, table
+from ..models import ClusterObject, Pod
+
+# kubectl's resource names -> (kind, plural as `get` names it)
+RESOURCES: dict[str, tuple[str, str]] = {}
+for _kind, _plural, _names in (
+        ("Namespace", "namespaces", ("namespace", "namespaces", "ns")),
+        ("Service", "services", ("service", "services", "svc")),
+        ("ReplicaSet", "replicasets.apps", ("replicaset", "replicasets", "rs")),
+        ("StatefulSet", "statefulsets.apps", ("statefulset", "statefulsets", "sts")),
+        ("ReplicationController", "replicationcontrollers", ("replicationcontroller", "replicationcontrollers", "rc"))):
+    for _name in _names:
+        RESOURCES[_name] = (_kind, _plural)
+
+
+def _selector_text(selector) -> str:
+    """As metav1.FormatLabelSelector (a LabelSelector) or labels.FormatLabels (a map)."""
+    if not isinstance(selector, dict):
+        return "<none>"
+    if "matchLabels" in selector or "matchExpressions" in selector:
+        parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+        for r in selector.get("matchExpressions") or []:
+            op, key, values = r.get("operator"), r.get("key"), ",".join(r.get("values") or [])
+            parts.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "Exists": key,
+                          "DoesNotExist": f"!{key}"}.get(op, f"{key} {op} ({values})"))
+        return ",".join(parts) or "<none>"
+    return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>"
+
+
+def _owned(obj: ClusterObject) -> tuple[int, int]:
+    """(pods whose controller is this object, of them bound to a node)."""
+    api = obj.manifest.get("apiVersion") or ""
+    current = ready = 0
+    for manifest, node_name in Pod.objects.filter(namespace=obj.namespace).values_list("manifest", "node_name"):
+        for ref in (manifest.get("metadata") or {}).get("ownerReferences") or []:
+            if ref.get("controller") and ref.get("kind") == obj.kind and ref.get("name") == obj.name \
+                    and ref.get("apiVersion") == api:
+                current += 1
+                ready += bool(node_name)
+    return current, ready
+
+
+def _service_ports(spec: dict) -> str:
+    ports = []
+    for p in spec.get("ports") or []:
+        text = f"{p.get('port')}/{p.get('protocol') or 'TCP'}"
+        if p.get("nodePort"):
+            text = f"{p.get('port')}:{p.get('nodePort')}/{p.get('protocol') or 'TCP'}"
+        ports.append(text)
+    return ",".join(ports) or "<none>"
+
+
+def _containers(spec: dict) -> tuple[str, str]:
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    return ",".join(str(c.get("name") or "") for c in containers), ",".join(str(c.get("image") or "") for c in containers)
+
+
+def objects_table(kind: str, objs: list[ClusterObject], *, all_namespaces: bool, wide: bool, now: datetime) -> str:
+    rows = []
+    for obj in objs:
+        spec = obj.manifest.get("spec") or {}
+        age = human_duration((now - obj.created_at).total_seconds())
+        if kind == "Namespace":
+            headers, row = ["NAME", "STATUS", "AGE"], [obj.name, "Active", age]
+        elif kind == "Service":
+            headers = ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+            row = [obj.name, spec.get("type") or "ClusterIP", spec.get("clusterIP") or "<none>",
+                   ",".join(spec.get("externalIPs") or []) or "<none>", _service_ports(spec), age]
+            if wide:
+                headers, row = headers + ["SELECTOR"], row + [_selector_text(obj.selector)]
+        elif kind == "StatefulSet":
+            _, ready = _owned(obj)
+            headers, row = ["NAME", "READY", "AGE"], [obj.name, f"{ready}/{obj.replicas if obj.replicas is not None else 1}", age]
+            if wide:
+                names, images = _containers(spec)
+                headers, row = headers + ["CONTAINERS", "IMAGES"], row + [names, images]
+        else:  # ReplicaSet, ReplicationController
+            current, ready = _owned(obj)
+            headers = ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
+            row = [obj.name, str(obj.replicas if obj.replicas is not None else 1), str(current), str(ready), age]
+            if wide:
+                names, images = _containers(spec)
+                headers, row = headers + ["CONTAINERS", "IMAGES", "SELECTOR"], row + [names, images, _selector_text(obj.selector)]
+        if all_namespaces and kind != "Namespace":
+            headers, row = ["NAMESPACE"] + headers, [obj.namespace] + row
+        rows.append(row)
+    if not rows:
+        return ""
+    return table(headers, rows)
