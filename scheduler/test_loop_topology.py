@@ -28,8 +28,8 @@ def apply(*objs):
 def worker():
     queues.reset_queue(RedisQueue(queues.get_redis(), prefix=settings.SCHEDBOARD_QUEUE_PREFIX,
                                   on_incoming=metrics.count_incoming))
-    loop._worker = loop.Worker(config=topology_config())
-    return loop._worker
+    loop.reset_worker(loop.Worker(config=topology_config()))
+    return loop.get_worker()
 
 
 def drain():

@@ -393,10 +393,11 @@ def _set_condition(pod: Pod, ok: bool, reason: str, message: str, now) -> None:
 _worker: Worker | None = None
 
 
-def reset_worker() -> None:
-    """Forget this process's worker, so the next batch builds a new one (tests and benchmarks start afresh)."""
+def reset_worker(worker: Worker | None = None) -> None:
+    """Use `worker` for this process's batches, or forget the worker so that the next batch builds a new one
+    (tests and benchmarks start afresh)."""
     global _worker
-    _worker = None
+    _worker = worker
 
 
 def get_worker() -> Worker:
