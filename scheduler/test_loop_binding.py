@@ -366,3 +366,21 @@ def test_a_binding_sent_by_a_binder_that_died_is_recorded_when_the_watch_shows_i
 
     binding = Binding.objects.get(pod_name="web")
     assert (binding.node_name, binding.attempt_id) == ("only", job[0]["attempt"])
+
+
+def test_a_bind_job_run_again_after_the_watch_recorded_its_binding_writes_the_event_and_timings_once(backend):
+    """A binding batch rolled back (a deadlock with the mirror) and run again finds its binding recorded by
+    the watch: the event, the attempt's timings and the metrics are still its to write; a third run adds none."""
+    backend(Cluster())
+    apply(node("only"), pod("web"))
+    job = placed("web")
+    mark_binding(job, timezone.now())  # sent; then the batch's transaction was rolled back
+    watch_says_bound("web", "only")
+
+    loop.bind_batch(job)
+    loop.bind_batch(job)  # redelivered once more
+
+    assert Binding.objects.filter(pod_name="web").count() == 1
+    attempt = Attempt.objects.get(pod_name="web")
+    assert attempt.result == "scheduled" and attempt.binding_ms is not None
+    assert Event.objects.filter(involved_name="web", reason="Scheduled").count() == 1

@@ -131,16 +131,21 @@ def _settle(binds: list[_Bind], backend, *, marked: set[int] | None = None) -> N
                   and b.pod.node_name == b.node]
     recorded = {}
     if bound_here:
-        recorded = {(uid, pod_id): attempt_id for uid, pod_id, attempt_id in Binding.objects.filter(
-            pod_uid__in={b.pod.uid for b in bound_here}).values_list("pod_uid", "pod_id", "attempt_id")}
+        recorded = {(uid, pod_id): (attempt_id, binding_ms) for uid, pod_id, attempt_id, binding_ms in
+                    Binding.objects.filter(pod_uid__in={b.pod.uid for b in bound_here})
+                    .values_list("pod_uid", "pod_id", "attempt_id", "attempt__binding_ms")}
     for b in binds:
         if b.pod is None:
             b.outcome = "gone"
         elif marked is not None and b.pod.pk in marked:
             b.outcome = "call"
         elif b.pod.node_name == b.node:
-            attempt = recorded.get((b.pod.uid, b.pod.pk), 0)
-            if attempt == b.item["attempt"]:
+            attempt, binding_ms = recorded.get((b.pod.uid, b.pod.pk), (0, None))
+            if attempt == b.item["attempt"] and binding_ms is None and backend.mirrors_bindings:
+                # The mirror recorded this very binding when the watch showed it, and no binder wrote its
+                # part yet (this batch's first try was rolled back, or its binder died): write it now.
+                b.outcome = "bound"
+            elif attempt == b.item["attempt"]:
                 b.outcome = "already"  # this very binding, recorded before: a redelivered job
             elif attempt != 0 or not backend.mirrors_bindings:
                 # Bound here by another attempt (or, on the simulated cluster, by its manifest): not this attempt's.
