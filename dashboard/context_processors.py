@@ -8,6 +8,7 @@ NAV = [
     ("Queue", "/queue/", "/queue/"),
     ("Nodes", "/nodes/", "/nodes/"),
     ("Audit", "/bindings/", "/bindings/"),
+    ("Pending", "/pending/", "/pending/"),
     ("What-if", "/whatif/", "/whatif/"),
     ("Replays", "/replays/", "/replays/"),
     ("Profiles", "/profiles/", "/profiles/"),

@@ -14,6 +14,8 @@ from scheduler.models import Node, Pod
 from scheduler.queue.queues import get_queue
 from scheduler.telemetry.metrics import CACHE_SIZE_HELP, PENDING_PODS_HELP
 
+from .pending import PENDING_BY_REASON, PENDING_BY_REASON_HELP, pending_by_reason
+
 
 class StateCollector:
     """Gauges that are current state, read at scrape time: pending pods per queue, cache size."""
@@ -35,6 +37,11 @@ class StateCollector:
         cache.add_metric(["nodes"], Node.objects.count())
         cache.add_metric(["pods"], counts["pods"])
         yield cache
+
+        by_reason = GaugeMetricFamily(PENDING_BY_REASON, PENDING_BY_REASON_HELP, labels=["reason"])
+        for reason, count in sorted(pending_by_reason().items()):
+            by_reason.add_metric([reason], count)
+        yield by_reason
 
 
 def scrape_registry(path: str | None = None) -> CollectorRegistry:

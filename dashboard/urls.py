@@ -2,7 +2,7 @@ from django.urls import path
 
 from . import views, views_profiles
 from .live import views as live
-from .pages import attempt, audit, pod, replays
+from .pages import attempt, audit, pending, pod, replays
 
 urlpatterns = [
     # The live pages (a websocket each, see dashboard/live/).
@@ -12,6 +12,7 @@ urlpatterns = [
     path("pods/<str:namespace>/<str:name>/", pod.pod_detail, name="pod"),
     path("attempts/<int:attempt_id>/", attempt.attempt_detail, name="attempt"),
     path("bindings/", audit.audit_list, name="audit"),
+    path("pending/", pending.pending, name="pending"),
     path("profiles/", views_profiles.profiles, name="profiles"),
     path("whatif/", views_profiles.whatif, name="whatif"),
     path("attempts/<int:attempt_id>/rescore/", views_profiles.attempt_rescore, name="attempt_rescore"),

@@ -7,7 +7,9 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from scheduler.engine.explain import TRACE_MAX_NODES, trace_filtered, trace_omitted, trace_scores
-from scheduler.models import RESULT_SCHEDULED, Attempt
+from scheduler.models import RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt
+
+from .why import why_section
 
 # Verdict rows rendered at once; a search narrows the rest (a 5,000-node cluster is 5,000 rows).
 MAX_VERDICT_ROWS = 1000
@@ -100,6 +102,7 @@ def attempt_detail(request, attempt_id: int):
     widest = max((n for _, n in histogram), default=0)
     return render(request, "dashboard/attempt.html", {
         "attempt": attempt,
+        "why": why_section(attempt.namespace, attempt.pod_name) if attempt.result == RESULT_UNSCHEDULABLE else None,
         "binding": getattr(attempt, "binding", None),
         "scheduled": attempt.result == RESULT_SCHEDULED,
         "histogram": [{"reason": r, "count": n, "percent": round(100 * n / widest) if widest else 0} for r, n in histogram],

@@ -9,6 +9,7 @@ from scheduler.models import Attempt, Event, Pod
 
 from ..audit import DETAIL_FIELDS
 from ..describe import event_rows, pod_summary
+from .why import why_section
 
 # A pod unschedulable for days retries every few minutes: the page lists the latest attempts and
 # links the audit (filtered to this pod) for the rest.
@@ -28,6 +29,7 @@ def pod_detail(request, namespace: str, name: str):
         "namespace": namespace,
         "name": name,
         "pod": pod,
+        "why": why_section(namespace, name) if pod and pod.scheduled_reason == "Unschedulable" else None,
         "summary": pod_summary(pod) if pod else [],
         "events": event_rows(list(events), now=timezone.now()),
         "attempts": attempts[:MAX_ATTEMPTS],
