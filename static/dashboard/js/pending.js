@@ -14,6 +14,9 @@ if (source && target) {
     running = running.map((v, i) => v + data.series[reason][i]);
     cumulative.push(running);
   }
+  // Each bucket is a step from its start to the next one's: the last needs its end too.
+  const times = [...data.times, data.times[data.times.length - 1] + data.bucket_seconds];
+  cumulative.forEach((c) => c.push(c[c.length - 1]));
   const order = reasons.map((_, i) => i).reverse(); // the top of the stack first
   const width = () => Math.max(280, target.clientWidth - 4);
   const opts = {
@@ -21,10 +24,10 @@ if (source && target) {
     scales: {x: {time: true}, y: {range: (u, min, max) => [0, Math.max(1, max)]}},
     axes: [{}, {label: "pods", size: 50}],
     series: [{}, ...order.map((i) => ({label: reasons[i], stroke: COLOURS[i % COLOURS.length], width: 1,
-      fill: COLOURS[i % COLOURS.length] + "cc", paths: uPlot.paths.stepped({align: 1}),
-      value: (u, v, s, idx) => idx == null ? "" : String(data.series[reasons[i]][idx])}))],
+      fill: COLOURS[i % COLOURS.length] + "cc", paths: uPlot.paths.stepped({align: 1}), points: {show: false},
+      value: (u, v, s, idx) => idx == null ? "" : String(data.series[reasons[i]][Math.min(idx, times.length - 2)])}))],
   };
-  const plot = new uPlot(opts, [data.times, ...order.map((i) => cumulative[i])], target);
+  const plot = new uPlot(opts, [times, ...order.map((i) => cumulative[i])], target);
   new ResizeObserver(() => plot.setSize({width: width(), height: 280})).observe(target);
   target.dataset.ready = "1";
 }
