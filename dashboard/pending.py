@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from scheduler.models import RESULT_UNSCHEDULABLE, Attempt, Pod
+from scheduler.state.rewind import latest_attempts
 
 # Our own gauge: kube-scheduler has no per-reason count of pending pods (its scheduler_pending_pods is per queue).
 PENDING_BY_REASON = "schedboard_pending_pods_by_reason"
@@ -27,14 +28,14 @@ def main_reason(reasons: dict[str, int] | None, message: str = "") -> str:
 
 def pending_by_reason() -> dict[str, int]:
     """Pods pending now (not bound, not assumed, PodScheduled=False Unschedulable), by their latest
-    unschedulable attempt's main reason. One query: DISTINCT ON the attempt_by_pod index's leading columns."""
-    pending = Pod.objects.filter(node_name="", assumed_node="", scheduled_reason="Unschedulable")
-    latest = (Attempt.objects.filter(result=RESULT_UNSCHEDULABLE, pod__in=pending)
-              .order_by("namespace", "pod_name", "-started_at", "-id").distinct("namespace", "pod_name")
-              .values_list("reasons", "message"))
+    unschedulable attempt's main reason."""
+    pending = set(Pod.objects.filter(node_name="", assumed_node="", scheduled_reason="Unschedulable")
+                  .values_list("namespace", "name"))
+    latest = latest_attempts(Attempt.objects.filter(result=RESULT_UNSCHEDULABLE).only("namespace", "pod_name", "reasons", "message"),
+                             pending)
     out: dict[str, int] = {}
-    for reasons, message in latest:
-        reason = main_reason(reasons, message)
+    for attempt in latest.values():
+        reason = main_reason(attempt.reasons, attempt.message)
         out[reason] = out.get(reason, 0) + 1
     return out
 

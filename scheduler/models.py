@@ -277,6 +277,57 @@ class ClusterEvent(models.Model):
         return f"{self.kind} {self.object_name}"
 
 
+class DeletedPod(models.Model):
+    """A pod row as it was when it was deleted, written by a database trigger on the pod table (migration
+    0011), so every way a pod goes (delete, the kube mirror, tests, retention of nothing) is recorded alike.
+    What the rewind (scheduler/state/rewind.py) and a recorded trace read to know a pod existed until then."""
+
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=64, blank=True, default="")
+    node_name = models.CharField(max_length=253, blank=True, default="")
+    assumed_node = models.CharField(max_length=253, blank=True, default="")
+    priority = models.IntegerField(default=0)
+    req_cpu = models.BigIntegerField(default=0)
+    req_memory = models.BigIntegerField(default=0)
+    req_ephemeral = models.BigIntegerField(default=0)
+    req_scalar = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+    queued_at = models.DateTimeField(null=True, blank=True)
+    bound_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField()
+    manifest = models.JSONField()
+
+    class Meta:
+        ordering = ["-deleted_at", "-id"]
+        indexes = [models.Index(fields=["deleted_at"], name="deleted_pod_by_time")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name} (deleted {self.deleted_at})"
+
+
+class DeletedNode(models.Model):
+    """A node row as it was when it was deleted (a trigger on the node table, migration 0011)."""
+
+    name = models.CharField(max_length=253)
+    manifest = models.JSONField()
+    unschedulable = models.BooleanField(default=False)
+    alloc_cpu = models.BigIntegerField(default=0)
+    alloc_memory = models.BigIntegerField(default=0)
+    alloc_ephemeral = models.BigIntegerField(default=0)
+    alloc_pods = models.BigIntegerField(default=0)
+    alloc_scalar = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+    deleted_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-deleted_at", "-id"]
+        indexes = [models.Index(fields=["deleted_at"], name="deleted_node_by_time")]
+
+    def __str__(self) -> str:
+        return f"{self.name} (deleted {self.deleted_at})"
+
+
 class SchedulerConfigVersion(models.Model):
     """One saved version of the whole scheduler configuration; rows are never changed, only added.
 

@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from .models import Attempt, Binding, ClusterEvent, Event
+from .models import Attempt, Binding, ClusterEvent, DeletedNode, DeletedPod, Event
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,9 @@ KINDS = (
     Kind("events", Event, "last_timestamp", "SCHEDBOARD_RETAIN_EVENTS", "last_timestamp"),
     Kind("cluster events", ClusterEvent, "created_at", "SCHEDBOARD_RETAIN_CLUSTER_EVENTS", "id"),
     Kind("bindings", Binding, "bound_at", "SCHEDBOARD_RETAIN_BINDINGS", "bound_at"),
+    # Deleted pods and nodes serve the rewind, which reaches back as far as the attempts do.
+    Kind("deleted pods", DeletedPod, "deleted_at", "SCHEDBOARD_RETAIN_ATTEMPTS", "deleted_at"),
+    Kind("deleted nodes", DeletedNode, "deleted_at", "SCHEDBOARD_RETAIN_ATTEMPTS", "deleted_at"),
 )
 
 
