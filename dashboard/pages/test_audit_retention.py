@@ -67,6 +67,8 @@ def test_the_audit_says_how_long_each_kind_of_row_is_kept_and_the_oldest_still_p
         ["Events", "1 hour", "none", "SCHEDBOARD_RETAIN_EVENTS"],
         ["Cluster events", "10 minutes", "2026-11-30 10:00:00", "SCHEDBOARD_RETAIN_CLUSTER_EVENTS"],
         ["Bindings", "forever", "2026-11-30 10:00:00", "SCHEDBOARD_RETAIN_BINDINGS"],
+        ["Deleted pods", "7 days", "none", "SCHEDBOARD_RETAIN_ATTEMPTS"],
+        ["Deleted nodes", "7 days", "none", "SCHEDBOARD_RETAIN_ATTEMPTS"],
     ]
 
 
@@ -78,7 +80,8 @@ def test_the_retention_follows_the_settings(admin_client, shipped):
                          involved_name="web", first_timestamp=T0, last_timestamp=T0 + timedelta(seconds=7))
     kept = {row[0]: (row[1], row[2]) for row in table(admin_client.get("/bindings/").content.decode(), "retention")}
     assert kept == {"Attempts": ("forever", "none"), "Events": ("1 hour 30 minutes", "2026-11-30 10:00:07"),
-                    "Cluster events": ("10 minutes", "none"), "Bindings": ("400 days", "none")}
+                    "Cluster events": ("10 minutes", "none"), "Bindings": ("400 days", "none"),
+                    "Deleted pods": ("forever", "none"), "Deleted nodes": ("forever", "none")}
 
 
 def test_a_binding_whose_attempt_retention_deleted_is_still_listed_by_its_bound_time(admin_client, shipped):

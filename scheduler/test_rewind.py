@@ -12,7 +12,7 @@ from scheduler.models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_UNSCHEDUL
 from scheduler.queue.queues import get_queue
 from scheduler.testing.loop import apply, drain, node, pod
 
-from .rewind import ACTIVE, BACKOFF, IN_FLIGHT, UNSCHEDULABLE, _queued, rewind
+from scheduler.state.rewind import ACTIVE, BACKOFF, IN_FLIGHT, UNSCHEDULABLE, _queued, rewind
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock")]
 
