@@ -37,7 +37,7 @@ class Command(KubectlCommand):
                 drained.append(name)
                 self.stdout.write(f"node/{name} drained")
                 continue
-            self.stderr.write(f'error: unable to drain node "{name}", aborting command...\n')
+            self.stderr.write(f'error: unable to drain node "{name}", aborting command...\n\n')
             pending = [n for n in names if n not in drained]
             self.stderr.write("There are pending nodes to be drained:")
             for n in pending:
