@@ -238,3 +238,18 @@ SCHEDBOARD_LEASE_NAME = env_str("SCHEDBOARD_LEASE_NAME", "schedboard")
 SCHEDBOARD_LEASE_DURATION = env_duration("SCHEDBOARD_LEASE_DURATION", 15.0)
 SCHEDBOARD_RENEW_DEADLINE = env_duration("SCHEDBOARD_RENEW_DEADLINE", 10.0)
 SCHEDBOARD_RETRY_PERIOD = env_duration("SCHEDBOARD_RETRY_PERIOD", 2.0)
+
+# ---- the control plane around the scheduler (simulated backend; scheduler/controllers/) ----------
+# A real cluster runs its own kube-controller-manager: these beat tasks run only on the simulated one.
+# Periods and PodGC's quarantine as kube-controller-manager's defaults (gcCheckPeriod 20 s, quarantineTime
+# 40 s, --node-monitor-period 5 s); the workload controllers are watch-driven upstream, polled here.
+SCHEDBOARD_PODGC_PERIOD = env_duration("SCHEDBOARD_PODGC_PERIOD", 20.0)
+SCHEDBOARD_PODGC_QUARANTINE_SECONDS = env_duration("SCHEDBOARD_PODGC_QUARANTINE", 40.0)
+SCHEDBOARD_NODE_MONITOR_PERIOD = env_duration("SCHEDBOARD_NODE_MONITOR_PERIOD", 5.0)
+SCHEDBOARD_WORKLOAD_SYNC_PERIOD = env_duration("SCHEDBOARD_WORKLOAD_SYNC_PERIOD", 1.0)
+if SCHEDBOARD_BACKEND == "simulated":
+    CELERY_BEAT_SCHEDULE.update({
+        "podgc": {"task": "scheduler.podgc", "schedule": SCHEDBOARD_PODGC_PERIOD},
+        "node-lifecycle": {"task": "scheduler.node_lifecycle", "schedule": SCHEDBOARD_NODE_MONITOR_PERIOD},
+        "workloads": {"task": "scheduler.workloads", "schedule": SCHEDBOARD_WORKLOAD_SYNC_PERIOD},
+    })

@@ -14,7 +14,9 @@ from scheduler.cluster.services import cluster_apply
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-MESSAGE = "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu."
+# 16 cpus fit no untainted node even emptied: the PostFilter (DefaultPreemption) says preemption cannot help.
+MESSAGE = ("0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu. "
+           "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.")
 
 
 def node(name, cpu, taints=None):

@@ -3,6 +3,7 @@
 from celery import shared_task
 
 from . import loop, retention
+from .controllers import node_lifecycle as lifecycle, podgc as gc_controller, taint_eviction, workloads as workload_controllers
 
 
 @shared_task(name="scheduler.schedule", ignore_result=True)
@@ -31,3 +32,20 @@ def purge_old_rows() -> dict:
 def recount() -> dict:
     return loop.recount()
 from .replay.tasks import replay_run  # noqa: E402,F401  (registers the replay task with the worker)
+
+
+# The controllers of the simulated cluster (config/settings.py adds them to beat only for that backend).
+
+@shared_task(name="scheduler.podgc", ignore_result=True)
+def podgc() -> dict:
+    return gc_controller.gc()
+
+
+@shared_task(name="scheduler.node_lifecycle", ignore_result=True)
+def node_lifecycle() -> dict:
+    return {"tainted": lifecycle.monitor(), **taint_eviction.run()}
+
+
+@shared_task(name="scheduler.workloads", ignore_result=True)
+def workloads() -> dict:
+    return workload_controllers.sync_all()

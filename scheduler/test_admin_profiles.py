@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from scheduler.engine.plugins.default_preemption import DefaultPreemptionArgs
 from scheduler.engine.plugins.inter_pod_affinity import InterPodAffinityArgs
 from scheduler.engine.plugins.pod_topology_spread import PodTopologySpreadArgs
 from scheduler.engine.pods import TopologySpreadConstraint
@@ -143,6 +144,42 @@ def test_the_form_edits_the_topology_plugins_args_and_shows_them_again(staff):
     again = form_data(staff, PROFILE)
     assert again["spread_defaulting_type"] == "List" and again["hard_pod_affinity_weight"] == "7"
     assert "maxSkew: 2" in again["spread_default_constraints"]
+
+
+def test_the_form_edits_default_preemptions_args_and_switches_it_off_at_post_filter(staff):
+    data = form_data(staff, PROFILE)
+    row = row_of(data, "DefaultPreemption")
+    assert data[row + "-post_filter"] == "on" and data["min_candidate_nodes_percentage"] == "10"
+    data["min_candidate_nodes_percentage"] = "30"
+    data["min_candidate_nodes_absolute"] = "5"
+    data["reason"] = "dry-run fewer nodes"
+    assert save(staff, data).status_code == 302
+    _, config = config_active()
+    assert config.profiles[0].plugin_args["DefaultPreemption"] == DefaultPreemptionArgs(30, 5)
+    assert config.profiles[0].post_filters == ["DefaultPreemption"]
+    data = form_data(staff, PROFILE)
+    assert data["min_candidate_nodes_absolute"] == "5"
+    del data[row + "-post_filter"]
+    data["reason"] = "no preemption"
+    assert save(staff, data).status_code == 302
+    _, config = config_active()
+    assert config.profiles[0].post_filters == []
+
+
+def test_bad_default_preemption_args_are_refused_with_upstreams_words(staff):
+    data = form_data(staff, PROFILE)
+    data["min_candidate_nodes_percentage"] = "0"
+    data["min_candidate_nodes_absolute"] = "0"
+    data["reason"] = "nothing"
+    response = save(staff, data)
+    assert response.status_code == 200
+    assert problems_on(response) == [
+        "profiles[0].pluginConfig[0].args.minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same "
+        "time as minCandidateNodesAbsolute",
+        "profiles[0].pluginConfig[0].args.minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the same "
+        "time as minCandidateNodesPercentage"]
+    assert where_on(response) == ["DefaultPreemption args", "DefaultPreemption args"]
+    assert not SchedulerConfigVersion.objects.exists()
 
 
 def test_saving_the_form_untouched_saves_the_same_configuration(staff):

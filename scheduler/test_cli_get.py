@@ -57,7 +57,8 @@ spec:
   containers: [{name: api, image: api, resources: {requests: {cpu: 500m, memory: 512Mi}}}]
 """
 
-UNSCHEDULABLE = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable."
+UNSCHEDULABLE = ("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable. "
+                 "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
 
 
 @pytest.fixture
@@ -161,14 +162,15 @@ def test_get_events_prints_type_reason_object_message(cluster):
     )
     wide = cli("get", "events", "-A", "-o", "wide").out.splitlines()
     failed, scheduled = Event.objects.get(reason="FailedScheduling"), Event.objects.get(reason="Scheduled")
-    assert wide[0] == ("NAMESPACE   LAST SEEN   TYPE      REASON             OBJECT    SUBOBJECT   SOURCE              MESSAGE"
-                       + " " * 70 + "FIRST SEEN   COUNT   NAME")
+    width = len(UNSCHEDULABLE) + 3  # the MESSAGE column: its longest cell and tabwriter's padding
+    assert wide[0] == ("NAMESPACE   LAST SEEN   TYPE      REASON             OBJECT    SUBOBJECT   SOURCE              "
+                       + "MESSAGE".ljust(width) + "FIRST SEEN   COUNT   NAME")
     # SUBOBJECT is empty (no fieldPath) but its column keeps its width, as tabwriter pads it.
     assert sorted(wide[1:]) == sorted([
         "default     3h          Warning   FailedScheduling   pod/big               default-scheduler   "
         f"{UNSCHEDULABLE}   3h           1       big.{failed.pk:x}",
         "default     3h          Normal    Scheduled          pod/web               default-scheduler   "
-        f"Successfully assigned default/web to node-a{' ' * 34}3h           1       web.{scheduled.pk:x}",
+        f"{'Successfully assigned default/web to node-a'.ljust(width)}3h           1       web.{scheduled.pk:x}",
     ])
 
 

@@ -134,7 +134,8 @@ def test_other_schedulers_pods_are_left_alone_but_count_against_their_node(runni
     call(core.create_namespaced_pod, NS, pod("theirs-pending", cpu="100m", scheduler="other-scheduler"))
     call(core.create_namespaced_pod, NS, pod("ours", cpu="1"))
 
-    message = "0/1 nodes are available: 1 Insufficient cpu."
+    # The pod on node-a has no lower priority than ours: nothing to preempt.
+    message = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     wait_for_cluster(lambda: (scheduled_condition(read_pod(core, "ours")) or {}).get("message") == message,
              "the FailedScheduling condition")
     assert node_usage("node-a")[0] == 1500
@@ -151,7 +152,7 @@ def test_an_unschedulable_pod_gets_the_event_and_condition_then_a_new_node_unblo
     wait_for_cluster(lambda: Node.objects.filter(name="small").exists(), "the node mirrored")
     call(core.create_namespaced_pod, NS, pod("big", cpu="2"))
 
-    message = "0/1 nodes are available: 1 Insufficient cpu."
+    message = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     wait_for_cluster(lambda: scheduled_condition(read_pod(core, "big")) is not None, "the PodScheduled condition")
     condition = scheduled_condition(read_pod(core, "big"))
     assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", message)

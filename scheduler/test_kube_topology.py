@@ -131,4 +131,5 @@ def test_a_replicasets_pods_end_spread_across_zones_and_one_per_host(kube_cluste
         return next((c for c in conditions if c["type"] == "PodScheduled"), None)
 
     wait_for(lambda: condition() is not None and condition()["status"] == "False", "web-6 reported unschedulable")
-    assert condition()["message"] == "0/6 nodes are available: 6 node(s) didn't match pod anti-affinity rules."
+    assert condition()["message"] == ("0/6 nodes are available: 6 node(s) didn't match pod anti-affinity rules. "
+                                      "preemption: 0/6 nodes are available: 6 No preemption victims found for incoming pod.")

@@ -34,7 +34,9 @@ def test_it_marks_an_unschedulable_pod_with_upstreams_message_and_schedules_it_o
           pod("big", cpu="2"))
     drain()
     big = Pod.objects.get(name="big")
-    message = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s)."
+    # The pod asks more cpu than "small" has at all: removing pods cannot help there (nor on the tainted node).
+    message = ("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). "
+               "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
     assert big.node_name == "" and big.scheduled_status == "False" and big.scheduled_reason == "Unschedulable"
     assert big.scheduled_message == message
     event = Event.objects.get(reason="FailedScheduling")
@@ -97,8 +99,9 @@ def test_a_repeated_failure_counts_the_event_instead_of_duplicating_it(clock):
     drain(clock)
     events = Event.objects.filter(reason="FailedScheduling", involved_name="big")
     by_message = {e.message: e.count for e in events}
-    assert by_message == {"0/1 nodes are available: 1 Insufficient cpu.": 1,
-                          "0/2 nodes are available: 2 Insufficient cpu.": 2}
+    not_helpful = "Preemption is not helpful for scheduling."  # 2 cpus fit no node, even emptied
+    assert by_message == {f"0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 {not_helpful}": 1,
+                          f"0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 {not_helpful}": 2}
     first = events.get(count=2)
     assert first.last_timestamp >= first.first_timestamp
     assert Attempt.objects.filter(pod_name="big").count() == 3

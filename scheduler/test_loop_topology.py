@@ -52,7 +52,8 @@ def test_anti_affine_replicas_land_on_distinct_hosts_and_the_one_too_many_is_uns
     assert len(hosts) == 3 and len(set(hosts.values())) == 3
     left = Pod.objects.get(name__in=[f"web-{i}" for i in range(4)], node_name="")
     assert left.scheduled_reason == "Unschedulable"
-    assert left.scheduled_message == "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+    assert left.scheduled_message == ("0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. "
+                                      "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.")
 
 
 def test_a_pod_without_terms_avoids_the_hosts_of_existing_pods_anti_affinity():
@@ -166,7 +167,8 @@ def test_a_spread_failure_keeps_each_domains_count_and_the_attempt_page_shows_th
     drain()
     attempt = Attempt.objects.get(pod_name="s-new")
     assert attempt.message == ("0/2 nodes are available: 1 Insufficient cpu, "
-                               "1 node(s) didn't match pod topology spread constraints.")
+                               "1 node(s) didn't match pod topology spread constraints. preemption: 0/2 nodes are "
+                               "available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.")
     [constraint] = attempt.trace["topology"]["PodTopologySpread"]
     assert constraint["topologyKey"] == ZONE and constraint["maxSkew"] == 1 and constraint["selector"] == "app=s"
     assert constraint["domains"] == {"a": 2, "b": 0} and constraint["globalMin"] == 0
@@ -182,7 +184,8 @@ def test_an_anti_affinity_failure_keeps_the_matching_pods_per_domain():
     apply(pod("web-1", {"app": "web"}, affinity=anti(HOST, app="web")))
     drain()
     attempt = Attempt.objects.get(pod_name="web-1")
-    assert attempt.message == "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules."
+    assert attempt.message == ("0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules. "
+                               "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     part = attempt.trace["topology"]["InterPodAffinity"]
     assert part["antiAffinity"] == {HOST: {"n0": 1}} and part["requiredAntiAffinityKeys"] == [HOST]
 

@@ -32,7 +32,8 @@ def test_an_unschedulable_attempt_shows_the_exact_message_the_histogram_and_who_
     attempt = Attempt.objects.get(pod_name="huge")
     html = admin_client.get(f"/attempts/{attempt.pk}/").content.decode()
 
-    message = "0/5 nodes are available: 1 node(s) had untolerated taint(s), 4 Insufficient cpu."
+    message = ("0/5 nodes are available: 1 node(s) had untolerated taint(s), 4 Insufficient cpu. "
+               "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.")
     assert attempt.message == message
     assert f'<pre id="message">{message}</pre>' in html
     assert table(html, "reasons") == [["Insufficient cpu", "4", ""], ["node(s) had untolerated taint(s)", "1", ""]]

@@ -24,7 +24,8 @@ def test_it_shows_the_pods_summary_its_repeated_failure_and_links_every_attempt(
     assert "<h1>Pod default/big</h1>" in html
     assert "<dt>Node-Selectors:</dt>\n  <dd>disk=ssd</dd>" in html
     assert "app=web" in html
-    message = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn&#x27;t match Pod&#x27;s node affinity/selector."
+    message = ("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn&#x27;t match Pod&#x27;s node affinity/selector. "
+               "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
     events = re.search(r'<table class="data" id="events-table">.*?</table>', html, re.S).group(0)
     assert re.search(r"<th>Type</th><th>Reason</th><th>Age</th><th>From</th><th>Message</th>", events)
     assert re.search(r"FailedScheduling</td>\s*<td><time[^>]*>\d+s \(x3 over \d+s\)</time></td>\s*<td>default-scheduler</td>"

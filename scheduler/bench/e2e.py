@@ -8,8 +8,11 @@ Speed is reported, never asserted. The end-to-end run works in its own database
 from __future__ import annotations
 
 import copy
+import json
 import random
 import time
+import uuid
+from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -113,49 +116,104 @@ class UseDatabase:
 HELD_SCHEDULER_NAME = "schedboard-bench-held"
 
 
-def load_cluster(nodes: int, placed: int, pods: int, seed: int, held: int = 0) -> list[tuple[str, int]]:
-    """Nodes, the already-placed pods (counted on their nodes) and the pending pods (the first `held` held), in bulk."""
-    import uuid
+@dataclass
+class Loaded:
+    """What a run loaded: the measured pods' keys (held until the clock starts), the warm-up pods' keys, and
+    the namespaces the two live in (no other pod is there, so their bound pods are counted there)."""
 
-    from ..manifests.objects import node_from_manifest, pod_from_manifest
+    measured: list[str]
+    warmup: list[str]
+    namespaces: tuple[str, ...]
+
+
+def load_manifests(*, nodes: list[dict], placed: list[tuple[dict, str]], pending: list[dict], held: int = 0,
+                   objects: list[dict] = ()) -> list[str]:
+    """Nodes (their usage counted from the placed pods), cluster objects, the placed pods bound to their
+    nodes and the pending pods (the first `held` held), in bulk; the pending pods' keys."""
+    from ..cluster.objects import cluster_object_upsert_mirrored
+    from ..manifests.objects import node_from_manifest, parse_object, pod_from_manifest
     from ..models import Node, Pod
 
     now = timezone.now()
-    node_spec = node_from_manifest({**NODE_MANIFEST, "metadata": {"name": "n"}})
-    pod_manifest = {**POD_MANIFEST, "metadata": {"name": "p", "namespace": "sched-test"}}
-    usage = pod_usage_fields(pod_from_manifest(pod_manifest))
-    rng = np.random.default_rng(seed)
-    hosts = rng.integers(0, nodes, size=placed)
-    per_node = np.bincount(hosts, minlength=nodes)
-    node_rows = []
-    for i in range(nodes):
-        k = int(per_node[i])
-        node_rows.append(Node(
-            name=f"node-{i}", manifest={**NODE_MANIFEST, "metadata": {"name": f"node-{i}"}},
-            alloc_cpu=node_spec.allocatable["cpu"], alloc_memory=node_spec.allocatable["memory"],
-            alloc_ephemeral=0, alloc_pods=node_spec.allocatable["pods"],
-            req_cpu=k * usage["req_cpu"], req_memory=k * usage["req_memory"], req_pods=k,
-            nonzero_cpu=k * usage["nonzero_cpu"], nonzero_memory=k * usage["nonzero_memory"]))
+    usage_by_spec: dict[str, dict] = {}
 
-    def pod_row(ns, name, node_name="", scheduler_name="default-scheduler"):
-        manifest = copy.deepcopy(POD_MANIFEST)
-        uid = str(uuid.uuid4())
-        manifest["metadata"] = {"name": name, "namespace": ns, "uid": uid}
-        return Pod(namespace=ns, name=name, uid=uid, manifest=manifest, created_at=now, node_name=node_name,
-                   phase=Pod.RUNNING if node_name else Pod.PENDING, scheduled_status="True" if node_name else "",
-                   bound_at=now if node_name else None, scheduler_name=scheduler_name, **usage)
+    def usage_of(manifest: dict) -> dict:
+        # Pods of one template differ only in metadata: parse each distinct spec once.
+        key = json.dumps(manifest.get("spec"), sort_keys=True)
+        if key not in usage_by_spec:
+            usage_by_spec[key] = pod_usage_fields(pod_from_manifest(manifest))
+        return usage_by_spec[key]
+
+    per_node: dict[str, dict[str, int]] = {}
+    for manifest, node_name in placed:
+        total = per_node.setdefault(node_name, {})
+        usage = usage_of(manifest)
+        for f in ("req_cpu", "req_memory", "nonzero_cpu", "nonzero_memory"):
+            total[f] = total.get(f, 0) + usage[f]
+        total["req_pods"] = total.get("req_pods", 0) + 1
+    node_rows = []
+    alloc_by_status: dict[str, dict] = {}
+    for m in nodes:
+        key = json.dumps(m.get("status"), sort_keys=True)
+        if key not in alloc_by_status:
+            alloc_by_status[key] = node_from_manifest(m).allocatable
+        alloc = alloc_by_status[key]
+        used = per_node.get(m["metadata"]["name"], {})
+        node_rows.append(Node(
+            name=m["metadata"]["name"], manifest=m, alloc_cpu=alloc.get("cpu", 0), alloc_memory=alloc.get("memory", 0),
+            alloc_ephemeral=alloc.get("ephemeral-storage", 0), alloc_pods=alloc.get("pods", 0),
+            req_cpu=used.get("req_cpu", 0), req_memory=used.get("req_memory", 0), req_pods=used.get("req_pods", 0),
+            nonzero_cpu=used.get("nonzero_cpu", 0), nonzero_memory=used.get("nonzero_memory", 0)))
+
+    def pod_row(manifest, node_name="", scheduler_name="default-scheduler"):
+        meta = manifest["metadata"]
+        meta.setdefault("uid", str(uuid.uuid4()))
+        return Pod(namespace=meta["namespace"], name=meta["name"], uid=meta["uid"], manifest=manifest, created_at=now,
+                   node_name=node_name, phase=Pod.RUNNING if node_name else Pod.PENDING,
+                   scheduled_status="True" if node_name else "", bound_at=now if node_name else None,
+                   scheduler_name=scheduler_name, **usage_of(manifest))
 
     with transaction.atomic():
+        for obj in objects:
+            _, parsed = parse_object(copy.deepcopy(obj))
+            cluster_object_upsert_mirrored(kind=parsed.kind, namespace=parsed.namespace, name=parsed.name,
+                                           uid=str(uuid.uuid4()), labels=parsed.labels, selector=parsed.selector,
+                                           replicas=parsed.replicas, manifest=parsed.manifest)
         Node.objects.bulk_create(node_rows, batch_size=2000)
-        Pod.objects.bulk_create([pod_row("init", f"init-pod-{i}", f"node-{int(h)}") for i, h in enumerate(hosts)],
-                                batch_size=2000)
-        Pod.objects.bulk_create([pod_row("sched-test", f"pod-{i}", scheduler_name=HELD_SCHEDULER_NAME if i < held
-                                         else "default-scheduler") for i in range(pods)], batch_size=2000)
-    return [(f"sched-test/pod-{i}", 0) for i in range(pods)]
+        Pod.objects.bulk_create([pod_row(m, node_name) for m, node_name in placed], batch_size=2000)
+        Pod.objects.bulk_create([pod_row(m, scheduler_name=HELD_SCHEDULER_NAME if i < held else "default-scheduler")
+                                 for i, m in enumerate(pending)], batch_size=2000)
+    return [f"{m['metadata']['namespace']}/{m['metadata']['name']}" for m in pending]
+
+
+def _pod_manifest(namespace: str, name: str) -> dict:
+    return {**copy.deepcopy(POD_MANIFEST), "metadata": {"name": name, "namespace": namespace}}
+
+
+def load_cluster(nodes: int, placed: int, pods: int, seed: int, held: int = 0) -> list[tuple[str, int]]:
+    """SchedulingBasic's cluster: default nodes, `placed` default pods bound to random nodes, `pods` pending
+    default pods (the first `held` held), in bulk."""
+    rng = np.random.default_rng(seed)
+    hosts = rng.integers(0, nodes, size=placed)
+    keys = load_manifests(
+        nodes=[{**NODE_MANIFEST, "metadata": {"name": f"node-{i}"}} for i in range(nodes)],
+        placed=[(_pod_manifest("init", f"init-pod-{i}"), f"node-{int(h)}") for i, h in enumerate(hosts)],
+        pending=[_pod_manifest("sched-test", f"pod-{i}") for i in range(pods)], held=held)
+    return [(key, 0) for key in keys]
+
+
+def basic_loader(nodes: int, placed: int, pods: int, seed: int):
+    """SchedulingBasic's cluster, with 50 more default pods beside the measured ones for the warm-up."""
+    def load() -> Loaded:
+        keys = [key for key, _ in load_cluster(nodes, placed, pods + 50, seed, held=pods)]
+        return Loaded(measured=keys[:pods], warmup=keys[-50:], namespaces=("sched-test",))
+    return load
 
 
 def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, timeout: float = 900.0,
-            progress=None, viewers: int = 0) -> dict:
+            progress=None, viewers: int = 0, loader=None) -> dict:
+    """`pods` pods through real workers; `loader` (in the bench database) loads the cluster and says which
+    pods are measured, which warm up and where they live (default: SchedulingBasic's, basic_loader)."""
     from django.core.management import call_command
 
     from .. import loop
@@ -177,7 +235,8 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
         with UseDatabase(name):
             call_command("migrate", verbosity=0)
             say(f"loading {nodes} nodes, {placed} placed pods, {pods} pending pods")
-            keys = load_cluster(nodes, placed, pods + 50, seed, held=pods)
+            loaded = (loader or basic_loader(nodes, placed, pods, seed))()
+            namespaces = loaded.namespaces
             queue = RedisQueue(r, prefix=prefix)
             env = worker_env(database_url=url, redis_url=settings.REDIS_URL, queue_prefix=prefix,
                              SCHEDBOARD_LIVE_PREFIX=f"{prefix}:live")
@@ -189,35 +248,36 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 watch = Viewers(viewers, env).start()
             wp = WorkerProcesses(workers, env, beat=True).start()
             # Warm-up (not measured): workers start, load the node snapshot, parse the profile.
-            warmup, measured = keys[-50:], keys[:pods]
-            for key, priority in warmup:
-                queue.add(key, priority)
+            warmup, measured = loaded.warmup, loaded.measured
+
+            def bound() -> int:
+                return Pod.objects.filter(namespace__in=namespaces).exclude(node_name="").count()
+
+            for key in warmup:
+                queue.add(key, 0)
             kick(r, workers)
-            wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count() >= len(warmup),
-                  timeout, wp, "warm-up pods bound")
+            wait(lambda: bound() >= len(warmup), timeout, wp, "warm-up pods bound")
             if watch:
                 watch.measure(settle=len(warmup))
             say(f"warm; queueing {pods} pods")
             started_wall = timezone.now()
             t0 = time.perf_counter()
-            Pod.objects.filter(name__in=[k.split("/", 1)[1] for k, _ in measured]).update(
+            Pod.objects.filter(namespace__in=namespaces, name__in=[k.split("/", 1)[1] for k in measured]).update(
                 queued_at=started_wall, scheduler_name="default-scheduler")
-            for key, priority in measured:
-                queue.add(key, priority)
+            for key in measured:
+                queue.add(key, 0)
             kick(r, workers)
             target = len(warmup) + pods
             # Halfway, save the active configuration again as a new version (issue 4's live switch):
             # how long until the workers' first attempt on it, with the pods still flowing.
-            wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count()
-                  >= len(warmup) + pods // 2, timeout, wp, "half the pods bound")
+            wait(lambda: bound() >= len(warmup) + pods // 2, timeout, wp, "half the pods bound")
             switched = _switch_profile_version()
-            wait(lambda: Pod.objects.filter(namespace="sched-test").exclude(node_name="").count() >= target,
-                  timeout, wp, "all pods bound")
+            wait(lambda: bound() >= target, timeout, wp, "all pods bound")
             elapsed = time.perf_counter() - t0
             if watch:
                 watch.wait_seen(pods)
             rss = wp.peak_rss_mb()
-            rows = list(Attempt.objects.filter(namespace="sched-test", started_at__gte=started_wall)
+            rows = list(Attempt.objects.filter(namespace__in=namespaces, started_at__gte=started_wall)
                         .values_list("result", "attempt_ms", "algorithm_ms", "e2e_ms", "binding_ms"))
             scheduled = [row for row in rows if row[0] == "scheduled"]
             over = Pod.objects.raw("SELECT 1 AS id FROM scheduler_node WHERE req_cpu > alloc_cpu OR req_pods > alloc_pods")
@@ -234,7 +294,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 "binding_p99_ms": pct([row[4] for row in scheduled if row[4] is not None], 99),
                 "worker_peak_rss_mb": rss,
                 "overcommitted_nodes": len(list(over)),
-                **_switch_report(switched),
+                **_switch_report(switched, namespaces),
                 **(watch.report() if watch else {}),
             }
     finally:
@@ -255,11 +315,11 @@ def _switch_profile_version():
     return config_version_create(config=config, reason="bench: live switch-over")
 
 
-def _switch_report(version) -> dict:
+def _switch_report(version, namespaces) -> dict:
     """Save → the first attempt on the new version, and whether any later attempt still ran the old one."""
     from ..models import Attempt
 
-    attempts = Attempt.objects.filter(namespace="sched-test")
+    attempts = Attempt.objects.filter(namespace__in=namespaces)
     first_new = attempts.filter(profile_version=version.number).order_by("started_at").first()
     if first_new is None:
         return {"profile_switch_ms": None, "profile_switch_late_old_attempts": None}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..engine.config import ConfigError, default_config, load_config
-from ..engine.explain import explain
-from ..engine.framework import Algorithm
+from ..engine.explain import explain, preemption
+from ..engine.framework import Algorithm, Handle, run_post_filter_plugins
 from ..engine.nodes import NodeTable, NodeUsage
 from ..manifests.errors import ManifestError
 from ..manifests.files import parse_files
@@ -20,7 +20,7 @@ class DryRunError(Exception):
 
 
 def explain_files(*, cluster: str, pod: str, profile: str | None = None, scheduler_name: str | None = None,
-                  seed: int | None = None) -> dict:
+                  seed: int | None = None, preempt: bool = False) -> dict:
     try:
         cluster_objs = parse_files([cluster])
         pod_objs = parse_files([pod])
@@ -48,10 +48,13 @@ def explain_files(*, cluster: str, pod: str, profile: str | None = None, schedul
     profiles = {p.scheduler_name: p for p in config.profiles}
     if name not in profiles:
         raise DryRunError([f"{pod}: spec.schedulerName: no profile named {name!r} (have: {', '.join(profiles)})"])
-    return explain_cycle(cluster_objs, target, profiles[name].build(), seed=seed)
+    return explain_cycle(cluster_objs, target, profiles[name].build(), seed=seed, preempt=preempt)
 
 
-def explain_cycle(cluster_objs: list, target, profile, *, seed: int | None = None) -> dict:
+def explain_cycle(cluster_objs: list, target, profile, *, seed: int | None = None, preempt: bool = False) -> dict:
+    """One cycle's explain JSON. With `preempt`, a pod that fits nowhere runs the profile's PostFilter as a dry
+    run (nothing is evicted) and the JSON adds "nominated", "victims" and "preemption" (what was weighed); the
+    message then ends with upstream's "preemption: ..." part."""
     nodes = [o.spec for o in cluster_objs if isinstance(o, ParsedNode)]
     usage = {n.name: NodeUsage() for n in nodes}
     for o in cluster_objs:
@@ -65,4 +68,16 @@ def explain_cycle(cluster_objs: list, target, profile, *, seed: int | None = Non
     table.objects = cluster_objects_from_rows((o.kind, o.namespace, o.name, o.labels, o.selector)
                                               for o in cluster_objs if isinstance(o, ParsedObject))
     decision = Algorithm(seed).schedule(profile, target, table, all_nodes=True)
-    return explain(decision, table)
+    if not preempt:
+        return explain(decision, table)
+    for plugin in profile.post_filters:
+        if seed is not None and hasattr(plugin, "rng"):
+            plugin.rng.seed(seed)  # the random offset among the candidates, reproducible as the tie-break
+    if not decision.scheduled and not decision.error and profile.post_filters and decision.num_all_nodes:
+        decision.post_filter = run_post_filter_plugins(Handle(profile), target, table, decision)
+    out = explain(decision, table)
+    outcome = preemption(decision)
+    out["nominated"] = outcome["nominated"] if outcome else None
+    out["victims"] = outcome["victims"] if outcome else []
+    out["preemption"] = outcome
+    return out

@@ -101,6 +101,32 @@ def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
     return result
 
 
+def node_manifest_update(*, name: str, mutate) -> bool | None:
+    """Change a node's manifest in place (`mutate(manifest)`: conditions, taints, spec.unschedulable), as an
+    apply of the changed node would: columns re-derived, the snapshot told, unschedulable pods moved.
+    None when there is no such node; else whether anything changed. A mutated manifest the decoder refuses
+    is a bug of the caller: ManifestError, nothing changed."""
+    from ..manifests.objects import parse_object, problems_of
+
+    with transaction.atomic():
+        node = Node.objects.select_for_update().filter(name=name).first()
+        if node is None:
+            return None
+        manifest = json.loads(json.dumps(node.manifest))
+        mutate(manifest)
+        if manifest == node.manifest:
+            return False
+        o, parsed = parse_object(manifest)
+        if parsed is None:
+            raise ManifestError(problems_of(o, f"node/{name}", 1))
+        result, node_events = ApplyResult([], [], []), []
+        _node_apply(parsed, result, node_events)
+        for kind, event_name in node_events:
+            cluster_event_record(kind, event_name)
+    transaction.on_commit(lambda: _publish([], node_events))
+    return bool(node_events)
+
+
 def _uid_owners(uids: set[str]) -> dict[str, str]:
     """uid -> "ns/name" of the pods that already hold these uids."""
     if not uids:

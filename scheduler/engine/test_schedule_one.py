@@ -97,7 +97,9 @@ def test_an_unschedulable_pod_returns_the_fit_error():
     cache, algorithm = setup(cpu=500)
     result = run(pod(cpu=1000), cache, algorithm)
     assert result.status == UNSCHEDULABLE
-    assert result.message == "0/2 nodes are available: 2 Insufficient cpu."
+    # The default profile's PostFilter (DefaultPreemption) adds its part: 1 cpu fits neither node even emptied.
+    assert result.message == ("0/2 nodes are available: 2 Insufficient cpu. "
+                              "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
     assert result.message == result.decision.fit_error_message()
     assert cache.assumed == {}
 
@@ -109,7 +111,8 @@ def test_the_next_cycle_sees_the_room_the_last_one_took():
     third = run(pod("c"), cache, algorithm)
     assert {first.node_name, second.node_name} == {"n0", "n1"}
     assert third.status == UNSCHEDULABLE
-    assert third.message == "0/2 nodes are available: 2 Insufficient cpu."
+    assert third.message == ("0/2 nodes are available: 2 Insufficient cpu. "
+                             "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.")
 
 
 # ---- schedule_batch: reservations ----------------------------------------------------------------
@@ -171,7 +174,7 @@ def test_an_unschedulable_pod_in_a_batch_is_not_reserved():
     cluster = FakeCluster()
     [result] = batch([pod(cpu=1000)], cache, algorithm, cluster)
     assert result.status == UNSCHEDULABLE
-    assert result.message == "0/2 nodes are available: 2 Insufficient cpu."
+    assert result.message.startswith("0/2 nodes are available: 2 Insufficient cpu. preemption: ")
     assert cluster.reserved == []
 
 

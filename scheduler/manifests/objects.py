@@ -4,6 +4,7 @@ problems, or the parsed result with its API-server defaults written into the man
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime
 import json
 import math
@@ -20,6 +21,7 @@ from .cluster_objects import NAMESPACE, ParsedObject, parse_cluster_object
 from .decode import ObjectDecoder, decode_annotations, decode_labels, decode_metadata, describe
 from .errors import ManifestError, Problem
 from .node import decode_node
+from .admission import default_toleration_seconds
 from .pod import decode_pod, default_pod_manifest
 from .topology import merge_label_keys_into_manifest
 
@@ -103,6 +105,9 @@ def parse_object(obj, prefix: str = "", implied_kind: str | None = None, *, from
             # A pod read back from the API server (or from our table) has had it done already.
             merge_label_keys_into_manifest(obj)
             spec = with_label_keys_merged(spec)
+            added = default_toleration_seconds(obj)
+            if added:
+                spec = dataclasses.replace(spec, tolerations=spec.tolerations + tuple(added))
         return o, ParsedPod(spec=spec, manifest=obj)
     return o, ParsedNode(spec=spec, manifest=obj)
 

@@ -16,6 +16,8 @@ from scheduler.engine.pods import (
     OP_IN,
     OP_LT,
     OP_NOT_IN,
+    PREEMPT_LOWER_PRIORITY,
+    PREEMPT_NEVER,
     PREFER_NO_SCHEDULE,
     Container,
     HostPort,
@@ -26,7 +28,7 @@ from scheduler.engine.pods import (
     Toleration,
 )
 
-from . import topology
+from . import stored, topology
 from .decode import DEFAULT_NAMESPACE, ObjectDecoder, decode_annotations, decode_labels, decode_metadata, describe
 from .resources import (
     ContainerResources,
@@ -41,6 +43,7 @@ from .resources import (
 UID_MAX_LENGTH = 64  # Pod.uid and the uid columns of the audit tables
 TAINT_EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
 PROTOCOLS = ("TCP", "UDP", "SCTP")
+PREEMPTION_POLICIES = (PREEMPT_NEVER, PREEMPT_LOWER_PRIORITY)  # as core's supportedPreemptionPolicies, sorted
 
 
 def _container(o: ObjectDecoder, c: dict, path: str, init: bool, host_network: bool
@@ -262,6 +265,10 @@ def decode_pod(o: ObjectDecoder, obj: dict) -> PodSpec:
     class_name = o.str(spec.get("priorityClassName"), "spec.priorityClassName")
     if class_name:
         o.check("spec.priorityClassName", class_name, is_dns1123_subdomain(class_name))
+    # As the API server: PreemptLowerPriority unless set (Priority admission copies it from the class).
+    preemption_policy = o.str(spec.get("preemptionPolicy"), "spec.preemptionPolicy") or PREEMPT_LOWER_PRIORITY
+    if preemption_policy not in PREEMPTION_POLICIES:
+        o.add("spec.preemptionPolicy", field.not_supported(preemption_policy, PREEMPTION_POLICIES))
     scheduler_name = o.str(spec.get("schedulerName"), "spec.schedulerName") or DEFAULT_SCHEDULER_NAME
     if o.from_user:
         # The API server takes any string here; schedboard does not: the name keys a profile, labels
@@ -278,7 +285,8 @@ def decode_pod(o: ObjectDecoder, obj: dict) -> PodSpec:
         tolerations=tolerations, containers=tuple(containers), init_containers=tuple(init_containers),
         overhead=overhead, pod_level_requests=pod_level_requests, deleting=deleting, labels=labels,
         owner_references=owners, topology_spread_constraints=spread, pod_affinity=pod_affinity,
-        pod_anti_affinity=pod_anti_affinity,
+        pod_anti_affinity=pod_anti_affinity, preemption_policy=preemption_policy,
+        **stored.status_fields(obj),
     )
 
 

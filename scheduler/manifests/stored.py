@@ -9,6 +9,7 @@ labelSelector is None and selects nothing; `{}` is LabelSelector() and selects e
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from functools import lru_cache
 
 from scheduler.engine.labels import LabelSelector, LabelSelectorRequirement
@@ -91,9 +92,37 @@ def owner_references(value) -> tuple[OwnerReference, ...]:
 
 
 def metadata_fields(manifest: dict) -> dict:
-    """The PodSpec fields that come from the pod's metadata (a spec shared by replicas differs in these)."""
+    """The PodSpec fields that come from the pod's metadata and status (a spec shared by replicas differs in
+    these)."""
     meta = manifest.get("metadata") or {}
     labels = meta.get("labels")
     return {"labels": dict(labels) if isinstance(labels, dict) else {},
-            "owner_references": owner_references(meta.get("ownerReferences"))}
+            "owner_references": owner_references(meta.get("ownerReferences")),
+            **status_fields(manifest)}
+
+
+def status_fields(manifest: dict) -> dict:
+    """What preemption reads of a pod's status: status.startTime (seconds since the epoch, None when unset
+    or unreadable), status.nominatedNodeName, and the reason of a True DisruptionTarget condition."""
+    status = manifest.get("status")
+    if not isinstance(status, dict):
+        return {"start_time": None, "nominated_node_name": "", "disruption_target_reason": ""}
+    reason = ""
+    for c in status.get("conditions") or ():
+        if isinstance(c, dict) and c.get("type") == "DisruptionTarget" and c.get("status") == "True":
+            reason = str(c.get("reason") or "")
+    nominated = status.get("nominatedNodeName")
+    return {"start_time": rfc3339_seconds(status.get("startTime")),
+            "nominated_node_name": nominated if isinstance(nominated, str) else "",
+            "disruption_target_reason": reason}
+
+
+def rfc3339_seconds(value) -> float | None:
+    """An RFC 3339 time ("2026-12-01T10:00:00Z") as seconds since the epoch; None when absent or not one."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 

@@ -35,7 +35,8 @@ def test_a_pod_still_pending_says_why_with_upstreams_message_and_counts_as_fragm
     t = trace([node("a", cpu="2"), node("b", cpu="2")], [pod("x", cpu="1500m"), pod("y", cpu="1500m"), pod("z", cpu="1")])
     out = run(t)
     assert out["pending"] == 1 and out["scheduled"] == 2
-    assert out["pending_reasons"] == {"0/2 nodes are available: 2 Insufficient cpu.": 1}
+    assert out["pending_reasons"] == {"0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+                                      "2 No preemption victims found for incoming pod.": 1}
     # 0.5 CPU free on each node: a 1-CPU pod fits the free total (1 CPU) but neither node.
     assert out["fragmentation"]["pods"] == 1 and out["fragmentation"]["cpu_millis"] == 1000
 

@@ -34,3 +34,12 @@ def bind_batch_done(bound: list, refused: list, now) -> None:
     """A bind batch committed: the pods bound, the bindings refused, and when."""
     for subscriber in _subscribers:
         subscriber.bind_batch_done(bound, refused, now)
+
+
+def pods_disrupted(pods: list[dict]) -> None:
+    """Pods a controller took away (evicted, garbage-collected): namespace, name, node, reason, message.
+    A subscriber without the hook hears nothing of it."""
+    for subscriber in _subscribers:
+        hook = getattr(subscriber, "pods_disrupted", None)
+        if hook is not None:
+            hook(pods)

@@ -20,6 +20,7 @@ from ..engine.config import (API_VERSION, BIND_PLUGINS, DEFAULT_MULTI_POINT, MOD
 from ..engine.plugin_args import (REQUESTED_TO_CAPACITY_RATIO, NodeAffinityArgs, NodeResourcesBalancedAllocationArgs,
                                  NodeResourcesFitArgs)
 from ..engine.yaml_safe import DecodeProblem, load_yaml
+from ..engine.plugins.default_preemption import DefaultPreemptionArgs
 from ..engine.plugins.inter_pod_affinity import InterPodAffinityArgs
 from ..engine.plugins.pod_topology_spread import LIST_DEFAULTING, SYSTEM_DEFAULTING, PodTopologySpreadArgs
 
@@ -31,7 +32,8 @@ DEFAULT_ARGS = {"InterPodAffinity": args_to_v1("InterPodAffinity", InterPodAffin
                 "PodTopologySpread": args_to_v1("PodTopologySpread", PodTopologySpreadArgs()),
                 "NodeResourcesBalancedAllocation": args_to_v1("NodeResourcesBalancedAllocation",
                                                                NodeResourcesBalancedAllocationArgs()),
-                "NodeResourcesFit": args_to_v1("NodeResourcesFit", NodeResourcesFitArgs())}
+                "NodeResourcesFit": args_to_v1("NodeResourcesFit", NodeResourcesFitArgs()),
+                "DefaultPreemption": args_to_v1("DefaultPreemption", DefaultPreemptionArgs())}
 
 
 def _int(label: str, help_text: str = "", **kw) -> forms.IntegerField:
@@ -71,6 +73,8 @@ class ProfileForm(forms.Form):
     ignore_preferred_terms_of_existing_pods = forms.BooleanField(
         label="InterPodAffinity ignorePreferredTermsOfExistingPods", required=False,
         help_text="a pod without preferred terms of its own is not scored by other pods' preferences")
+    min_candidate_nodes_percentage = _int("DefaultPreemption minCandidateNodesPercentage", "[0, 100]; empty: 10")
+    min_candidate_nodes_absolute = _int("DefaultPreemption minCandidateNodesAbsolute", "0 or more; empty: 100")
     delete = forms.BooleanField(label="Remove this profile", required=False)
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2, "cols": 80}),
                              help_text="Why the configuration changes; kept with the new version.")
@@ -106,6 +110,7 @@ class PluginRowForm(forms.Form):
     score_rank = forms.IntegerField(widget=forms.HiddenInput, required=False)
     queue_sort = forms.BooleanField(required=False, label="queueSort")
     filter = forms.BooleanField(required=False, label="filter")
+    post_filter = forms.BooleanField(required=False, label="postFilter")
     score = forms.BooleanField(required=False, label="score")
     weight = _int("weight")  # range checked by the loader, in upstream's words (int32 decoding)
     bind = forms.BooleanField(required=False, label="bind")
@@ -115,6 +120,7 @@ class PluginRowForm(forms.Form):
         name = self.data.get(self.add_prefix("name")) if self.is_bound else self.initial.get("name")
         points = MODELLED_POINTS.get(name, frozenset())
         applies = {"queue_sort": name in QUEUE_SORT_PLUGINS, "filter": "filter" in points,
+                   "post_filter": "postFilter" in points,
                    "score": "score" in points, "weight": "score" in points, "bind": name in BIND_PLUGINS}
         for field, ok in applies.items():
             if not ok:
@@ -170,6 +176,7 @@ class ProfilePage:
         shell = ProfileConfig(
             scheduler_name=d["scheduler_name"],
             filters=[r["name"] for r in rows if r.get("filter")],
+            post_filters=[r["name"] for r in rows if r.get("post_filter")],
             scores=[(r["name"], r.get("weight") or 0)
                     for r in sorted((r for r in rows if r.get("score")), key=lambda r: _rank(r.get("score_rank")))],
             queue_sort=tuple(r["name"] for r in rows if r.get("queue_sort")),
@@ -227,9 +234,14 @@ class ProfilePage:
         inter: dict[str, Any] = {"hardPodAffinityWeight": d["hard_pod_affinity_weight"]
                                  if d["hard_pod_affinity_weight"] is not None else 1,
                                  "ignorePreferredTermsOfExistingPods": bool(d["ignore_preferred_terms_of_existing_pods"])}
+        preemption: dict[str, Any] = {
+            "minCandidateNodesPercentage": d["min_candidate_nodes_percentage"]
+            if d["min_candidate_nodes_percentage"] is not None else DEFAULT_ARGS["DefaultPreemption"]["minCandidateNodesPercentage"],
+            "minCandidateNodesAbsolute": d["min_candidate_nodes_absolute"]
+            if d["min_candidate_nodes_absolute"] is not None else DEFAULT_ARGS["DefaultPreemption"]["minCandidateNodesAbsolute"]}
         out = []
         # Sorted by name, as an export writes them, so problem paths (pluginConfig[i]) match an export.
-        for name, args in (("InterPodAffinity", inter), ("NodeAffinity", affinity),
+        for name, args in (("DefaultPreemption", preemption), ("InterPodAffinity", inter), ("NodeAffinity", affinity),
                            ("NodeResourcesBalancedAllocation", balanced), ("NodeResourcesFit", fit),
                            ("PodTopologySpread", spread)):
             v1 = {"apiVersion": API_VERSION, "kind": f"{name}Args", **args}
@@ -261,13 +273,14 @@ def _resources(formset) -> list[dict]:
 def _plugin_rows(profile: ProfileConfig | None) -> list[dict]:
     """Rows in the profile's filter order, then the remaining plugins in upstream's default order."""
     if profile is None:
-        filters, weights, queue_sort, binders = [], {}, QUEUE_SORT_PLUGINS, BIND_PLUGINS
+        filters, weights, queue_sort, binders, post_filters = [], {}, QUEUE_SORT_PLUGINS, BIND_PLUGINS, []
     else:
         filters, weights = profile.filters, dict(profile.scores)
-        queue_sort, binders = profile.queue_sort, profile.binders
+        queue_sort, binders, post_filters = profile.queue_sort, profile.binders, profile.post_filters
     order = list(dict.fromkeys([*filters, *(n for n, _ in (profile.scores if profile else [])), *FORM_PLUGINS]))
     ranks = {n: i for i, n in enumerate(weights)}
-    return [{"name": n, "score_rank": ranks.get(n), "queue_sort": n in queue_sort, "filter": n in filters, "score": n in weights,
+    return [{"name": n, "score_rank": ranks.get(n), "queue_sort": n in queue_sort, "filter": n in filters,
+             "post_filter": n in post_filters, "score": n in weights,
              "weight": weights.get(n, DEFAULT_WEIGHTS.get(n) or 1), "bind": n in binders} for n in order]
 
 
@@ -286,7 +299,10 @@ def _initial(config: SchedulerConfig, profile: ProfileConfig | None, based_on: i
     added = args_to_v1("NodeAffinity", affinity).get("addedAffinity")
     spread = args_to_v1("PodTopologySpread", profile.args_for("PodTopologySpread"))
     inter: InterPodAffinityArgs = profile.args_for("InterPodAffinity")
+    preemption: DefaultPreemptionArgs = profile.args_for("DefaultPreemption")
     form.update({
+        "min_candidate_nodes_percentage": preemption.min_candidate_nodes_percentage,
+        "min_candidate_nodes_absolute": preemption.min_candidate_nodes_absolute,
         "spread_defaulting_type": spread["defaultingType"],
         "spread_default_constraints": yaml.safe_dump(spread["defaultConstraints"], sort_keys=False)
         if spread.get("defaultConstraints") else "",

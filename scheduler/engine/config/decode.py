@@ -36,9 +36,11 @@ from ..plugin_args import (
     ScoringStrategy,
     UtilizationShapePoint,
 )
+from ..plugins.default_preemption import (DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE, DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE,
+                                          DefaultPreemptionArgs, validate_default_preemption_args)
 from ..pods import DEFAULT_SCHEDULER_NAME, NodeSelectorTerm, PreferredTerm, Requirement
 from ..yaml_safe import DecodeProblem, load_yaml
-from .defaults import DEFAULT_MULTI_POINT, UNMODELLED_PLUGINS, merge_plugin_set
+from .defaults import DEFAULT_MULTI_POINT, DEFAULT_POST_FILTERS, UNMODELLED_PLUGINS, merge_plugin_set
 from .topology_args import (INTER_POD_AFFINITY_FIELDS, POD_TOPOLOGY_SPREAD_FIELDS, parse_inter_pod_affinity_args,
                             parse_pod_topology_spread_args)
 from .types import (
@@ -169,7 +171,30 @@ def _parse_plugin_args(ctx: StrictDecoder, name: str, raw: Any, path: str) -> ob
         return parse_pod_topology_spread_args(ctx, ctx.obj(raw, path, extra + POD_TOPOLOGY_SPREAD_FIELDS), path)
     if name == "InterPodAffinity":
         return parse_inter_pod_affinity_args(ctx, ctx.obj(raw, path, extra + INTER_POD_AFFINITY_FIELDS), path)
+    if name == "DefaultPreemption":
+        return _parse_default_preemption_args(ctx, ctx.obj(raw, path, extra + DEFAULT_PREEMPTION_FIELDS), path)
     return None
+
+
+DEFAULT_PREEMPTION_FIELDS = ("minCandidateNodesPercentage", "minCandidateNodesAbsolute")
+
+
+def _parse_default_preemption_args(ctx: StrictDecoder, m: dict | None, path: str) -> DefaultPreemptionArgs | None:
+    """Decoded strictly, defaulted as SetDefaults_DefaultPreemptionArgs (an unset field only: an explicit 0
+    stays 0) and validated as ValidateDefaultPreemptionArgs."""
+    if m is None:
+        return None
+    before = len(ctx.problems)
+    pct = ctx.int_(m.get("minCandidateNodesPercentage"), f"{path}.minCandidateNodesPercentage")
+    absolute = ctx.int_(m.get("minCandidateNodesAbsolute"), f"{path}.minCandidateNodesAbsolute")
+    if len(ctx.problems) != before:
+        return None
+    args = DefaultPreemptionArgs(
+        min_candidate_nodes_percentage=DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE if pct is None else pct,
+        min_candidate_nodes_absolute=DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE if absolute is None else absolute)
+    problems = validate_default_preemption_args(args, path)
+    ctx.problems += problems
+    return None if problems else args
 
 
 def _parse_resources(ctx: StrictDecoder, value: Any, path: str) -> list[tuple[str, int]]:
@@ -558,7 +583,7 @@ def _load_profile(ctx: StrictDecoder, raw: Any, path: str, single: bool) -> tupl
         else:
             ctx.warnings.append(f"{cp}: no plugin named {pname}; its args are ignored")
     profile = ProfileConfig(scheduler_name=name or "", percentage_of_nodes_to_score=pct,
-                            filters=filters, scores=scores, plugin_args=args,
+                            filters=filters, scores=scores, post_filters=expanded["postFilter"], plugin_args=args,
                             queue_sort=tuple(queue_sort), binders=tuple(binders))
     return profile, sets["queueSort"]
 
@@ -647,6 +672,8 @@ def profile_from_dict(data: dict) -> ProfileConfig:
         percentage_of_nodes_to_score=data.get("percentage_of_nodes_to_score"),
         filters=list(data.get("filters") or []),
         scores=[(n, w) for n, w in data.get("scores") or []],
+        # Versions stored before PostFilter was modelled ran upstream's default, DefaultPreemption.
+        post_filters=list(data.get("post_filters", DEFAULT_POST_FILTERS)),
         plugin_args=args,
         queue_sort=tuple(data.get("queue_sort", QUEUE_SORT_PLUGINS)),
         binders=tuple(data.get("binders", BIND_PLUGINS)),

@@ -39,10 +39,15 @@ def default_expansion() -> tuple[list[str], list[tuple[str, int]]]:
     return filters, scores
 
 
+# The PostFilter plugins of the default list (DefaultPreemption).
+DEFAULT_POST_FILTERS: tuple[str, ...] = tuple(n for n, _ in DEFAULT_MULTI_POINT if "postFilter" in MODELLED_POINTS.get(n, ()))
+
+
 def default_profile(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> ProfileConfig:
     """kube-scheduler's default profile restricted to the plugins we model."""
     filters, scores = default_expansion()
-    return ProfileConfig(scheduler_name=scheduler_name, filters=filters, scores=scores)
+    return ProfileConfig(scheduler_name=scheduler_name, filters=filters, scores=scores,
+                         post_filters=list(DEFAULT_POST_FILTERS))
 
 
 def default_config() -> SchedulerConfig:

@@ -14,6 +14,7 @@ from ..plugin_args import (
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
 )
+from ..plugins.default_preemption import DefaultPreemptionArgs
 from ..plugins.inter_pod_affinity import InterPodAffinityArgs
 from ..plugins.pod_topology_spread import PodTopologySpreadArgs
 from ..pods import DEFAULT_SCHEDULER_NAME
@@ -56,6 +57,7 @@ MODELLED_POINTS: dict[str, frozenset[str]] = {
     "ImageLocality": frozenset({"score"}),
     "PodTopologySpread": frozenset({"preFilter", "filter", "preScore", "score"}),
     "InterPodAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "DefaultPreemption": frozenset({"postFilter"}),
 }
 MODELLED = tuple(MODELLED_POINTS)
 
@@ -63,7 +65,7 @@ MODELLED = tuple(MODELLED_POINTS)
 INVALID_PLUGINS = ("AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits")
 # Plugins with a registered *Args type; the others take no args upstream.
 ARGS_PLUGINS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation", "NodeAffinity", "PodTopologySpread",
-                "InterPodAffinity")
+                "InterPodAffinity", "DefaultPreemption")
 
 SCORING_STRATEGY_TYPES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)  # sorted, as sets.List
 
@@ -115,6 +117,9 @@ class ProfileConfig:
     percentage_of_nodes_to_score: int | None = None
     filters: list[str] = field(default_factory=list)
     scores: list[tuple[str, int]] = field(default_factory=list)
+    # PostFilter plugins (DefaultPreemption), run in order when a pod fits nowhere. Empty unless given:
+    # default_profile() and the loader give upstream's default (DefaultPreemption).
+    post_filters: list[str] = field(default_factory=list)
     plugin_args: dict[str, object] = field(default_factory=dict)
     queue_sort: tuple[str, ...] = QUEUE_SORT_PLUGINS
     binders: tuple[str, ...] = BIND_PLUGINS
@@ -123,6 +128,7 @@ class ProfileConfig:
         # As getScoreWeights: a weight of 0 means 1 (so a stored 0 dumps and loads back unchanged).
         self.scores = [(str(n), int(w) or 1) for n, w in self.scores]
         self.queue_sort, self.binders = tuple(self.queue_sort), tuple(self.binders)
+        self.post_filters = list(self.post_filters)
 
     def args_for(self, name: str) -> object | None:
         """The args a plugin is built with: the configured ones, else upstream's defaults."""
@@ -130,7 +136,7 @@ class ProfileConfig:
             return self.plugin_args[name]
         return {"NodeResourcesFit": NodeResourcesFitArgs, "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocationArgs,
                 "NodeAffinity": NodeAffinityArgs, "PodTopologySpread": PodTopologySpreadArgs,
-                "InterPodAffinity": InterPodAffinityArgs}.get(name, lambda: None)()
+                "InterPodAffinity": InterPodAffinityArgs, "DefaultPreemption": DefaultPreemptionArgs}.get(name, lambda: None)()
 
     def build(self, version: int = 0, *, global_percentage_of_nodes_to_score: int | None = None) -> framework.Profile:
         """Instantiate the plugins (one instance per plugin, shared by its extension points, as upstream)."""
@@ -151,6 +157,7 @@ class ProfileConfig:
             scheduler_name=self.scheduler_name,
             filters=[instance(n) for n in self.filters],
             scores=[(instance(n), w) for n, w in self.scores],
+            post_filters=[instance(n) for n in self.post_filters],
             percentage_of_nodes_to_score=pct,
             version=version,
         )

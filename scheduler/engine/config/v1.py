@@ -8,12 +8,13 @@ from typing import Any
 
 import yaml
 
+from ..plugins.default_preemption import DefaultPreemptionArgs
 from ..plugins.inter_pod_affinity import InterPodAffinityArgs
 from ..plugins.pod_topology_spread import PodTopologySpreadArgs
 from .topology_args import inter_pod_affinity_args_to_v1, pod_topology_spread_args_to_v1
 from ..plugin_args import REQUESTED_TO_CAPACITY_RATIO, NodeAffinityArgs, NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs
 from ..pods import NodeSelectorTerm
-from .defaults import default_expansion
+from .defaults import DEFAULT_POST_FILTERS, default_expansion
 from .types import API_VERSION, BIND_PLUGINS, KIND, MODELLED, MODELLED_POINTS, QUEUE_SORT_PLUGINS, ProfileConfig, SchedulerConfig
 
 
@@ -60,6 +61,9 @@ def args_to_v1(name: str, args: object) -> dict:
         out.update(pod_topology_spread_args_to_v1(args))
     elif isinstance(args, InterPodAffinityArgs):
         out.update(inter_pod_affinity_args_to_v1(args))
+    elif isinstance(args, DefaultPreemptionArgs):
+        out["minCandidateNodesPercentage"] = args.min_candidate_nodes_percentage
+        out["minCandidateNodesAbsolute"] = args.min_candidate_nodes_absolute
     else:
         raise TypeError(f"no v1 form for args of plugin {name}: {args!r}")
     return out
@@ -74,7 +78,7 @@ def plugins_to_v1(profile: ProfileConfig) -> dict | None:
     """
     out: dict[str, Any] = {}
     filters, scores = default_expansion()
-    if profile.filters != filters or profile.scores != scores:
+    if profile.filters != filters or profile.scores != scores or tuple(profile.post_filters) != DEFAULT_POST_FILTERS:
         out = _modelledplugins_to_v1(profile)
     for point, names, default in (("queueSort", profile.queue_sort, QUEUE_SORT_PLUGINS),
                                   ("bind", profile.binders, BIND_PLUGINS)):
@@ -93,6 +97,9 @@ def _modelledplugins_to_v1(profile: ProfileConfig) -> dict:
     for n, _ in profile.scores:
         if "score" not in MODELLED_POINTS.get(n, ()):
             raise ValueError(f"{profile.scheduler_name}: {n} is not a score plugin")
+    for n in profile.post_filters:
+        if "postFilter" not in MODELLED_POINTS.get(n, ()):
+            raise ValueError(f"{profile.scheduler_name}: {n} is not a postFilter plugin")
 
     def enabled(items: list[tuple[str, int | None]]) -> dict:
         return {"enabled": [{"name": n} if w is None else {"name": n, "weight": w} for n, w in items]}
@@ -103,6 +110,7 @@ def _modelledplugins_to_v1(profile: ProfileConfig) -> dict:
     points = {
         "preFilter": [(n, None) for n in profile.filters if "preFilter" in MODELLED_POINTS[n]],
         "filter": [(n, None) for n in profile.filters],
+        "postFilter": [(n, None) for n in profile.post_filters],
         "preScore": [(n, None) for n, _ in profile.scores if "preScore" in MODELLED_POINTS[n]],
         "score": list(profile.scores),
     }
@@ -145,6 +153,7 @@ def profile_to_dict(profile: ProfileConfig) -> dict:
         "percentage_of_nodes_to_score": profile.percentage_of_nodes_to_score,
         "filters": list(profile.filters),
         "scores": [[n, w] for n, w in profile.scores],
+        "post_filters": list(profile.post_filters),
         "plugin_args": {name: args_to_v1(name, args) for name, args in profile.plugin_args.items()},
     }
     # Only a profile that fails validation differs here, so stored versions never carry these keys.

@@ -1,11 +1,12 @@
-"""`manage.py bench [--nodes 5000] [--pods 10000] [--workers 2] --json`: scheduler_perf's SchedulingBasic."""
+"""`manage.py bench [--nodes 5000] [--pods 10000] [--workers 2] --json`: scheduler_perf's SchedulingBasic;
+`--workload NAME [--case NAME]`: any of scheduler_perf's workloads in scheduler/bench/workloads.py."""
 
 import json
 import sys
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from scheduler.bench import e2e, growth, kube
+from scheduler.bench import e2e, growth, kube, workloads
 from scheduler.engine import perf
 
 
@@ -16,7 +17,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--nodes", type=int, default=None, help="5000 (100 with --backend kubernetes)")
         parser.add_argument("--pods", type=int, default=None, help="10000 (1000 with --backend kubernetes)")
-        parser.add_argument("--placed", type=int, default=1000, help="pods already bound before the run")
+        parser.add_argument("--placed", type=int, default=None, help="pods already bound before the run (1000)")
         parser.add_argument("--workers", type=int, default=2, help="Celery worker processes for the e2e run")
         parser.add_argument("--reference-sample", type=int, default=100, help="pods timed through the reference")
         parser.add_argument("--skip-e2e", action="store_true", help="engine and reference only (no Postgres/Redis)")
@@ -32,6 +33,13 @@ class Command(BaseCommand):
                             help="instead: how the audit tables grow per pod (rows and bytes per table, end to end, "
                                  "pods bound then deleted) and a failed attempt's trace size (scheduler/bench/growth.py)")
         parser.add_argument("--failing", type=int, default=100, help="--growth: pods no node fits (failed attempts)")
+        parser.add_argument("--workload", choices=tuple(workloads.WORKLOADS), default=None,
+                            help="one of scheduler_perf's workloads (its init pods, then its measured pods), with "
+                                 "upstream's threshold beside the figures; --nodes/--placed/--pods override its case")
+        parser.add_argument("--case", default=None,
+                            help="--workload: upstream's case (default the one with a threshold, e.g. 5000Nodes_5000Pods)")
+        parser.add_argument("--e2e-case", default=None,
+                            help="--workload: the case run end to end (default the workload's, usually --case's)")
         parser.add_argument("--backend", choices=("simulated", "kubernetes"), default="simulated",
                             help="kubernetes: pods through a loopback kube-apiserver (default 1000 pods on 100 nodes), "
                                  "and the simulated backend on the same shape for comparison")
@@ -45,6 +53,10 @@ class Command(BaseCommand):
         def say(msg):
             print(f"bench: {msg}", file=sys.stderr, flush=True)
 
+        if options["workload"]:
+            return self.workload(options, nodes=nodes, pods=pods, placed=placed, workers=workers, seed=seed,
+                                 skip_e2e=skip_e2e, say=say, as_json=as_json)
+        placed = 1000 if placed is None else placed
         if options["growth"]:
             result = growth.run_growth(nodes=nodes or 5000, placed=placed, pods=pods or 10000,
                                              failing=options["failing"], workers=workers, seed=seed, progress=say)
@@ -93,6 +105,27 @@ class Command(BaseCommand):
             for key, value in result.items():
                 self.stdout.write(f"{key:>24}: {value}")
 
+
+    def workload(self, options, *, nodes, pods, placed, workers, seed, skip_e2e, say, as_json):
+        """One of scheduler_perf's workloads: the engine on its case, then end to end."""
+        w = workloads.workload(options["workload"])
+        try:
+            case = w.case(options["case"])
+            e2e_case = w.case(options["e2e_case"] or options["case"], e2e=not (options["e2e_case"] or options["case"]))
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if nodes is not None or pods is not None or placed is not None:
+            custom = workloads.Case("custom", nodes if nodes is not None else case.nodes,
+                                    placed if placed is not None else case.init_pods,
+                                    pods if pods is not None else case.measure_pods)
+            case = e2e_case = custom
+        result = workloads.run_workload(w, case=case, e2e_case=None if skip_e2e else e2e_case,
+                                        engine_runs=options["engine_runs"], workers=workers, seed=seed, progress=say)
+        if as_json:
+            self.stdout.write(_json_dumps(result))
+        else:
+            for key, value in result.items():
+                self.stdout.write(f"{key:>32}: {value}")
 
     def kubernetes(self, *, nodes, pods, workers, seed, say, as_json):
         """The kubernetes backend end to end, then the simulated backend on the same shape (nothing placed before)."""

@@ -1,4 +1,5 @@
-"""`manage.py explain --cluster CLUSTER.yaml --pod POD.yaml [--profile CONFIG.yaml] [--seed N]`: one dry-run cycle."""
+"""`manage.py explain --cluster CLUSTER.yaml --pod POD.yaml [--profile CONFIG.yaml] [--seed N] [--preempt]`: one dry-run
+cycle; with --preempt a pod that fits nowhere also runs PostFilter (preemption) as a dry run."""
 
 import json
 
@@ -15,10 +16,14 @@ class Command(KubectlCommand):
         parser.add_argument("--profile", help="a kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration")
         parser.add_argument("--scheduler-name", help="which profile to use (default: the pod's spec.schedulerName)")
         parser.add_argument("--seed", type=int, default=None, help="seed for the tie-break among top scores")
+        parser.add_argument("--preempt", action="store_true",
+                            help="when the pod fits nowhere, run the profile's PostFilter (DefaultPreemption) as a dry "
+                                 "run: adds the nominated node and the victims; nothing is evicted")
 
-    def handle(self, *args, cluster, pod, profile, scheduler_name, seed, **options):
+    def handle(self, *args, cluster, pod, profile, scheduler_name, seed, preempt=False, **options):
         try:
-            result = explain_files(cluster=cluster, pod=pod, profile=profile, scheduler_name=scheduler_name, seed=seed)
+            result = explain_files(cluster=cluster, pod=pod, profile=profile, scheduler_name=scheduler_name, seed=seed,
+                                   preempt=preempt)
         except DryRunError as e:
             for line in e.lines:
                 self.stderr.write(line)

@@ -1,0 +1,72 @@
+"""Taking a running pod away as the control plane does: the DisruptionTarget condition written first
+(as upstream's controllers patch the pod's status before they delete it), then the pod deleted and its
+room given back. PodGC, the taint eviction controller and `drain` (the Eviction API) all go through here.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from django.db import transaction
+from django.utils import timezone
+
+from ..models import Pod
+from ..state.events import EventSpec, events_record
+from ..telemetry import live
+from .services import pod_delete
+
+DISRUPTION_TARGET = "DisruptionTarget"
+# The reasons upstream writes on the condition (k8s.io/api/core/v1 and the controllers that set them).
+DELETION_BY_POD_GC = "DeletionByPodGC"
+DELETION_BY_TAINT_MANAGER = "DeletionByTaintManager"
+EVICTION_BY_EVICTION_API = "EvictionByEvictionAPI"
+TERMINATION_BY_KUBELET = "TerminationByKubelet"
+
+
+def set_disruption_target(pod: Pod, reason: str, message: str, *, mark_failed: bool = False, now=None) -> None:
+    """Write the DisruptionTarget condition (and, as PodGC, phase Failed) on the row, as apipod.UpdatePodCondition:
+    the condition replaces one of its type, its transition time kept when the status does not change."""
+    now = now or timezone.now()
+    manifest = copy.deepcopy(pod.manifest)
+    status = manifest.setdefault("status", {})
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+    old = next((c for c in conditions if c.get("type") == DISRUPTION_TARGET), None)
+    condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": reason, "message": message,
+                 "lastTransitionTime": (old.get("lastTransitionTime") if old and old.get("status") == "True"
+                                        else now.strftime("%Y-%m-%dT%H:%M:%SZ"))}
+    status["conditions"] = [c for c in conditions if c is not old] + [condition]
+    if mark_failed and pod.phase not in ("Succeeded", "Failed"):
+        status["phase"] = "Failed"
+    pod.manifest = manifest
+    Pod.objects.filter(pk=pod.pk).update(manifest=manifest)
+
+
+def evict(*, namespace: str, name: str, reason: str, message: str, mark_failed: bool = False,
+          events: list[EventSpec] = (), now=None) -> bool:
+    """Condition, events and deletion in one transaction; False when the pod is already gone.
+
+    The simulated cluster has no kubelet to wait for, so the deletion is immediate whatever the grace
+    period (as `kubectl delete --grace-period=0 --force`)."""
+    with transaction.atomic():
+        pod = Pod.objects.select_for_update().filter(namespace=namespace, name=name).first()
+        if pod is None:
+            return False
+        set_disruption_target(pod, reason, message, mark_failed=mark_failed, now=now)
+        events_record(list(events), now=now)
+        node_name = pod.node_name or pod.assumed_node
+        pod_delete(namespace=namespace, name=name)
+        transaction.on_commit(lambda: live.pods_disrupted([{"namespace": namespace, "name": name, "node": node_name,
+                                                             "reason": reason, "message": message}]))
+    return True
+
+
+EVICTION_API_MESSAGE = "Eviction API: evicting"
+# What the Eviction API answers (429) when a PodDisruptionBudget forbids the eviction.
+PDB_VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
+
+
+def eviction_allowed(pod: Pod) -> bool:
+    """Whether the Eviction API would let this pod go now. The simulated cluster has no
+    PodDisruptionBudget kind yet, so every eviction is allowed; once it has, this is where the budgets'
+    disruptionsAllowed is checked (and spent)."""
+    return True

@@ -1,0 +1,104 @@
+"""Node lifecycle and taint eviction on the real stack: a failed node is tainted as upstream's node controller
+does, its pods go when their tolerationSeconds run out (the 300 s the admission adds, a shorter one, never
+without seconds), and recovery lifts the taints and cancels what was waiting."""
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from scheduler.controllers import node_lifecycle, taint_eviction
+from scheduler.controllers.node_lifecycle import node_set_ready
+from scheduler.models import Event, Node, Pod
+from scheduler.testing.cli import cli
+from scheduler.testing.loop import apply, node, pod
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock")]
+
+# After any binding a test makes (a pod's clock starts at the later of the taint and its binding).
+T0 = datetime(2030, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+
+
+def taints(name):
+    return Node.objects.get(name=name).manifest["spec"].get("taints", [])
+
+
+@pytest.mark.parametrize("status, want", [
+    ("False", [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+               {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute", "timeAdded": "2030-01-01T12:00:00Z"}]),
+    ("Unknown", [{"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"},
+                 {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": "2030-01-01T12:00:00Z"}]),
+    ("True", []),
+])
+def test_the_ready_condition_becomes_upstreams_taints(status, want):
+    apply(node("a", spec={"taints": [{"key": "team", "value": "x", "effect": "NoSchedule"}]}))
+    node_set_ready(name="a", status=status, now=T0)
+    assert taints("a") == [{"key": "team", "value": "x", "effect": "NoSchedule"}] + want
+
+
+def test_recovery_lifts_the_taints_and_a_swap_keeps_one_no_execute_taint():
+    apply(node("a"))
+    node_set_ready(name="a", status="False", now=T0)
+    node_set_ready(name="a", status="Unknown", now=T0 + timedelta(seconds=5))
+    assert [(t["key"], t["effect"]) for t in taints("a")] == [
+        ("node.kubernetes.io/unreachable", "NoSchedule"), ("node.kubernetes.io/unreachable", "NoExecute")]
+    node_set_ready(name="a", status="True", now=T0 + timedelta(seconds=10))
+    assert taints("a") == []
+    assert Node.objects.get(name="a").manifest["status"]["conditions"][-1]["reason"] == "KubeletReady"
+
+
+def test_the_admission_adds_the_default_tolerations_only_when_the_pod_has_none_for_that_taint():
+    apply(pod("plain"), pod("own", tolerations=[{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                                                 "effect": "NoExecute", "tolerationSeconds": 10}]),
+          pod("all", tolerations=[{"operator": "Exists"}]))
+    tol = {p.name: p.manifest["spec"].get("tolerations") for p in Pod.objects.all()}
+    default = {"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+    assert tol["plain"] == [{"key": "node.kubernetes.io/not-ready", **default},
+                            {"key": "node.kubernetes.io/unreachable", **default}]
+    assert tol["own"] == [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                           "tolerationSeconds": 10}, {"key": "node.kubernetes.io/unreachable", **default}]
+    assert tol["all"] == [{"operator": "Exists"}]
+
+
+def test_pods_are_evicted_when_their_toleration_runs_out_the_shorter_first_and_never_without_seconds():
+    short = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}]
+    forever = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}]
+    apply(node("a"), pod("default", nodeName="a"), pod("short", nodeName="a", tolerations=short),
+          pod("forever", nodeName="a", tolerations=forever))
+    Pod.objects.update(bound_at=T0 - timedelta(hours=1))
+    node_set_ready(name="a", status="False", now=T0)
+    assert taint_eviction.run(now=T0 + timedelta(seconds=29))["evicted"] == []
+    assert taint_eviction.run(now=T0 + timedelta(seconds=30))["evicted"] == ["default/short"]
+    assert taint_eviction.run(now=T0 + timedelta(seconds=300))["evicted"] == ["default/default"]
+    assert taint_eviction.run(now=T0 + timedelta(days=1))["evicted"] == []
+    assert sorted(Pod.objects.values_list("name", flat=True)) == ["forever"]
+    e = Event.objects.get(involved_name="short")
+    assert (e.type, e.reason, e.message, e.reporting_controller) == (
+        "Normal", "TaintManagerEviction", "Marking for deletion Pod default/short", "taint-eviction-controller")
+
+
+def test_a_pod_that_does_not_tolerate_every_no_execute_taint_goes_at_once():
+    apply(node("a", spec={"taints": [{"key": "dedicated", "effect": "NoExecute"}]}),
+          pod("p", nodeName="a"), pod("q", nodeName="a", tolerations=[{"key": "dedicated", "operator": "Exists"}]))
+    node_set_ready(name="a", status="Unknown", now=T0)
+    assert taint_eviction.run(now=T0) == {"evicted": ["default/p"], "waiting": {"default/q": 300.0}, "cancelled": []}
+
+
+def test_recovery_before_the_deadline_cancels_the_eviction_with_upstreams_event():
+    apply(node("a"), pod("p", nodeName="a"))
+    node_set_ready(name="a", status="False", now=T0)
+    assert taint_eviction.run(now=T0 + timedelta(seconds=10))["waiting"] == {"default/p": 290.0}
+    node_set_ready(name="a", status="True", now=T0 + timedelta(seconds=20))
+    assert taint_eviction.run(now=T0 + timedelta(seconds=400)) == {"evicted": [], "waiting": {},
+                                                                  "cancelled": ["default/p"]}
+    assert Event.objects.get(involved_name="p").message == "Cancelling deletion of Pod default/p"
+
+
+def test_node_fail_and_recover_print_as_kubectl_and_name_a_missing_node():
+    apply(node("a"))
+    r = cli("node", "fail", "a")
+    assert (r.code, r.out) == (0, "node/a NotReady\n")
+    assert cli("node", "fail", "a", "--unreachable").out == "node/a unreachable\n"
+    assert cli("node", "recover", "a").out == "node/a Ready\n"
+    r = cli("node", "fail", "nope")
+    assert (r.code, r.err) == (1, 'Error from server (NotFound): nodes "nope" not found\n')
+    assert node_lifecycle.monitor() == []
