@@ -10,9 +10,11 @@ touches the database.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from scheduler.engine import schedule_one as cycle
 from scheduler.engine.cache import Cache
@@ -22,6 +24,7 @@ from scheduler.engine.framework import Algorithm, Profile
 from scheduler.engine.labels import LabelSelector, LabelSelectorRequirement
 from scheduler.engine.nodes import NodeSpec, NodeTable
 from scheduler.engine.nominator import Nominator
+from scheduler.engine.plugins.default_preemption import DefaultPreemption
 from scheduler.engine.pods import PodSpec
 from scheduler.engine.queue import (ACTIVE_Q, BACKOFF_Q, EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE,
                                     UNSCHEDULABLE_Q, MemoryQueue)
@@ -133,6 +136,10 @@ class Replayer:
             config = config_from_dict(recorded["config"])
         self.name = name
         self.clock = VirtualClock()
+        self.seed = seed
+        # Preemption's "now" (the start time of pods not started) is the trace's wall clock.
+        start = trace.header.get("start")
+        self._epoch = datetime.fromisoformat(start).timestamp() if start else 0.0
         self.queue = MemoryQueue(clock=self.clock)
         self._use_config(config)
         # With a nominator, as kube-scheduler: room preemption freed is kept for the pod it was freed for.
@@ -154,9 +161,20 @@ class Replayer:
     def _use_config(self, config: SchedulerConfig) -> None:
         self.config = config
         self.profiles: dict[str, Profile] = config.build_profiles()
+        for profile in self.profiles.values():
+            for plugin in profile.post_filters:
+                self._seed_post_filter(plugin)
         # As set_queue_backoff: the configuration's podInitialBackoffSeconds / podMaxBackoffSeconds.
         self.queue.initial_backoff = float(config.pod_initial_backoff_seconds)
         self.queue.max_backoff = float(config.pod_max_backoff_seconds)
+
+    def _seed_post_filter(self, plugin) -> None:
+        """DefaultPreemption draws a random offset among the candidate nodes (upstream's getOffsetRand):
+        seeded from --seed, each profile's plugin alike, so a replay preempts the same victims every time;
+        its clock is the virtual one."""
+        if isinstance(plugin, DefaultPreemption):
+            plugin.rng = random.Random(self.seed)
+            plugin.evaluator.clock = lambda: self._epoch + self.clock.now
 
     # ---- the cluster ---------------------------------------------------------------------
     def _rebuild(self) -> None:

@@ -154,9 +154,8 @@ def test_a_trace_line_of_an_unknown_kind_is_refused_with_its_line_number():
 
 
 def test_a_pod_of_higher_priority_preempts_lower_ones_and_gets_their_room():
-    """With DefaultPreemption as the profile's PostFilter (the engine has it; the configuration loader does
-    not put it in profiles yet, so the test adds it): victims leave, the preemptor gets the kept room."""
-    from scheduler.engine.plugins.default_preemption import DefaultPreemption
+    """DefaultPreemption is the default profile's PostFilter: the replay runs it, victims leave, the
+    preemptor gets the room its nomination kept."""
     from scheduler.replay.metrics import run_report
     from scheduler.replay.simulator import Replayer
 
@@ -167,7 +166,7 @@ def test_a_pod_of_higher_priority_preempts_lower_ones_and_gets_their_room():
         *[{"t": float(i), "kind": "pod_add", "manifest": m} for i, m in enumerate(low)],
         {"t": 10.0, "kind": "pod_add", "manifest": urgent}])
     replayer = Replayer(t, config=default_config(), name="default", seed=0)
-    replayer.profiles["default-scheduler"].post_filters = [DefaultPreemption(seed=0, clock=replayer.clock)]
+    assert [p.name for p in replayer.profiles["default-scheduler"].post_filters] == ["DefaultPreemption"]
     out = run_report(replayer.run())
     assert out["placements"]["default/urgent"] == "only"
     assert out["preemptions"] == 2 and out["preemptors"] == 1 and len(out["evicted"]) == 2
@@ -175,3 +174,23 @@ def test_a_pod_of_higher_priority_preempts_lower_ones_and_gets_their_room():
     # Failed (and nominated) at 10, its victims gone at once: back after its 1 s backoff, into the kept room.
     urgent_run = replayer.pods["default/urgent"]
     assert (urgent_run.arrived, urgent_run.bound_at, urgent_run.attempts) == (10.0, 11.0, 2)
+
+
+def test_preemption_picks_its_victims_node_from_the_seed_and_the_same_seed_picks_the_same():
+    """Four equal full nodes: every one is an equal candidate, so upstream's random offset among them
+    (getOffsetRand) decides; the replay seeds it, so a seed always evicts from the same node."""
+    nodes = [node(f"n{i}", cpu="2") for i in range(4)]
+    low = [pod(f"low{i}", cpu="2") for i in range(4)]
+    urgent = pod("urgent", cpu="2")
+    urgent["spec"]["priority"] = 1000
+    t = trace(nodes, [], [*[{"t": 0.0, "kind": "pod_add", "manifest": m} for m in low],
+                          {"t": 5.0, "kind": "pod_add", "manifest": urgent}])
+
+    def urgent_node(seed):
+        out = run(t, seed=seed)
+        assert out["preemptions"] == 1 and out["scheduled"] == 4
+        return out["placements"]["default/urgent"]
+
+    chosen = [urgent_node(seed) for seed in range(8)]
+    assert chosen == [urgent_node(seed) for seed in range(8)]
+    assert len(set(chosen)) > 1
