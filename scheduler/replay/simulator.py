@@ -377,19 +377,24 @@ class Replayer:
             samples.append(s)
 
 
-def pacer(speed: str) -> Callable[[float], None] | None:
+def pacer(speed: str, *, monotonic: Callable[[], float] | None = None,
+          sleep: Callable[[float], None] | None = None) -> Callable[[float], None] | None:
     """--speed: "max" replays as fast as it can; "realtime" or a factor N sleeps so virtual time runs
-    at N x wall time (for watching a replay unfold)."""
+    at N x wall time (for watching a replay unfold: the progress and the pages follow it)."""
     if speed == "max":
         return None
-    factor = 1.0 if speed == "realtime" else float(speed)
-    if factor <= 0:
-        raise ValueError("--speed must be max, realtime or a positive number")
-    wall_start = time.monotonic()
+    try:
+        factor = 1.0 if speed == "realtime" else float(speed)
+    except ValueError:
+        factor = float("nan")
+    if not factor > 0 or factor == float("inf"):
+        raise ValueError(f"--speed {speed!r}: expected max, realtime or a positive number of times real time")
+    monotonic, sleep = monotonic or time.monotonic, sleep or time.sleep
+    wall_start = monotonic()
 
     def pace(virtual: float) -> None:
-        delay = wall_start + virtual / factor - time.monotonic()
+        delay = wall_start + virtual / factor - monotonic()
         if delay > 0:
-            time.sleep(delay)
+            sleep(delay)
 
     return pace

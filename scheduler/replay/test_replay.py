@@ -11,6 +11,7 @@ from django.core.management import call_command
 from scheduler.engine.config import default_config, load_config
 from scheduler.engine.nodes import NodeSpec, NodeTable
 from scheduler.engine.pods import Container, PodSpec
+from scheduler.kubectl.printers import KubectlError
 from scheduler.replay import metrics
 from scheduler.replay.run import replay_trace
 from scheduler.replay.trace import TraceError, read_trace
@@ -105,6 +106,59 @@ def test_a_replay_is_deterministic_for_a_seed_and_the_seed_decides_the_ties(spre
 
     assert placements("--seed", "3") == placements("--seed", "3")
     assert placements("--seed", "3") != placements("--seed", "4")  # ten identical nodes: many ties
+
+
+class WallClock:
+    """monotonic() and sleep() for the pacer: sleeping moves it."""
+
+    def __init__(self):
+        self.now, self.slept = 100.0, []
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(round(seconds, 6))
+        self.now += seconds
+
+
+@pytest.mark.parametrize("speed, expected_sleeps", [
+    ("realtime", [2.0, 8.0]),   # virtual 2 s, then 10 s: wall follows one to one
+    ("4", [0.5, 2.0]),          # four times real time
+    ("0.5", [4.0, 16.0]),       # half
+])
+def test_speed_paces_virtual_time_against_the_wall_clock(speed, expected_sleeps):
+    from scheduler.replay.simulator import pacer
+
+    wall = WallClock()
+    pace = pacer(speed, monotonic=wall.monotonic, sleep=wall.sleep)
+    pace(2.0)
+    pace(2.0)  # already there: no sleep
+    pace(10.0)
+    assert wall.slept == expected_sleeps
+
+
+def test_speed_max_does_not_pace_and_a_bad_speed_is_refused_naming_the_option(spread_trace):
+    from scheduler.replay.simulator import pacer
+
+    assert pacer("max") is None
+    for bad in ("0", "-2", "fast", "inf", "nan"):
+        with pytest.raises(ValueError, match=rf"--speed '{bad}': expected max, realtime or a positive number"):
+            pacer(bad)
+    err = io.StringIO()
+    with pytest.raises(KubectlError):
+        call_command("replay", str(spread_trace), "--speed", "fast", stdout=io.StringIO(), stderr=err)
+    assert "--speed 'fast'" in err.getvalue()
+
+
+def test_a_paced_replay_decides_as_the_unpaced_one(spread_trace):
+    """Pacing only sleeps: 40 virtual seconds at 2,000 x real time, the same report as --speed max."""
+    def without_wall_time(report):
+        for c in report["configs"]:
+            c.pop("wall_seconds", None)
+        return report
+
+    assert without_wall_time(replay_json(spread_trace, "--speed", "2000")) == without_wall_time(replay_json(spread_trace))
 
 
 def test_a_kubectl_dump_of_nodes_and_pods_is_a_starting_state():
