@@ -25,6 +25,7 @@ from scheduler.models import Binding, DeletedNode, DeletedPod, Node, NodeRevisio
 from scheduler.versions.profiles import INITIAL_VERSION, initial_config
 
 from . import trace as tr
+from .natural import natural_key
 
 
 # As kubectl's --since: a Go duration (1h, 30m, 1h30m, 90s).
@@ -96,7 +97,7 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
 
     events.sort(key=lambda e: (e[0], e[1]))
     trace.events = [{"t": _t(when, start), **line} for when, _, line in events]
-    trace.nodes.sort(key=lambda m: (m.get("metadata") or {}).get("name", ""))
+    trace.nodes.sort(key=lambda m: natural_key((m.get("metadata") or {}).get("name", "")))
     return trace
 
 
@@ -173,8 +174,7 @@ def record_from_cluster(api_client, *, now: datetime) -> tr.Trace:
     # Through the apply decoders, so a cluster's objects are read exactly as `apply` reads them.
     listing = {"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Node", **n} for n in nodes] + [
-        {"apiVersion": "v1", "kind": "Pod", **p} for p in pods
-        if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]}
+        {"apiVersion": "v1", "kind": "Pod", **p} for p in pods]}
     trace = tr.trace_from_manifests(json.dumps(listing), "<cluster>", source="cluster")
     trace.header.update({"start": now.isoformat(), "end": now.isoformat()})
     for api_version, kind, reply in text_objects:

@@ -3,6 +3,7 @@ determinism, and MostAllocated against LeastAllocated on the same trace."""
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -151,13 +152,14 @@ def test_speed_max_does_not_pace_and_a_bad_speed_is_refused_naming_the_option(sp
     assert "--speed 'fast'" in err.getvalue()
 
 
+def without_wall_time(report):
+    for c in report["configs"]:
+        c.pop("wall_seconds", None)
+    return report
+
+
 def test_a_paced_replay_decides_as_the_unpaced_one(spread_trace):
     """Pacing only sleeps: 40 virtual seconds at 2,000 x real time, the same report as --speed max."""
-    def without_wall_time(report):
-        for c in report["configs"]:
-            c.pop("wall_seconds", None)
-        return report
-
     assert without_wall_time(replay_json(spread_trace, "--speed", "2000")) == without_wall_time(replay_json(spread_trace))
 
 
@@ -169,6 +171,36 @@ def test_a_kubectl_dump_of_nodes_and_pods_is_a_starting_state():
     out = run(t)
     assert out["placements"] == {"default/running": "a", "default/waiting": "b"}  # b is emptier
     assert out["scheduled"] == 1
+
+
+DUMP = Path(__file__).parent / "testdata" / "kubectl-get-nodes-pods.yaml"  # as kubectl writes it: managedFields...
+
+
+def test_a_real_kubectl_get_nodes_pods_dump_replays_as_is_and_through_record(tmp_path):
+    """`kubectl get nodes,pods -A -o yaml` output (a List with status, managedFields, ownerReferences, a
+    finished Job pod): replayed directly, or recorded first with `record --from-yaml`, the same start."""
+    direct = replay_json(DUMP)
+    out = io.StringIO()
+    call_command("record", "--from-yaml", str(DUMP), "-o", str(tmp_path / "t.jsonl"), stdout=out)
+    assert "recorded 5 lines: 2 nodes and 2 pods at the start, no events" in out.getvalue()
+    recorded = replay_json(tmp_path / "t.jsonl")
+    assert without_wall_time(direct)["configs"] == without_wall_time(recorded)["configs"]
+    run = direct["configs"][0]
+    # The Succeeded pod holds no room (kube-scheduler's informer leaves finished pods out): node-2 has 1 CPU
+    # free, node-10 a taint api-0 does not tolerate, so api-0 waits, and says why.
+    assert run["placements"] == {"shop/api-0": None, "shop/web-7d4b9c8f6d-x2k9p": "node-2"}
+    assert run["nodes"]["names"] == ["node-2", "node-10"] and run["nodes"]["cpu"] == [0.75, 0.0]
+    [reason] = run["pending_reasons"]
+    assert reason.startswith("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint")
+
+
+def test_replay_output_lists_nodes_and_pods_in_natural_order():
+    t = trace([node(f"node-{i}", cpu="1") for i in (10, 2, 1)], [],
+              [{"t": 0.0, "kind": "pod_add", "manifest": pod(f"p{i}", cpu="1")} for i in (10, 9, 1, 11)])
+    out = run(t)
+    assert out["nodes"]["names"] == ["node-1", "node-2", "node-10"]
+    assert list(out["placements"]) == ["default/p1", "default/p9", "default/p10", "default/p11"]
+    assert out["pending"] == 1
 
 
 def test_a_dump_the_apply_decoder_refuses_is_refused_with_its_words():
