@@ -58,6 +58,7 @@ class ReplayPod:
     bound_at: float | None = None
     attempts: int = 0
     message: str = ""  # the last failure's message
+    decision: dict | None = None  # the binding attempt: candidates, the top scores (decision_summary)
 
 
 @dataclass
@@ -292,6 +293,7 @@ class Replayer:
                 # Bound at once: the simulated binder never fails here (see the README on replay).
                 self.cache.confirm(key)
                 pod.node, pod.bound_at, pod.message = result.node_name, self.clock.now, ""
+                pod.decision = decision_summary(result.decision, self.cache.table)
                 self.unbound.discard(key)
                 self.result.bindings.setdefault(key, result.node_name)
                 self.queue.done(key)
@@ -375,6 +377,27 @@ class Replayer:
             samples[-1] = s  # one sample per instant: the state after everything at that instant
         else:
             samples.append(s)
+
+
+TOP_SHOWN = 3
+
+
+def decision_summary(decision, table: NodeTable) -> dict | None:
+    """What a replayed attempt weighed, kept small (every bound pod has one): how many nodes passed the
+    filters out of how many evaluated, and the best total scores with their nodes."""
+    if decision is None:
+        return None
+    candidates = [int(r) for r in decision.candidates]
+    if len(decision.totals) == len(candidates) and candidates:
+        # The chosen node first among its ties (the seed picked it), the rest in candidate order.
+        ranked = sorted(range(len(candidates)), key=lambda i: (-int(decision.totals[i]),
+                                                               candidates[i] != decision.selected_row))[:TOP_SHOWN]
+        top = [[table.names[candidates[i]], int(decision.totals[i])] for i in ranked]
+        ties = int((decision.totals == decision.totals.max()).sum())
+    else:  # one candidate: upstream skips scoring
+        top, ties = [[table.names[c], None] for c in candidates[:TOP_SHOWN]], len(candidates[:1])
+    return {"feasible": len(candidates), "evaluated": int(decision.evaluated_nodes), "nodes": int(decision.num_all_nodes),
+            "top": top, "tied_at_top": ties}
 
 
 def pacer(speed: str, *, monotonic: Callable[[], float] | None = None,
