@@ -7,9 +7,10 @@ import pytest
 from django.utils import timezone
 
 from scheduler.cluster.services import node_delete, pod_delete
-from scheduler.models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_UNSCHEDULABLE, Attempt, Binding, DeletedNode,
-                              DeletedPod, Node, Pod)
+from scheduler.models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_UNSCHEDULABLE, Attempt, DeletedNode,
+                              DeletedPod, Node)
 from scheduler.queue.queues import get_queue
+from scheduler.testing.audit import audit_bound
 from scheduler.testing.loop import apply, drain, node, pod
 
 from scheduler.state.rewind import ACTIVE, BACKOFF, IN_FLIGHT, UNSCHEDULABLE, _queued, rewind
@@ -28,20 +29,6 @@ def rewound_state(at) -> tuple[dict, dict]:
     r = rewind(at=at)
     return ({n.name: (n.req_cpu, n.req_memory, n.pods) for n in r.nodes},
             {q: sorted(p.key for p in pods) for q, pods in r.queues.items()})
-
-
-def audit_bound(at) -> dict[str, tuple[int, int]]:
-    """node -> (cpu, memory) of the Binding rows up to T whose pod was not deleted by T."""
-    requests = {uid: (cpu, mem) for uid, cpu, mem in Pod.objects.values_list("uid", "req_cpu", "req_memory")}
-    deleted = {}
-    for uid, cpu, mem, when in DeletedPod.objects.values_list("uid", "req_cpu", "req_memory", "deleted_at"):
-        requests[uid], deleted[uid] = (cpu, mem), when
-    out: dict[str, tuple[int, int]] = {}
-    for uid, name in Binding.objects.filter(bound_at__lte=at).values_list("pod_uid", "node_name"):
-        if uid not in deleted or deleted[uid] > at:
-            cpu, mem = out.get(name, (0, 0))
-            out[name] = (cpu + requests[uid][0], mem + requests[uid][1])
-    return out
 
 
 def test_a_past_instant_rewinds_to_what_was_live_then_and_to_the_bindings_up_to_it(clock):

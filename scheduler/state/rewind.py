@@ -62,6 +62,14 @@ class RewoundNode:
         used = {"cpu": self.req_cpu, "memory": self.req_memory, "pods": self.pods}[resource]
         return round(100 * used / alloc) if alloc else 0
 
+    # For the rewind page's template, which cannot pass arguments.
+    percent_cpu = property(lambda self: self.percent("cpu"))
+    percent_memory = property(lambda self: self.percent("memory"))
+    req_cores = property(lambda self: self.req_cpu / 1000)
+    alloc_cores = property(lambda self: self.alloc_cpu / 1000)
+    req_memory_gib = property(lambda self: self.req_memory / 2**30)
+    alloc_memory_gib = property(lambda self: self.alloc_memory / 2**30)
+
 
 @dataclass
 class RewoundPod:
