@@ -62,6 +62,22 @@ def test_a_past_instant_rewinds_to_what_was_live_then_and_to_the_bindings_up_to_
     assert [b.pod_name for b in rewind(at=t1).bindings_after][:1] == ["c"]
 
 
+def test_a_node_changed_since_shows_its_allocatable_and_cordon_as_they_were(clock):
+    from scheduler.controllers.drain import cordon
+
+    apply(node("n1", cpu="4"), pod("a", cpu="1"))
+    drain(clock)
+    before = timezone.now()
+    apply(node("n1", cpu="16"))  # resized
+    cordon("n1")
+    after = timezone.now()
+    [then] = rewind(at=before).nodes
+    [now] = rewind(at=after).nodes
+    assert (then.alloc_cpu, then.unschedulable, then.revised) == (4000, False, True)
+    assert (now.alloc_cpu, now.unschedulable, now.revised) == (16000, True, False)
+    assert then.percent("cpu") == 25 and now.percent("cpu") == 6
+
+
 T = timezone.now()
 
 
