@@ -21,12 +21,17 @@ from datetime import datetime
 from django.conf import settings
 
 from scheduler.engine.config import config_to_dict
-from scheduler.models import Binding, DeletedNode, DeletedPod, Node, NodeRevision, Pod, SchedulerConfigVersion
+from scheduler.models import (NAMESPACE, REPLICA_SET, REPLICATION_CONTROLLER, SERVICE,
+                              STATEFUL_SET, Binding, ClusterObject, DeletedNode, DeletedPod, Node, NodeRevision, Pod,
+                              SchedulerConfigVersion)
 from scheduler.versions.profiles import INITIAL_VERSION, initial_config
 
 from . import trace as tr
 from .natural import natural_key
 
+
+OBJECT_API_VERSIONS = {NAMESPACE: "v1", SERVICE: "v1", REPLICATION_CONTROLLER: "v1", REPLICA_SET: "apps/v1",
+                       STATEFUL_SET: "apps/v1"}
 
 # As kubectl's --since: a Go duration (1h, 30m, 1h30m, 90s).
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -87,6 +92,16 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
             trace.pods.append((_unbound(manifest), None))
         elif queued_at <= end:
             events.append((queued_at, 1, {"kind": tr.POD_ADD, "manifest": _unbound(manifest), "node": None}))
+
+    # The objects the plugins read (Services, ReplicaSets... for spreading; Namespaces for affinity), as the
+    # table keeps them: each with its current manifest, from its creation (those deleted are not kept).
+    for kind, manifest, created in ClusterObject.objects.filter(created_at__lte=end).order_by(
+            "created_at", "kind", "namespace", "name").values_list("kind", "manifest", "created_at"):
+        obj = {**manifest, "apiVersion": OBJECT_API_VERSIONS[kind], "kind": kind}
+        if created <= start:
+            trace.objects.append(obj)
+        else:
+            events.append((created, 0, {"kind": tr.OBJECT_ADD, "manifest": obj}))
 
     for number, config, when in SchedulerConfigVersion.objects.filter(
             created_at__gt=start, created_at__lte=end).values_list("number", "config", "created_at"):

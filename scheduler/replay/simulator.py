@@ -154,7 +154,8 @@ class Replayer:
         # Parsed pods by manifest identity: runs of one trace under several configurations parse each once.
         self.specs = {} if specs is None else specs
         self.nodes: dict[str, NodeSpec] = {}
-        self.objects = cluster_objects(trace.objects)
+        self.object_manifests = list(trace.objects)
+        self.objects = cluster_objects(self.object_manifests)
         self.result = RunResult(name, self.pods, NodeTable([]))
         self.cache: Cache | None = None
 
@@ -256,6 +257,11 @@ class Replayer:
                 del self.pods[key]
             self.result.lost_with_node += len(gone)
             self._rebuild()
+        elif kind == tr.OBJECT_ADD:
+            # Later manifests of the same object replace earlier ones (the live table keeps one row each).
+            self.object_manifests.append(event["manifest"])
+            self.objects = cluster_objects(self.object_manifests)
+            self.cache.table.objects = self.objects
         elif kind == tr.CONFIG:
             if self.follows_recorded:
                 self._use_config(config_from_dict(event["config"]))

@@ -77,8 +77,8 @@ def node(name, cpu, memory="16Gi", zone="z1"):
             "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}}
 
 
-def pod(name, cpu, memory="1Gi"):
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+def pod(name, cpu, memory="1Gi", labels=None):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
             "spec": {"containers": [{"name": "c", "image": "nginx",
                                      "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}
 
@@ -147,7 +147,11 @@ def changes_run(clock):
     node_delete(name="x0")
     stamp(clock)
     clock.advance(1)
-    apply(*[pod(f"s{i:02d}", "1500m", "2Gi") for i in range(6)])
+    # A Service from now on: default spreading (PodTopologySpread's system defaults) counts the pods it selects.
+    apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+           "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    clock.advance(1)
+    apply(*[pod(f"s{i:02d}", "500m", "1Gi", labels={"app": "web"}) for i in range(12)])
     drain(clock)
     clock.advance(15)
     cordon("b0", False)
@@ -205,7 +209,7 @@ def test_a_run_with_deletions_node_updates_and_a_node_removed_replays_to_the_sam
     kinds = [json.loads(line)["kind"] for line in path.read_text().splitlines()]
     # Each cordon is two updates: spec.unschedulable, then the node lifecycle's unschedulable taint.
     assert kinds.count("pod_delete") == 4 and kinds.count("node_update") == 4
-    assert kinds.count("node_delete") == 1 and kinds.count("node_add") == 8
+    assert kinds.count("node_delete") == 1 and kinds.count("node_add") == 8 and kinds.count("object_add") == 1
     run = report["configs"][0]
     assert run["recorded_differs"] == [] and run["recorded_matches"] == len(bindings)
     assert run["placements"] == pods  # the deleted ones gone, pending "huge" too
@@ -223,3 +227,7 @@ def test_a_trace_starts_with_each_node_as_it_was_then_and_each_change_after(cloc
     assert {e["manifest"]["metadata"]["name"] for e in updates} == {"b0"} and len(updates) == 2  # uncordon, untaint
     assert not updates[-1]["manifest"]["spec"].get("unschedulable") and not updates[-1]["manifest"]["spec"].get("taints")
     assert [e for e in trace.events if e["kind"] in ("pod_delete", "node_delete")] == []  # all before the start
+    # The Service came before the start: among the objects the plugins read, as a v1 Service.
+    [service] = trace.objects
+    assert (service["apiVersion"], service["kind"], service["metadata"]["name"]) == ("v1", "Service", "web")
+    assert service["spec"]["selector"] == {"app": "web"}

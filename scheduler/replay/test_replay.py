@@ -163,6 +163,28 @@ def test_a_paced_replay_decides_as_the_unpaced_one(spread_trace):
     assert without_wall_time(replay_json(spread_trace, "--speed", "2000")) == without_wall_time(replay_json(spread_trace))
 
 
+def test_an_object_added_mid_trace_counts_from_then_on():
+    """A Service created in the window: from its instant, default spreading (PodTopologySpread's system
+    defaults) counts the pods it selects, so packing gives way to spreading them; before it, nothing."""
+    most = load_config(FIT.format(strategy="MostAllocated"), "most.yaml")
+    nodes = [node("n1", cpu="8", memory="32Gi"), node("n2", cpu="8", memory="32Gi")]
+
+    def web(i):
+        m = pod(f"w{i}", cpu="500m")
+        m["metadata"]["labels"] = {"app": "web"}
+        return m
+
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"selector": {"app": "web"}}}
+    arrivals = [{"t": float(i + 1), "kind": "pod_add", "manifest": web(i)} for i in range(8)]
+    packed = run(trace(nodes, [], arrivals), config=most)
+    assert len(set(packed["placements"].values())) == 1
+    spread = run(trace(nodes, [], [{"t": 0.5, "kind": "object_add", "manifest": service}, *arrivals]), config=most)
+    assert sorted(spread["placements"].values()) == ["n1"] * 4 + ["n2"] * 4
+    late = run(trace(nodes, [], [*arrivals, {"t": 100.0, "kind": "object_add", "manifest": service}]), config=most)
+    assert late["placements"] == packed["placements"]
+
+
 def test_a_kubectl_dump_of_nodes_and_pods_is_a_starting_state():
     dump = {"apiVersion": "v1", "kind": "List", "items": [
         node("a"), node("b"), {**pod("running", node_name="a"), "status": {"phase": "Running"}}, pod("waiting")]}

@@ -9,6 +9,7 @@
     {"t": s, "kind": "pod_delete", "key": "ns/name"}
     {"t": s, "kind": "node_add" | "node_update", "manifest": {...}}
     {"t": s, "kind": "node_delete", "name": "n1"}
+    {"t": s, "kind": "object_add", "manifest": {...}}      an object created (or changed) in the window
     {"t": s, "kind": "config", "version": n, "config": {...}}
     {"t": s, "kind": "bound", "key": "ns/name", "node": "n1"}   what the live run did (compared, never replayed)
 
@@ -33,8 +34,8 @@ HEADER = "trace"
 START_KINDS = ("node", "pod", "object")
 POD_ADD, POD_DELETE = "pod_add", "pod_delete"
 NODE_ADD, NODE_UPDATE, NODE_DELETE = "node_add", "node_update", "node_delete"
-CONFIG, BOUND = "config", "bound"
-EVENT_KINDS = (POD_ADD, POD_DELETE, NODE_ADD, NODE_UPDATE, NODE_DELETE, CONFIG, BOUND)
+CONFIG, BOUND, OBJECT_ADD = "config", "bound", "object_add"
+EVENT_KINDS = (POD_ADD, POD_DELETE, NODE_ADD, NODE_UPDATE, NODE_DELETE, OBJECT_ADD, CONFIG, BOUND)
 
 
 class TraceError(ValueError):
@@ -121,7 +122,7 @@ def read_trace(text: str, filename: str = "<trace>") -> Trace:
         elif kind in EVENT_KINDS:
             _require(line, ("t",), where)
             needs = {POD_ADD: ("manifest",), POD_DELETE: ("key",), NODE_ADD: ("manifest",), NODE_UPDATE: ("manifest",),
-                     NODE_DELETE: ("name",), CONFIG: ("config",), BOUND: ("key", "node")}[kind]
+                     NODE_DELETE: ("name",), OBJECT_ADD: ("manifest",), CONFIG: ("config",), BOUND: ("key", "node")}[kind]
             _require(line, needs, where)
             if not isinstance(line["t"], (int, float)) or line["t"] < 0:
                 raise TraceError(f"{where}: t must be seconds since the start, got {line['t']!r}")
