@@ -146,6 +146,7 @@ def run_report(run, recorded: dict[str, str] | None = None) -> dict:
         "time_to_bind_p99_s": percentile(waits, 99),
         "attempts": run.attempts,
         "lost_with_node": run.lost_with_node,
+        "bind_failures": run.bind_failures,
         "skipped_events": run.skipped_events,
         "virtual_seconds": round(run.virtual_seconds, 6),
         "wall_seconds": round(run.wall_seconds, 3),

@@ -21,8 +21,8 @@ from datetime import datetime
 from django.conf import settings
 
 from scheduler.engine.config import config_to_dict
-from scheduler.models import (NAMESPACE, REPLICA_SET, REPLICATION_CONTROLLER, SERVICE,
-                              STATEFUL_SET, Binding, ClusterObject, DeletedNode, DeletedPod, Node, NodeRevision, Pod,
+from scheduler.models import (NAMESPACE, REPLICA_SET, REPLICATION_CONTROLLER, RESULT_BIND_FAILED, SERVICE,
+                              STATEFUL_SET, Attempt, Binding, ClusterObject, DeletedNode, DeletedPod, Node, NodeRevision, Pod,
                               SchedulerConfigVersion)
 from scheduler.versions.profiles import INITIAL_VERSION, initial_config
 
@@ -70,6 +70,10 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
         if life.deleted_at is not None and life.deleted_at <= end:
             events.append((life.deleted_at, 4, {"kind": tr.NODE_DELETE, "name": life.name}))
 
+    attempts_of: dict[tuple[str, str], list[datetime]] = {}
+    for ns, name, started in Attempt.objects.filter(started_at__gt=start, started_at__lte=end).order_by(
+            "started_at").values_list("namespace", "pod_name", "started_at"):
+        attempts_of.setdefault((ns, name), []).append(started)
     columns = ("namespace", "name", "manifest", "node_name", "queued_at", "bound_at")
     pods = [(*row, None) for row in Pod.objects.filter(created_at__lte=end).values_list(*columns)]
     # Deleted pods too (migration 0011's trigger keeps them): their room counts until their deletion.
@@ -91,7 +95,11 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
         elif queued_at <= start:
             trace.pods.append((_unbound(manifest), None))
         elif queued_at <= end:
-            events.append((queued_at, 1, {"kind": tr.POD_ADD, "manifest": _unbound(manifest), "node": None}))
+            line = {"kind": tr.POD_ADD, "manifest": _unbound(manifest), "node": None}
+            first = next((a for a in attempts_of.get((ns, name), ()) if a >= queued_at), None)
+            if first is not None:
+                line["first_attempt_t"] = _t(first, start)  # when the live loop picked it up (simulator.picked_up)
+            events.append((queued_at, 1, line))
 
     # The objects the plugins read (Services, ReplicaSets... for spreading; Namespaces for affinity), as the
     # table keeps them: each with its current manifest, from its creation (those deleted are not kept).
@@ -102,6 +110,12 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
             trace.objects.append(obj)
         else:
             events.append((created, 0, {"kind": tr.OBJECT_ADD, "manifest": obj}))
+
+    # Bindings the live binder had refused (an API server's no, an injected failure): the replay refuses them too.
+    for ns, name in Attempt.objects.filter(result=RESULT_BIND_FAILED, started_at__gt=start, started_at__lte=end).values_list(
+            "namespace", "pod_name"):
+        key = f"{ns}/{name}"
+        trace.bind_failures[key] = trace.bind_failures.get(key, 0) + 1
 
     for number, config, when in SchedulerConfigVersion.objects.filter(
             created_at__gt=start, created_at__lte=end).values_list("number", "config", "created_at"):

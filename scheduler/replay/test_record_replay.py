@@ -147,6 +147,11 @@ def changes_run(clock):
     node_delete(name="x0")
     stamp(clock)
     clock.advance(1)
+    flaky = pod("flaky", "100m", "64Mi")  # the simulated backend refuses its first binding: the replay must too
+    flaky["metadata"]["annotations"] = {"schedboard.io/fail-binds": "1"}
+    apply(flaky)
+    drain(clock)
+    clock.advance(1)
     # A Service from now on: default spreading (PodTopologySpread's system defaults) counts the pods it selects.
     apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
@@ -210,8 +215,12 @@ def test_a_run_with_deletions_node_updates_and_a_node_removed_replays_to_the_sam
     # Each cordon is two updates: spec.unschedulable, then the node lifecycle's unschedulable taint.
     assert kinds.count("pod_delete") == 4 and kinds.count("node_update") == 4
     assert kinds.count("node_delete") == 1 and kinds.count("node_add") == 8 and kinds.count("object_add") == 1
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [x["pods"] for x in lines if x["kind"] == "bind_failures"] == [{"default/flaky": 1}]
+    assert all("first_attempt_t" in x for x in lines if x["kind"] == "pod_add" and x["manifest"]["metadata"]["name"] == "flaky")
     run = report["configs"][0]
     assert run["recorded_differs"] == [] and run["recorded_matches"] == len(bindings)
+    assert run["bind_failures"] == 1
     assert run["placements"] == pods  # the deleted ones gone, pending "huge" too
     assert run["pending"] == list(pods.values()).count(None)
 
@@ -231,3 +240,4 @@ def test_a_trace_starts_with_each_node_as_it_was_then_and_each_change_after(cloc
     [service] = trace.objects
     assert (service["apiVersion"], service["kind"], service["metadata"]["name"]) == ("v1", "Service", "web")
     assert service["spec"]["selector"] == {"app": "web"}
+
