@@ -167,6 +167,15 @@ def changes_run(clock):
     clock.advance(10)
 
 
+def live_tables():
+    from scheduler.models import Attempt, ClusterEvent, Event, Node
+
+    rows = {m.__name__: sorted(m.objects.values_list("pk", flat=True)) for m in (Pod, Node, Binding, Attempt, Event, ClusterEvent)}
+    pods = sorted(Pod.objects.values_list("namespace", "name", "node_name", "assumed_node"))
+    nodes = sorted(Node.objects.values_list("name", "req_cpu", "req_memory", "req_pods"))
+    return rows, pods, nodes, queues.get_queue().lengths()
+
+
 def record_and_replay(tmp_path, *replay_args):
     path = tmp_path / "trace.jsonl"
     call_command("record", "--since", "1h", "-o", str(path), stdout=io.StringIO())
@@ -181,7 +190,9 @@ def test_replaying_a_recorded_run_under_its_own_configuration_reproduces_every_b
     pods = {p.key: p.node_name or None for p in Pod.objects.all()}
     assert len(bindings) >= 30 and list(pods.values()).count(None) >= 1  # the run had work, and a pod left pending
 
+    tables = live_tables()
     _, report = record_and_replay(tmp_path)
+    assert live_tables() == tables  # nothing live touched: rows, and the queue
 
     run = report["configs"][0]
     assert run["config"] == "recorded" and report["trace"]["recorded_bindings"] == len(bindings)
