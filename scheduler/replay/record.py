@@ -21,6 +21,8 @@ from datetime import datetime
 from django.conf import settings
 
 from scheduler.engine.config import config_to_dict
+from scheduler.manifests.errors import ManifestError
+from scheduler.manifests.objects import node_from_manifest
 from scheduler.models import (NAMESPACE, REPLICA_SET, REPLICATION_CONTROLLER, RESULT_BIND_FAILED, SERVICE,
                               STATEFUL_SET, Attempt, Binding, ClusterObject, DeletedNode, DeletedPod, Node, NodeRevision, Pod,
                               SchedulerConfigVersion)
@@ -145,9 +147,24 @@ class _NodeLife:
         return next((m for replaced, m in self.revisions if replaced > when), self.final)
 
     def changes(self):
-        """(when, the manifest from then on) for each change."""
+        """(when, the manifest from then on) for each change that a scheduler sees: one to the labels, taints,
+        allocatable, cordon or images. A kubelet's status heartbeat (conditions' times) changes none and is
+        left out, or a real cluster's trace would hold one per node every few minutes, each rebuilding the
+        replay's node table."""
         later = [m for _, m in self.revisions[1:]] + [self.final]
-        return [(replaced, m) for (replaced, _), m in zip(self.revisions, later)]
+        out = []
+        for (replaced, before), after in zip(self.revisions, later):
+            if _seen(before) != _seen(after):
+                out.append((replaced, after))
+        return out
+
+
+def _seen(manifest: dict):
+    """What the scheduler reads of a node (its NodeSpec); the manifest itself where it cannot be read."""
+    try:
+        return node_from_manifest(manifest)
+    except ManifestError:
+        return manifest
 
 
 def _node_lives(end: datetime) -> list[_NodeLife]:

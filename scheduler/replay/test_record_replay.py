@@ -252,3 +252,26 @@ def test_a_trace_starts_with_each_node_as_it_was_then_and_each_change_after(cloc
     assert (service["apiVersion"], service["kind"], service["metadata"]["name"]) == ("v1", "Service", "web")
     assert service["spec"]["selector"] == {"app": "web"}
 
+
+
+def test_a_node_status_heartbeat_is_no_node_update_but_a_label_change_is():
+    from scheduler.cluster.services import node_manifest_update
+
+    start = timezone.now()
+    apply(node("n1", "4"))
+
+    def heartbeat(m):
+        m.setdefault("status", {})["conditions"] = [{"type": "Ready", "status": "True",
+                                                      "lastHeartbeatTime": "2026-12-01T10:00:00Z"}]
+
+    def relabel(m):
+        m["metadata"]["labels"]["disktype"] = "nvme"
+
+    assert node_manifest_update(name="n1", mutate=heartbeat) is not None
+    assert node_manifest_update(name="n1", mutate=relabel)
+    assert NodeRevision.objects.filter(name="n1").count() == 2  # the trigger keeps both
+    trace = record_from_database(start=start, end=timezone.now())
+    updates = [e for e in trace.events if e["kind"] == "node_update"]
+    assert len(updates) == 1 and updates[0]["manifest"]["metadata"]["labels"]["disktype"] == "nvme"
+    [added] = [e for e in trace.events if e["kind"] == "node_add"]
+    assert "disktype" not in added["manifest"]["metadata"]["labels"]  # as it was when added
