@@ -3,6 +3,7 @@
 from celery import shared_task
 
 from . import loop, retention
+from .backends.bind_item import from_wire
 from .controllers import node_lifecycle as lifecycle, podgc as gc_controller, taint_eviction, workloads as workload_controllers
 
 
@@ -14,7 +15,7 @@ def schedule(token: str | None = None) -> dict:
 
 @shared_task(name="scheduler.bind", ignore_result=True)
 def bind(items: list[dict]) -> dict:
-    return loop.bind_batch(items)
+    return loop.bind_batch(from_wire(items))
 
 
 @shared_task(name="scheduler.reconcile", ignore_result=True)

@@ -73,7 +73,7 @@ def _bind_rows(start: int, n: int) -> list:
                                     for i in range(start, start + n)])
     Binding.objects.bulk_create([Binding(pod=p, namespace="live", pod_name=p.name, pod_uid=p.uid, node_name="n1",
                                          bound_at=now) for p in pods])
-    return [({"node": "n1"}, p, 0.001) for p in pods]
+    return [("n1", p, 0.001) for p in pods]
 
 
 async def test_an_anonymous_socket_is_closed_with_4401_and_nothing_else():
