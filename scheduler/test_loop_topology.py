@@ -225,3 +225,50 @@ def test_a_checked_claim_leaves_the_pod_in_the_index_for_the_next_batch():
     apply(pod("web-1", {"app": "web"}, affinity=anti(HOST, app="web")))
     w.schedule_batch()
     assert Pod.objects.get(name="web-1").assumed_node not in ("", first)
+
+
+def _stale_reserve_many(worker, placements):
+    """Reserve (pod name, node) pairs as one batch of a worker whose snapshot predates the last commit."""
+    items, ids = [], {}
+    for name, node_name in placements:
+        row = Pod.objects.get(name=name)
+        spec = worker.pod_spec(row)
+        worker.snapshot.cache.assume(spec, worker.snapshot.cache.table.index[node_name])
+        items.append(((row.pk, row_usage(row), node_name, worker.snapshot.spec_versions.get(node_name), row.updated_at),
+                      spec, worker.profiles[spec.scheduler_name]))
+        ids[name] = row.pk
+    return topology_claims.reserve(items, worker.snapshot), ids
+
+
+def test_a_batch_of_checked_claims_reads_the_node_generations_once_and_checks_each_against_the_earlier(monkeypatch):
+    apply(node("n0", "a"), node("n1", "a"), node("n2", "a"))
+    apply(*(pod(f"web-{i}", {"app": "web"}, affinity=anti(HOST, app="web")) for i in range(3)))
+    reads = []
+    real = topology_claims._generations
+    monkeypatch.setattr(topology_claims, "_generations", lambda: reads.append(1) or real())
+    w = loop.get_worker()
+    w.snapshot.refresh()
+    # Two of the batch on one host: the second is refused by the check that counts the first.
+    result, ids = _stale_reserve_many(w, [("web-0", "n0"), ("web-1", "n1"), ("web-2", "n0")])
+    assert len(reads) == 1
+    assert result.conflicts == {ids["web-2"]}
+    assert dict(Pod.objects.exclude(assumed_node="").values_list("name", "assumed_node")) == {"web-0": "n0", "web-1": "n1"}
+
+
+def test_a_checked_batch_that_loses_a_nodes_room_is_claimed_pod_by_pod(monkeypatch):
+    apply(node("n0", "a"), node("n1", "a"))
+    apply(*(pod(f"web-{i}", {"app": "web"}, affinity=anti(HOST, app="web")) for i in range(2)))
+    w = loop.get_worker()
+    w.snapshot.refresh()
+    hog = pod("hog", {"app": "hog"}, node_name="n1")
+    hog["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "8"
+    apply(hog)  # after the snapshot: n1 has no room left for web-1
+    reads = []
+    real = topology_claims._generations
+    monkeypatch.setattr(topology_claims, "_generations", lambda: reads.append(1) or real())
+    result, ids = _stale_reserve_many(w, [("web-0", "n0"), ("web-1", "n1")])
+    assert len(reads) == 3  # the batch, rolled back, then each pod alone
+    assert result.conflicts == {ids["web-1"]}
+    assert dict(Pod.objects.exclude(assumed_node="").values_list("name", "assumed_node")) == {"web-0": "n0"}
+    # The index holds web-0 once (reserved) and not web-1.
+    assert [k for k, _ in w.snapshot.cache.table.pods.pods() if k.startswith("default/web")] == ["default/web-0"]
