@@ -175,10 +175,11 @@ def test_a_spread_failure_keeps_each_domains_count_and_the_attempt_page_shows_th
     html = admin_client.get(f"/attempts/{attempt.pk}/").content.decode()
     assert 'id="h-topology"' in html
     # Zone a would go to 3 against a minimum of 0: marked as beyond maxSkew 1.
-    assert '<tr class="bad"><td>a</td><td class="num">2</td><td class="num">3 &gt; 1</td></tr>' in html
+    assert ('<tr class="bad"><td><a href="/nodes/domain/?key=topology.kubernetes.io%2Fzone&amp;value=a">a</a></td>'
+            '<td class="num">2</td><td class="num">3 &gt; 1</td></tr>') in html
 
 
-def test_an_anti_affinity_failure_keeps_the_matching_pods_per_domain():
+def test_an_anti_affinity_failure_keeps_the_matching_pods_per_domain_and_the_attempt_page_links_them(admin_client):
     apply(node("n0", "a"))
     apply(pod("web-0", {"app": "web"}, node_name="n0"))
     apply(pod("web-1", {"app": "web"}, affinity=anti(HOST, app="web")))
@@ -188,6 +189,8 @@ def test_an_anti_affinity_failure_keeps_the_matching_pods_per_domain():
                                "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     part = attempt.trace["topology"]["InterPodAffinity"]
     assert part["antiAffinity"] == {HOST: {"n0": 1}} and part["requiredAntiAffinityKeys"] == [HOST]
+    html = admin_client.get(f"/attempts/{attempt.pk}/").content.decode()
+    assert '<a href="/nodes/domain/?key=kubernetes.io%2Fhostname&amp;value=n0">n0</a>' in html
 
 
 def test_nodes_only_this_worker_reserved_on_are_not_read_again_and_others_are(worker, monkeypatch):
