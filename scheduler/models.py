@@ -328,6 +328,23 @@ class DeletedNode(models.Model):
         return f"{self.name} (deleted {self.deleted_at})"
 
 
+class NodeRevision(models.Model):
+    """A node's manifest as it was until a change replaced it, written by a trigger on the node table
+    (migration 0014) only when the manifest changes (not on the request counters' updates), so a recorded
+    trace holds each node as it was at its start and every update with its time."""
+
+    name = models.CharField(max_length=253)
+    manifest = models.JSONField(help_text="the manifest before the change")
+    replaced_at = models.DateTimeField(help_text="when the change replaced it")
+
+    class Meta:
+        ordering = ["-replaced_at", "-id"]
+        indexes = [models.Index(fields=["replaced_at"], name="node_revision_by_time")]
+
+    def __str__(self) -> str:
+        return f"{self.name} (until {self.replaced_at})"
+
+
 class SchedulerConfigVersion(models.Model):
     """One saved version of the whole scheduler configuration; rows are never changed, only added.
 
