@@ -8,6 +8,7 @@ from celery import current_app
 
 SCHEDULE = "scheduler.schedule"  # run one schedule batch (tasks.schedule)
 BIND = "scheduler.bind"  # bind a batch of placed pods (tasks.bind)
+PREEMPT = "scheduler.preempt"  # evict one preemption's victims (tasks.preempt), as upstream's async preemption
 
 
 def send(name: str, *args) -> None:

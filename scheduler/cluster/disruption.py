@@ -42,15 +42,16 @@ def set_disruption_target(pod: Pod, reason: str, message: str, *, mark_failed: b
 
 
 def evict(*, namespace: str, name: str, reason: str, message: str, mark_failed: bool = False,
-          events: list[EventSpec] = (), now=None) -> bool:
-    """Condition, events and deletion in one transaction; False when the pod is already gone.
+          events: list[EventSpec] = (), now=None, uid: str | None = None) -> bool:
+    """Condition, events and deletion in one transaction; False when the pod is already gone (or, given
+    `uid`, replaced by another pod of that name).
 
     The simulated cluster has no kubelet to wait for, so the deletion is immediate whatever the grace
     period (as `kubectl delete --grace-period=0 --force`)."""
     with transaction.atomic():
         pod = Pod.objects.select_for_update().filter(namespace=namespace, name=name).first()
-        if pod is None:
-            return False
+        if pod is None or (uid is not None and pod.uid != uid):
+            return False  # gone, or another pod under the name now (`uid`: only that one may go)
         set_disruption_target(pod, reason, message, mark_failed=mark_failed, now=now)
         events_record(list(events), now=now)
         node_name = pod.node_name or pod.assumed_node
