@@ -110,9 +110,9 @@ def admit_priority(parsed, classes: dict[str, PriorityClassInfo]) -> list[tuple[
     """As the Priority admission plugin on a pod's creation: (path, message) problems, or none and the
     pod's manifest and spec carry the class's priority and preemptionPolicy.
 
-    A pod naming no class takes the globalDefault one (its name too), or priority 0; a pod naming an
-    unknown class is refused; a spec.priority or spec.preemptionPolicy that differs from the class's
-    is refused with the plugin's words."""
+    A pod naming no class takes the globalDefault one (its name too); a pod naming an unknown class is
+    refused; a spec.priority or spec.preemptionPolicy that differs from the class's is refused with the
+    plugin's words. With no class named and none global, the pod's own spec.priority stands (below)."""
     spec_m = parsed.manifest.setdefault("spec", {})
     name = spec_m.get("priorityClassName") or ""
     all_classes = {**SYSTEM_CLASSES, **classes}
@@ -122,6 +122,11 @@ def admit_priority(parsed, classes: dict[str, PriorityClassInfo]) -> list[tuple[
             return [("spec.priorityClassName", f"no PriorityClass with name {name} was found")]
     else:
         cls = default_class(classes)
+        if cls is None:
+            # No class named, none global: priority 0 upstream, which refuses any other spec.priority. The
+            # simulated cluster takes the pod's own spec.priority here instead (as a cluster without the
+            # Priority admission plugin), so manifests and tests can set a priority without a class.
+            return []
     value = cls.value if cls is not None else 0
     policy = cls.preemption_policy if cls is not None else PREEMPT_LOWER_PRIORITY
     given = spec_m.get("priority")
@@ -133,8 +138,6 @@ def admit_priority(parsed, classes: dict[str, PriorityClassInfo]) -> list[tuple[
         return [("spec.preemptionPolicy", f"the string value of PreemptionPolicy ({given_policy}) must not be provided "
                                           f"in pod spec; priority admission controller computed {policy} from the "
                                           "given PriorityClass name")]
-    if cls is None:
-        return []  # priority 0 (the API server writes it; our stored pods leave it implied)
     spec_m["priorityClassName"] = cls.name
     spec_m["priority"] = value
     spec_m["preemptionPolicy"] = policy
