@@ -67,7 +67,11 @@ PDB_VIOLATION = "Cannot evict pod as it would violate the pod's disruption budge
 
 
 def eviction_allowed(pod: Pod) -> bool:
-    """Whether the Eviction API would let this pod go now. The simulated cluster has no
-    PodDisruptionBudget kind yet, so every eviction is allowed; once it has, this is where the budgets'
-    disruptionsAllowed is checked (and spent)."""
-    return True
+    """Whether the Eviction API would let this pod go now: no PodDisruptionBudget selecting it (an empty
+    or nil selector selects nothing here, as the eviction subresource reads them) is out of disruptions.
+    Spending one is implicit: the budget's status is computed from the pods (state/budgets.py)."""
+    from ..engine.preemption.pdb import pdb_matches
+    from ..state.budgets import live_budgets
+
+    labels = (pod.manifest.get("metadata") or {}).get("labels") or {}
+    return all(b.disruptions_allowed > 0 for b in live_budgets() if pdb_matches(b, pod.namespace, labels, pod.name))
