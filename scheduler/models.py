@@ -68,6 +68,8 @@ class Pod(models.Model):
     node_name = models.CharField(max_length=253, blank=True, default="", help_text="spec.nodeName once bound")
     assumed_node = models.CharField(max_length=253, blank=True, default="", help_text="reserved, not yet bound")
     assumed_at = models.DateTimeField(null=True, blank=True)
+    # status.nominatedNodeName: the node this pod's preemption made room on (the nominator counts it there).
+    nominated_node = models.CharField(max_length=253, blank=True, default="")
     # Set (conditionally, while the reservation still stands) just before the binder takes the
     # reservation to the backend: the reconciler never frees such a reservation at assumed_at's TTL.
     # Cleared by the binding's outcome or by the mirror seeing the pod bound; a mark older than
@@ -105,6 +107,8 @@ class Pod(models.Model):
             models.Index(fields=["node_name"], name="pod_node_name"),
             models.Index(fields=["assumed_node"], name="pod_assumed_node"),
             models.Index(fields=["phase", "node_name"], name="pod_pending"),
+            # The nominator's per-batch read: the few pods nominated and not yet placed.
+            models.Index(fields=["nominated_node"], name="pod_nominated", condition=~models.Q(nominated_node="")),
         ]
 
     def __str__(self) -> str:
@@ -120,6 +124,10 @@ class Pod(models.Model):
 NAMESPACE, SERVICE, REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER = (
     "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 CLUSTER_OBJECT_KINDS = (NAMESPACE, SERVICE, REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER)
+# ---- preemption's kinds (issue 12): what Priority admission and DefaultPreemption read ----
+PRIORITY_CLASS, POD_DISRUPTION_BUDGET = "PriorityClass", "PodDisruptionBudget"
+CLUSTER_OBJECT_KINDS += (PRIORITY_CLASS, POD_DISRUPTION_BUDGET)
+# ---- end of preemption's kinds ----
 
 
 class ClusterObject(models.Model):
