@@ -120,10 +120,13 @@ class Pod(models.Model):
 NAMESPACE, SERVICE, REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER = (
     "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 CLUSTER_OBJECT_KINDS = (NAMESPACE, SERVICE, REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER)
+# The workload kinds only the controllers read (scheduler/controllers/): a Deployment owns ReplicaSets.
+DEPLOYMENT = "Deployment"
+CLUSTER_OBJECT_KINDS += (DEPLOYMENT,)
 
 
 class ClusterObject(models.Model):
-    """A Namespace, Service, ReplicaSet, StatefulSet or ReplicationController, as applied or mirrored.
+    """A Namespace, Service, ReplicaSet, StatefulSet, ReplicationController or Deployment, as applied or mirrored.
 
     `selector` is the object's selector as stored, JSON null for a nil one (it selects nothing):
     a Service's or ReplicationController's map, a ReplicaSet's or StatefulSet's LabelSelector.

@@ -13,7 +13,8 @@ from ..models import ClusterObject
 
 # As kubectl names a resource in its output ("replicaset.apps/web created").
 _RESOURCE = {"Namespace": "namespace", "Service": "service", "ReplicationController": "replicationcontroller",
-             "ReplicaSet": "replicaset.apps", "StatefulSet": "statefulset.apps"}
+             "ReplicaSet": "replicaset.apps", "StatefulSet": "statefulset.apps",
+             "Deployment": "deployment.apps"}
 
 
 def resource_name(kind: str) -> str:

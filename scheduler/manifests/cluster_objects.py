@@ -26,6 +26,9 @@ KINDS = {
     REPLICA_SET: ("apps/v1", True),
     STATEFUL_SET: ("apps/v1", True),
 }
+# The workload kinds only the controllers read (scheduler/controllers/): validated as a ReplicaSet is.
+DEPLOYMENT = "Deployment"
+KINDS[DEPLOYMENT] = ("apps/v1", True)
 LIST_KINDS = {f"{kind}List": kind for kind in KINDS}
 
 
@@ -93,7 +96,7 @@ def parse_cluster_object(o, obj: dict, kind: str, namespace: str, name: str, lab
             o.add("spec.template.metadata.labels",
                   f"Invalid value: {_go_json(template_labels)}: `selector` does not match template `labels`")
         selector = got
-    elif kind in (REPLICA_SET, STATEFUL_SET):
+    elif kind in (REPLICA_SET, STATEFUL_SET, DEPLOYMENT):
         replicas = _replicas(o, spec, "spec.replicas")
         template_labels = _template_labels(o, spec, "spec.template")
         raw = spec.get("selector")
@@ -101,7 +104,8 @@ def parse_cluster_object(o, obj: dict, kind: str, namespace: str, name: str, lab
         if raw is None:
             o.add("spec.selector", "Required value")
         elif parsed is not None:
-            what = "deployment" if kind == REPLICA_SET else "statefulset"  # sic: upstream's ReplicaSet words
+            # sic: upstream's ReplicaSet validation says "deployment" too
+            what = "statefulset" if kind == STATEFUL_SET else "deployment"
             try:
                 compiled = as_selector(parsed)
             except SelectorError:
