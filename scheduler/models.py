@@ -128,10 +128,13 @@ CLUSTER_OBJECT_KINDS = (NAMESPACE, SERVICE, REPLICA_SET, STATEFUL_SET, REPLICATI
 PRIORITY_CLASS, POD_DISRUPTION_BUDGET = "PriorityClass", "PodDisruptionBudget"
 CLUSTER_OBJECT_KINDS += (PRIORITY_CLASS, POD_DISRUPTION_BUDGET)
 # ---- end of preemption's kinds ----
+# The workload kinds only the controllers read (scheduler/controllers/): a Deployment owns ReplicaSets.
+DEPLOYMENT = "Deployment"
+CLUSTER_OBJECT_KINDS += (DEPLOYMENT,)
 
 
 class ClusterObject(models.Model):
-    """A Namespace, Service, ReplicaSet, StatefulSet or ReplicationController, as applied or mirrored.
+    """A Namespace, Service, ReplicaSet, StatefulSet, ReplicationController or Deployment, as applied or mirrored.
 
     `selector` is the object's selector as stored, JSON null for a nil one (it selects nothing):
     a Service's or ReplicationController's map, a ReplicaSet's or StatefulSet's LabelSelector.
