@@ -301,7 +301,7 @@ def test_kube_run_inline_purges_as_beat_would(defaults):
     """`kube run --inline` has no beat: its scheduling loop runs retention itself."""
     import types
 
-    from scheduler.kube.controller import Controller
+    from scheduler.replica import Replica
 
     now = datetime.now(dt_timezone.utc)
     old, young = (Event.objects.create(dedup_key=key, type="Normal", reason="Scheduled", message="m", involved_kind="Pod",
@@ -309,11 +309,11 @@ def test_kube_run_inline_purges_as_beat_would(defaults):
                   for key, when in (("old", now - timedelta(days=3)), ("young", now)))
     replica = types.SimpleNamespace(stopping=threading.Event())
 
-    def run():  # as Controller._thread runs it: the thread's connection closed at the end
+    def run():  # as Replica._thread runs it: the thread's connection closed at the end
         from django.db import connections
 
         try:
-            Controller._schedule_loop(replica)
+            Replica._schedule_loop(replica)
         finally:
             connections.close_all()
 

@@ -39,7 +39,7 @@ def drop_trigger(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduler', '0011_deleted_pods_and_nodes'),
+        ('scheduler', '0013_workload_kinds'),
     ]
 
     operations = [
