@@ -10,11 +10,14 @@ touches the database.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+
+import numpy as np
 
 from scheduler.engine import schedule_one as cycle
 from scheduler.engine.cache import Cache
@@ -36,8 +39,6 @@ from .metrics import Sample, sample_of
 
 # As the live worker's default (SCHEDBOARD_BATCH_SIZE): a trace without one replays in batches this big.
 DEFAULT_BATCH_SIZE = 256
-# Wide enough for any queue: the replayer reads every backoff and unschedulable entry to find the next wake-up.
-_ALL = 1 << 62
 
 
 class VirtualClock:
@@ -342,13 +343,22 @@ class Replayer:
         """The earliest of: the next event, a backoff expiring, a pod's time in the unschedulable pool
         running out; None when nothing can change any more, or only a pod failing with an error would
         be tried again (it backs off and retries for ever, live too) past the horizon."""
-        times = [e.backoff_expiry for e in self.queue.entries(BACKOFF_Q, _ALL)
+        # Only the first of each pool matters (entries are in expiry / arrival order): copying every entry on
+        # every wake-up made a replay with many pending pods quadratic.
+        times = [e.backoff_expiry for e in self.queue.entries(BACKOFF_Q, 1)
                  if e.backoff_expiry is not None and (i < len(events) or e.backoff_expiry <= horizon)]
         if i < len(events):
             times.append(events[i]["t"])
             # Without events left, a pod timing out of the pool would fail again on an unchanged cluster.
-            times += [e.timestamp + self.queue.max_in_unschedulable for e in self.queue.entries(UNSCHEDULABLE_Q, _ALL)]
-        return min(times) if times else None
+            # The flush takes a pod strictly past its time (as flushUnschedulablePodsLeftover's `>`): wake
+            # just after it, or the clock would stop at that instant with nothing to do, for ever.
+            oldest = min((e.timestamp for e in self.queue.entries(UNSCHEDULABLE_Q, 1)), default=None)
+            if oldest is not None:
+                times.append(math.nextafter(oldest + self.queue.max_in_unschedulable, math.inf))
+        if not times:
+            return None
+        # Time only moves forward: whatever is due now was done before this was asked.
+        return max(min(times), math.nextafter(self.clock.now, math.inf))
 
     def run(self) -> RunResult:
         started = time.perf_counter()
@@ -418,15 +428,17 @@ def decision_summary(decision, table: NodeTable) -> dict | None:
     filters out of how many evaluated, and the best total scores with their nodes."""
     if decision is None:
         return None
-    candidates = [int(r) for r in decision.candidates]
-    if len(decision.totals) == len(candidates) and candidates:
-        # The chosen node first among its ties (the seed picked it), the rest in candidate order.
-        ranked = sorted(range(len(candidates)), key=lambda i: (-int(decision.totals[i]),
-                                                               candidates[i] != decision.selected_row))[:TOP_SHOWN]
-        top = [[table.names[candidates[i]], int(decision.totals[i])] for i in ranked]
-        ties = int((decision.totals == decision.totals.max()).sum())
+    candidates = np.asarray(decision.candidates, dtype=np.int64)
+    totals = np.asarray(decision.totals)
+    if len(totals) == len(candidates) and len(candidates):
+        # The chosen node first among its ties (the seed picked it), the rest in candidate order; numpy,
+        # as every binding keeps one (a Python sort over thousands of candidates per pod would dominate).
+        chosen = candidates == (decision.selected_row if decision.selected_row is not None else -1)
+        ranked = np.lexsort((np.arange(len(candidates)), ~chosen, -totals))[:TOP_SHOWN]
+        top = [[table.names[int(candidates[i])], int(totals[i])] for i in ranked]
+        ties = int((totals == totals.max()).sum())
     else:  # one candidate: upstream skips scoring
-        top, ties = [[table.names[c], None] for c in candidates[:TOP_SHOWN]], len(candidates[:1])
+        top, ties = [[table.names[int(c)], None] for c in candidates[:TOP_SHOWN]], min(len(candidates), 1)
     return {"feasible": len(candidates), "evaluated": int(decision.evaluated_nodes), "nodes": int(decision.num_all_nodes),
             "top": top, "tied_at_top": ties}
 

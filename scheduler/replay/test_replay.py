@@ -208,6 +208,21 @@ def test_a_pod_is_queued_when_the_live_loop_first_tried_it_and_what_happened_mea
     assert run(trace([node("n1", cpu="4")], [pod("old", cpu="2", node_name="n1")], events))["attempts"] == 2
 
 
+def test_a_pod_past_its_time_in_the_unschedulable_pool_is_tried_again_just_after_and_time_goes_on():
+    """Failed at 1 s, the pool lets it go strictly after 301 s (upstream's `>`): the replay wakes just
+    after, tries it (still no room), and goes on to the deletion at 500 s (it stopped the clock at 301 s)."""
+    t = trace([node("n1", cpu="1")], [], [
+        {"t": 0.0, "kind": "pod_add", "manifest": pod("a", cpu="1")},
+        {"t": 1.0, "kind": "pod_add", "manifest": pod("b", cpu="1")},
+        {"t": 500.0, "kind": "pod_delete", "key": "default/a"}])
+    from scheduler.replay.simulator import Replayer
+
+    replayer = Replayer(t, config=default_config(), name="default", seed=0)
+    replayer.run()
+    b = replayer.pods["default/b"]
+    assert (b.attempts, b.node, b.bound_at) == (3, "n1", 500.0)
+
+
 def test_a_kubectl_dump_of_nodes_and_pods_is_a_starting_state():
     dump = {"apiVersion": "v1", "kind": "List", "items": [
         node("a"), node("b"), {**pod("running", node_name="a"), "status": {"phase": "Running"}}, pod("waiting")]}
