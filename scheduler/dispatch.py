@@ -9,6 +9,7 @@ from celery import current_app
 SCHEDULE = "scheduler.schedule"  # run one schedule batch (tasks.schedule)
 BIND = "scheduler.bind"  # bind a batch of placed pods (tasks.bind)
 REPLAY = "scheduler.replay"  # run a replay started from the dashboard (tasks.replay_run)
+PREEMPT = "scheduler.preempt"  # evict one preemption's victims (tasks.preempt), as upstream's async preemption
 
 
 def send(name: str, *args) -> None:

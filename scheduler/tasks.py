@@ -20,6 +20,11 @@ def bind(items: list[dict]) -> dict:
     return loop.bind_batch(from_wire(items))
 
 
+@shared_task(name="scheduler.preempt", ignore_result=True)
+def preempt(job: dict) -> dict:
+    return loop.run_preempt(job)
+
+
 @shared_task(name="scheduler.reconcile", ignore_result=True)
 def reconcile() -> dict:
     return loop.reconcile()

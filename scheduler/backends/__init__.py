@@ -32,6 +32,10 @@ class Backend(Protocol):
         """Tell the cluster what the batch decided (events, conditions), if it keeps its own."""
         ...
 
+    def preempt(self, job: dict) -> list[str]:
+        """Evict a preemption's victims (state/nominations.preemption_job); the keys evicted now. Idempotent."""
+        ...
+
 
 _lock = threading.Lock()
 _backend: Backend | None = None

@@ -58,5 +58,11 @@ class SimulatedBackend:
         """Placed pods go to the bind task (any worker)."""
         dispatch.send(dispatch.BIND, to_wire(items))
 
+    def preempt(self, job: dict) -> list[str]:
+        """Evict the victims of a preemption (the rows are the cluster): the keys evicted now."""
+        from ..cluster.preemption import preempt_victims
+
+        return preempt_victims(job)
+
     def report(self, *, failed: list, scheduled: list) -> None:
         """Nothing to tell: the events and conditions are already the rows the loop wrote."""
