@@ -427,3 +427,27 @@ def test_a_dead_leaders_recovered_job_in_the_same_batch_as_the_pods_next_placeme
     assert queues.get_queue().get("default/web") is None  # bound: not back in the queue
     ports = {n.name: n.used_ports for n in Node.objects.all()}
     assert ports == {stale: [["TCP", 8080, "0.0.0.0"]], fresh: [["TCP", 8080, "0.0.0.0"]]}
+
+
+def test_a_recovered_job_and_the_pods_next_placement_on_the_same_node_bind_once_and_record_one_binding(
+        backend, settings, caplog):
+    """As above, the pod placed again on the same node: one binding goes out (the latest attempt's), one
+    Binding row is written (two in one statement broke the batch on binding_once_per_pod_uid)."""
+    cluster = backend(Cluster())
+    apply(node("only"), pod("web"))
+    old_job = placed("web")
+    mark_binding(old_job, timezone.now() - timedelta(seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS + 1))
+    age_reservation("web", seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS + 1)
+    assert loop.reconcile()["expired"] == 1
+    queues.get_queue().delete("default/web")
+    queues.get_queue().add("default/web", 0)
+    new_job = placed("web")
+
+    with caplog.at_level(logging.ERROR, logger="scheduler.loop"):
+        loop.bind_batch([*old_job, *new_job])
+
+    assert cluster.sent == [("web", "only")] and "failed" not in caplog.text
+    assert Pod.objects.get(name="web").node_name == "only" and Node.objects.get(name="only").req_pods == 1
+    assert dict(Attempt.objects.values_list("pk", "result")) == {
+        old_job[0].attempt: "bind_failed", new_job[0].attempt: "scheduled"}
+    assert list(Binding.objects.values_list("attempt_id", flat=True)) == [new_job[0].attempt]
