@@ -204,7 +204,8 @@ class Controller:
     def __init__(self, *, api_client=None, namespace: str | None = None, lease_name: str | None = None,
                  identity: str | None = None, lease_duration: float | None = None, renew_deadline: float | None = None,
                  retry_period: float | None = None, redis=None, install_backend: bool = True,
-                 schedule_inline: bool = False, watch_timeout: int | None = None):
+                 schedule_inline: bool = False, watch_timeout: int | None = None, election_client=None,
+                 events_client=None):
         from django.conf import settings
         from kubernetes import client
 
@@ -212,11 +213,16 @@ class Controller:
         from .client import api_client as make_api_client, own_namespace
 
         self.api_client = api_client or make_api_client()
+        # As kube-scheduler's createClients: the Lease and the events have clients of their own, each with its
+        # own SCHEDBOARD_KUBE_QPS/BURST bucket, so a renewal never waits behind the bindings' tokens.
+        # (A caller that gives only `api_client` gets it used for all three.)
+        election_client = election_client or api_client or make_api_client()
+        events_client = events_client or api_client or make_api_client()
         self.redis = redis or get_redis()
         if self.redis is None:
             raise RuntimeError("SCHEDBOARD_BACKEND=kubernetes needs REDIS_URL")
         self.elector = LeaderElector(
-            client.CoordinationV1Api(self.api_client), namespace=namespace or own_namespace(),
+            client.CoordinationV1Api(election_client), namespace=namespace or own_namespace(),
             name=lease_name or settings.SCHEDBOARD_LEASE_NAME, identity=identity,
             lease_duration=lease_duration or settings.SCHEDBOARD_LEASE_DURATION,
             renew_deadline=renew_deadline or settings.SCHEDBOARD_RENEW_DEADLINE,
@@ -224,7 +230,7 @@ class Controller:
         self.backend = KubernetesBackend(api_client=self.api_client, elector=self.elector, redis=self.redis)
         if install_backend:
             set_backend(self.backend)
-        self.recorder = EventRecorder(client.EventsV1Api(self.api_client))
+        self.recorder = EventRecorder(client.EventsV1Api(events_client))
         self.committer = Committer(self.backend, self.recorder, self.redis, is_leader=self.elector.is_leader)
         core = client.CoreV1Api(self.api_client)
         self.stopping = threading.Event()
