@@ -296,8 +296,17 @@ def _after_commit(w: _Writes, queue) -> None:
         return
 
     def publish():
+        done: list[str] = []  # consecutive "done"s go in one round trip; the order of the rest is kept
         for _key_, op, args in ops:
-            getattr(queue, op)(*args)  # add, done (placed or no longer ours) or delete (gone)
+            if op == "done":
+                done.append(args[0])
+                continue
+            if done:
+                queue.done_many(done)
+                done = []
+            getattr(queue, op)(*args)  # add, or delete (the pod is gone)
+        if done:
+            queue.done_many(done)
         if moved:
             queue.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_DELETE)
         if any(op == "add" for _, op, _args in ops):
