@@ -216,7 +216,7 @@ class Controller:
     def __init__(self, *, bind: Callable[[list[dict]], object], api_client=None, namespace: str | None = None,
                  lease_name: str | None = None, identity: str | None = None, lease_duration: float | None = None,
                  renew_deadline: float | None = None, retry_period: float | None = None, redis=None,
-                 watch_timeout: int | None = None):
+                 watch_timeout: int | None = None, election_client=None, events_client=None):
         from django.conf import settings
         from kubernetes import client
 
@@ -224,16 +224,21 @@ class Controller:
         from .client import api_client as make_api_client, own_namespace
 
         self.api_client = api_client or make_api_client()
+        # As kube-scheduler's createClients: the Lease and the events have clients of their own, each with its
+        # own SCHEDBOARD_KUBE_QPS/BURST bucket, so a renewal never waits behind the bindings' tokens.
+        # (A caller that gives only `api_client` gets it used for all three.)
+        election_client = election_client or api_client or make_api_client()
+        events_client = events_client or api_client or make_api_client()
         self.redis = redis or get_redis()
         if self.redis is None:
             raise RuntimeError("SCHEDBOARD_BACKEND=kubernetes needs REDIS_URL")
         self.elector = LeaderElector(
-            client.CoordinationV1Api(self.api_client), namespace=namespace or own_namespace(),
+            client.CoordinationV1Api(election_client), namespace=namespace or own_namespace(),
             name=lease_name or settings.SCHEDBOARD_LEASE_NAME, identity=identity,
             lease_duration=lease_duration or settings.SCHEDBOARD_LEASE_DURATION,
             renew_deadline=renew_deadline or settings.SCHEDBOARD_RENEW_DEADLINE,
             retry_period=retry_period or settings.SCHEDBOARD_RETRY_PERIOD)
-        self.recorder = EventRecorder(client.EventsV1Api(self.api_client))
+        self.recorder = EventRecorder(client.EventsV1Api(events_client))
         core = client.CoreV1Api(self.api_client)
         self.committer = Committer(core, self.recorder, self.redis, bind=bind, is_leader=self.elector.is_leader)
         self.stopping = threading.Event()
