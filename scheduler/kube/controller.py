@@ -88,10 +88,25 @@ class Committer:
         for job in jobs:
             if job.get("op") == "report":
                 self._reports.put(job)
+            elif job.get("op") == "preempt":
+                self._preempt(job)
         for raw in raws:
             self.redis.lrem(self.processing, 1, raw)
         self.jobs_done += len(raws)
         return True
+
+    def _preempt(self, job: dict) -> None:
+        """A preemption's victims deleted through the API (kube/preemption.py); an error leaves the job to the
+        preemptor's next attempt, which preempts again."""
+        from .preemption import preempt_through_api
+
+        try:
+            deleted = preempt_through_api(self.backend.core, self.recorder, job)
+            if deleted:
+                log.info("pod %s/%s preempted %s on node %s", job["preemptor"]["namespace"],
+                         job["preemptor"]["name"], ", ".join(deleted), job["node"])
+        except Exception:  # noqa: BLE001 - one preemption failing never stops the bindings
+            log.exception("preemption by %s/%s failed", job["preemptor"]["namespace"], job["preemptor"]["name"])
 
     def _bind(self, items: list[dict], tries: int = 3) -> None:
         """bind_batch, again when Postgres breaks a deadlock by aborting it.

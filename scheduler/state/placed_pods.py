@@ -223,12 +223,18 @@ class FollowedObjects:
 
 
 def _topology_view(manifest) -> tuple:
+    """What the index holds of a placed pod from its manifest: labels and affinity (topology), and what
+    preemption reads (terminating, status.startTime, the DisruptionTarget condition)."""
     manifest = manifest if isinstance(manifest, dict) else {}
-    return ((manifest.get("metadata") or {}).get("labels"), (manifest.get("spec") or {}).get("affinity"))
+    meta, status = manifest.get("metadata") or {}, manifest.get("status") or {}
+    status = status if isinstance(status, dict) else {}
+    return (meta.get("labels"), (manifest.get("spec") or {}).get("affinity"), bool(meta.get("deletionTimestamp")),
+            status.get("startTime"), [c for c in status.get("conditions") or () if isinstance(c, dict)
+                                      and c.get("type") == "DisruptionTarget"])
 
 
 def placed_pod_changed(row: Pod, old_manifest) -> None:
-    """A placed pod's labels or affinity changed in place: bump its node's generation (in the caller's
+    """A placed pod's labels, affinity or what preemption reads changed in place: bump its node's generation (in the caller's
     transaction), so every worker's snapshot reads that node's pods again."""
     node = row.node_name or row.assumed_node
     if node and _topology_view(old_manifest) != _topology_view(row.manifest):
