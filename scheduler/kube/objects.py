@@ -100,32 +100,29 @@ def reflectors(api_client, *, stop, watch_timeout=None) -> list:
         api = getattr(client, api_class)(api_client)
         out.append(Reflector(name, getattr(api, method), ObjectStore(kind), kind=kind, stop=stop,
                              watch_timeout=watch_timeout))
-    version = pdb_version(api_client)
-    if version:
-        out.append(Reflector(PDB_RESOURCE, pdb_lister(api_client, version), ObjectStore(POD_DISRUPTION_BUDGET),
-                             kind=POD_DISRUPTION_BUDGET, stop=stop, watch_timeout=watch_timeout))
+    out.append(Reflector(PDB_RESOURCE, pdb_lister(api_client), ObjectStore(POD_DISRUPTION_BUDGET),
+                         kind=POD_DISRUPTION_BUDGET, stop=stop, watch_timeout=watch_timeout))
     return out
 
 
-def pdb_version(api_client) -> str:
-    """policy/v1 if the API server serves it, else v1beta1, else "" (no budgets to read)."""
+def pdb_lister(api_client):
+    """A list (and watch) function for the budgets of every namespace: policy/v1, or policy/v1beta1 once
+    the API server answered 404 for v1 (found at the first call, not at start: the API server may not be
+    up yet). The generated client has no v1beta1 API class any more: the generic one reaches it by path."""
     from kubernetes import client
-
-    from .client import call
-
-    groups = call(client.ApisApi(api_client).get_api_versions).get("groups") or []
-    versions = [v.get("version") for g in groups if g.get("name") == "policy" for v in g.get("versions") or ()]
-    return "v1" if "v1" in versions else ("v1beta1" if "v1beta1" in versions else "")
-
-
-def pdb_lister(api_client, version: str):
-    """A list (and watch) function for the budgets of every namespace at policy/`version` (the generated
-    client has no v1beta1 API class any more: the generic one reaches it by its path)."""
-    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
 
     api = client.CustomObjectsApi(api_client)
+    version = ["v1"]
 
     def list_pdbs(**kwargs):
-        return api.list_cluster_custom_object("policy", version, PDB_RESOURCE, **kwargs)
+        try:
+            return api.list_cluster_custom_object("policy", version[0], PDB_RESOURCE, **kwargs)
+        except ApiException as exc:
+            if exc.status != 404 or version[0] != "v1":
+                raise
+            version[0] = "v1beta1"
+            log.info("the API server has no policy/v1 PodDisruptionBudgets: reading policy/v1beta1")
+            return api.list_cluster_custom_object("policy", version[0], PDB_RESOURCE, **kwargs)
 
     return list_pdbs

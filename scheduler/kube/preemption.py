@@ -58,4 +58,13 @@ def preempt_through_api(core, recorder, job: dict) -> list[str]:
         recorder.eventf(pod_reference(v["namespace"], v["name"], v["uid"]), type="Normal", reason="Preempted",
                         action="Preempting", note=f"Preempted by pod {p['uid']} on node {node}",
                         reporting_controller=p.get("scheduler") or "default-scheduler", related=preemptor_ref)
+    for c in job.get("cleared") or ():
+        # As prepareCandidate: lower-priority pods nominated to the node lose their nomination.
+        try:
+            call(core.patch_namespaced_pod_status, c["name"], c["namespace"],
+                 {"metadata": {"uid": c["uid"]}, "status": {"nominatedNodeName": None}},
+                 _content_type=STRATEGIC_MERGE_PATCH, backoff=backoff)
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                log.warning("could not clear the nomination of %s/%s: %s", c["namespace"], c["name"], exc)
     return deleted

@@ -245,7 +245,8 @@ class Worker:
                 self.queue.add_unschedulable_if_not_present(o.info, unschedulable=o.requeue[0], message=o.requeue[1])
         preempting = [o for o in outcomes if o.written and o.victims and o.nominate]
         if preempting:  # as prepareCandidateAsync: the victims go in another task, the loop goes on
-            jobs = [preemption_job(o.pod, o.nominate, o.victims, o.attempt.pk if o.attempt else None) for o in preempting]
+            jobs = [preemption_job(o.pod, o.nominate, o.victims, o.attempt.pk if o.attempt else None, o.cleared)
+                    for o in preempting]
             metrics.observe_many(metrics.preemption_victims, [len(o.victims) for o in preempting])
             transaction.on_commit(lambda: [dispatch.send(dispatch.PREEMPT, job) for job in jobs])
         placed = [o for o in outcomes if o.placed and o.written]

@@ -34,10 +34,14 @@ def nomination_clear(pk: int) -> None:
     nominations_write([(pk, "")])
 
 
-def preemption_job(pod: Pod, node: str, victims: tuple[PodSpec, ...], attempt: int | None) -> dict:
+def preemption_job(pod: Pod, node: str, victims: tuple[PodSpec, ...], attempt: int | None,
+                   cleared: tuple[int, ...] = ()) -> dict:
     """What the preempt task needs, JSON-safe: the preemptor, its nominated node and the victims by uid
     (a victim recreated under the same name is another pod, never deleted for this preemption)."""
     return {"preemptor": {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid,
                           "scheduler": pod.scheduler_name, "priority": pod.priority},
             "node": node, "attempt": attempt,
-            "victims": [{"namespace": v.namespace, "name": v.name, "uid": v.uid} for v in victims]}
+            "victims": [{"namespace": v.namespace, "name": v.name, "uid": v.uid} for v in victims],
+            # Lower-priority pods nominated to that node, their nomination cleared (the cluster's too).
+            "cleared": [{"namespace": ns, "name": name, "uid": uid} for ns, name, uid in
+                        Pod.objects.filter(pk__in=cleared).values_list("namespace", "name", "uid")] if cleared else []}
