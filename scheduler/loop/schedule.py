@@ -292,6 +292,10 @@ class Worker:
         if result.decision is not None and result.decision.post_filter is not None:
             metrics.preemption_attempts.inc()
             outcome = preemption(result.decision)
+            if outcome is not None and settings.SCHEDBOARD_TRACE == "off":
+                # Untraced, an attempt keeps only a preemption's outcome (what its victims' pages link to).
+                outcome = {k: outcome[k] for k in ("nominated", "victims", "message", "code", "plugin")
+                           } if outcome["nominated"] else None
             if outcome is not None:
                 attempt.trace = {**(attempt.trace or {}), "preemption": outcome}
             out.nominate, out.victims = result.nominated_node, result.victims
