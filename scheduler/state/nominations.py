@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 from django.db import transaction
+from django.utils import timezone
 
 from ..engine.pods import PodSpec
 from ..models import Pod
@@ -16,7 +17,7 @@ def nominations_write(pairs: list[tuple[int, str]]) -> None:
     in the caller's transaction; never on a pod that is placed meanwhile."""
     wanted = dict(pairs)
     with transaction.atomic():
-        for pod in Pod.objects.select_for_update().filter(pk__in=wanted, node_name="", assumed_node=""):
+        for pod in Pod.objects.select_for_update().filter(pk__in=wanted, node_name="", assumed_node="").order_by("pk"):
             node = wanted[pod.pk]
             if pod.nominated_node == node:
                 continue
@@ -26,7 +27,8 @@ def nominations_write(pairs: list[tuple[int, str]]) -> None:
                 status["nominatedNodeName"] = node
             else:
                 status.pop("nominatedNodeName", None)
-            Pod.objects.filter(pk=pod.pk).update(nominated_node=node, manifest=manifest)
+            # updated_at moves as with any change of the pod: workers read its spec (nominatedNodeName) again.
+            Pod.objects.filter(pk=pod.pk).update(nominated_node=node, manifest=manifest, updated_at=timezone.now())
 
 
 def nomination_clear(pk: int) -> None:
