@@ -5,6 +5,7 @@ nominator keeps that room from lower-priority pods; PDBs and preemptionPolicy ar
 import pytest
 
 from scheduler import loop
+from scheduler.kubectl import printers as kubectl
 from scheduler.manifests.objects import pod_from_manifest
 from scheduler.models import Attempt, DeletedPod, Event, Pod
 from scheduler.queue import queues
@@ -102,6 +103,10 @@ def test_the_nominated_room_is_not_taken_by_a_lower_priority_pod(clock):
     drain()
     low = Pod.objects.get(name="low")
     assert low.node_name == "" and low.scheduled_reason == "Unschedulable"
+    # As kubectl shows a waiting preemptor: -o json's status.nominatedNodeName, -o wide's NOMINATED NODE.
+    vip = Pod.objects.get(name="vip")
+    assert kubectl.pod_object(vip)["status"]["nominatedNodeName"] == "node-a"
+    assert kubectl.pods_table([vip], all_namespaces=False, wide=True, now=vip.created_at).splitlines()[1].split()[6] == "node-a"
     assert low.scheduled_message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
     q.add("default/vip", 1000)
     drain(clock)
