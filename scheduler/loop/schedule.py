@@ -193,6 +193,8 @@ class Worker:
         now = timezone.now()
         rows = _pods_by_key([i.key for i in infos])
         cache = self.snapshot.refresh()
+        # After the snapshot: room a preemption freed (victims deleted after the nomination committed) is
+        # never seen here without the nomination that claims it.
         self._sync_nominator()
         outcomes: list[_Scheduled] = []
 
