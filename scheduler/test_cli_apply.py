@@ -160,8 +160,8 @@ BAD_INPUTS = {
     ),
     "unknown kind": (
         "kind.yaml",
-        NODE_A + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec: {}\n",
-        ['kind.yaml: doc 2 (Deployment shop/web): kind: unsupported kind "Deployment" (only v1 Node, Pod, Namespace, Service and ReplicationController, apps/v1 ReplicaSet and StatefulSet, scheduling.k8s.io/v1 PriorityClass and policy/v1 PodDisruptionBudget)'],
+        NODE_A + "---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: web, namespace: shop}\nspec: {}\n",
+        ['kind.yaml: doc 2 (DaemonSet shop/web): kind: unsupported kind "DaemonSet" (only v1 Node, Pod, Namespace, Service and ReplicationController, apps/v1 ReplicaSet, StatefulSet and Deployment, scheduling.k8s.io/v1 PriorityClass and policy/v1 PodDisruptionBudget)'],
     ),
     "bad quantity": (
         "pods.yaml",

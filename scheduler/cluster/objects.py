@@ -16,7 +16,8 @@ from ..models import ClusterObject
 
 # As kubectl names a resource in its output ("replicaset.apps/web created").
 _RESOURCE = {"Namespace": "namespace", "Service": "service", "ReplicationController": "replicationcontroller",
-             "ReplicaSet": "replicaset.apps", "StatefulSet": "statefulset.apps"}
+             "ReplicaSet": "replicaset.apps", "StatefulSet": "statefulset.apps",
+             "Deployment": "deployment.apps"}
 # ---- preemption's kinds ----
 _RESOURCE.update({"PriorityClass": "priorityclass.scheduling.k8s.io", "PodDisruptionBudget": "poddisruptionbudget.policy"})
 # ---- end of preemption's kinds ----

@@ -1,11 +1,11 @@
 """The workload controllers in one pass (the beat task and `scale` call it): Deployments first (they write
-ReplicaSets), then ReplicaSets and StatefulSets (they write pods)."""
+ReplicaSets), then ReplicaSets, ReplicationControllers and StatefulSets (they write pods)."""
 
 from __future__ import annotations
 
-from . import replicaset
+from . import deployment, replicaset, replication, statefulset
 
-CONTROLLERS = [replicaset]
+CONTROLLERS = [deployment, replicaset, replication, statefulset]
 
 
 def sync_all() -> dict:

@@ -1,12 +1,15 @@
 """kubectl's printers for the cluster objects the scheduler reads (printers/internalversion/printers.go):
-namespaces, services, replicasets, statefulsets and replicationcontrollers, with `-o wide` and `-A`.
+namespaces, services, replicasets, statefulsets, replicationcontrollers and deployments, with `-o wide`
+and `-A`.
 
-There are no controllers here: a controller's CURRENT counts the pods it owns (as its status would), READY
-those of them bound to a node.
+The counts are what the controllers' status would say, read from the pods: a controller's CURRENT counts
+the pods it owns, READY those of them bound to a node; a Deployment's READY, UP-TO-DATE and AVAILABLE count
+the pods of its ReplicaSets (UP-TO-DATE: of the one whose pod-template-hash is the current template's).
 """
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime
 
 from .printers import human_duration, table
@@ -19,6 +22,7 @@ for _kind, _plural, _names in (
         ("Service", "services", ("service", "services", "svc")),
         ("ReplicaSet", "replicasets.apps", ("replicaset", "replicasets", "rs")),
         ("StatefulSet", "statefulsets.apps", ("statefulset", "statefulsets", "sts")),
+        ("Deployment", "deployments.apps", ("deployment", "deployments", "deploy")),
         ("ReplicationController", "replicationcontrollers", ("replicationcontroller", "replicationcontrollers", "rc"))):
     for _name in _names:
         RESOURCES[_name] = (_kind, _plural)
@@ -57,6 +61,25 @@ def _owned(obj: ClusterObject) -> tuple[int, int]:
                 current += 1
                 ready += bool(node_name)
     return current, ready
+
+
+def _deployment_counts(obj: ClusterObject) -> tuple[int, int, int]:
+    """(ready, up-to-date, available) as DeploymentStatus: minReadySeconds 0 and no probes, so a bound pod
+    is ready and available."""
+    rses = [rs for rs in ClusterObject.objects.filter(kind="ReplicaSet", namespace=obj.namespace)
+            if any(ref.get("controller") and ref.get("uid") == obj.uid
+                   for ref in (rs.manifest.get("metadata") or {}).get("ownerReferences") or [])]
+    current = (obj.manifest.get("spec") or {}).get("template") or {}
+    ready = up_to_date = 0
+    for rs in rses:
+        pods, bound = _owned(rs)
+        ready += bound
+        # The new ReplicaSet: its template is the Deployment's but for the hash label (EqualIgnoreHash).
+        tmpl = copy.deepcopy((rs.manifest.get("spec") or {}).get("template") or {})
+        ((tmpl.get("metadata") or {}).get("labels") or {}).pop("pod-template-hash", None)
+        if tmpl == current:
+            up_to_date += pods
+    return ready, up_to_date, ready
 
 
 def _service_ports(spec: dict) -> str:
@@ -107,6 +130,14 @@ def objects_table(kind: str, objs: list[ClusterObject], *, all_namespaces: bool,
             if wide:
                 names, images = _containers(spec)
                 headers, row = headers + ["CONTAINERS", "IMAGES"], row + [names, images]
+        elif kind == "Deployment":
+            ready, up_to_date, available = _deployment_counts(obj)
+            want = obj.replicas if obj.replicas is not None else 1
+            headers = ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+            row = [obj.name, f"{ready}/{want}", str(up_to_date), str(available), age]
+            if wide:
+                names, images = _containers(spec)
+                headers, row = headers + ["CONTAINERS", "IMAGES", "SELECTOR"], row + [names, images, _selector_text(obj.selector)]
         else:  # ReplicaSet, ReplicationController
             current, ready = _owned(obj)
             headers = ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]

@@ -10,13 +10,14 @@ import logging
 import os
 import socket
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from ..backends import get_backend
+from ..backends.bind_item import BindItem
 from ..engine import schedule_one as cycle
 from ..engine.config import SchedulerConfig
 from ..engine.explain import preemption, top_candidates, trace
@@ -55,7 +56,7 @@ class BatchStats:
     errors: int = 0
     skipped: int = 0
     conflicts: int = 0
-    bind_items: list = field(default_factory=list)
+    bind_items: list[BindItem] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -257,12 +258,9 @@ class Worker:
         stats.scheduled = len(placed)
         stats.unschedulable = sum(a.result == RESULT_UNSCHEDULABLE for a in attempts)
         stats.errors = sum(a.result == RESULT_ERROR for a in attempts) + sum(not o.written for o in outcomes)
-        stats.bind_items = [
-            # "cycle_s" carries the scheduling cycle's time to the binder for scheduling_attempt_duration_seconds.
-            {"attempt": o.attempt.pk, "pod": o.pod.pk, "node": o.attempt.node_name, "info": asdict(o.info),
-             "cycle_s": (o.attempt.attempt_ms or 0.0) / 1000.0}
-            for o in placed
-        ]
+        stats.bind_items = [BindItem(attempt=o.attempt.pk, pod=o.pod.pk, node=o.attempt.node_name,
+                                     info=dataclasses.replace(o.info),  # as popped: the queue's own record moves on
+                                     cycle_seconds=(o.attempt.attempt_ms or 0.0) / 1000.0) for o in placed]
         # Metrics, once per batch: failed attempts (scheduled ones count when bound), algorithm and
         # extension point latencies (the queue counts the pods it takes back itself).
         failed_seconds: dict[tuple[str, str], list[float]] = {}  # (result, profile) -> attempt seconds

@@ -33,6 +33,9 @@ KINDS.update({
     POD_DISRUPTION_BUDGET: ("policy/v1", True),
 })
 # ---- end of preemption's kinds -------------------------------------------------------------------
+# The workload kinds only the controllers read (scheduler/controllers/): validated as a ReplicaSet is.
+DEPLOYMENT = "Deployment"
+KINDS[DEPLOYMENT] = ("apps/v1", True)
 LIST_KINDS = {f"{kind}List": kind for kind in KINDS}
 
 
@@ -108,7 +111,7 @@ def parse_cluster_object(o, obj: dict, kind: str, namespace: str, name: str, lab
         from .priority import parse_pdb
 
         selector = parse_pdb(o, obj, spec)
-    elif kind in (REPLICA_SET, STATEFUL_SET):
+    elif kind in (REPLICA_SET, STATEFUL_SET, DEPLOYMENT):
         replicas = _replicas(o, spec, "spec.replicas")
         template_labels = _template_labels(o, spec, "spec.template")
         raw = spec.get("selector")
@@ -116,7 +119,8 @@ def parse_cluster_object(o, obj: dict, kind: str, namespace: str, name: str, lab
         if raw is None:
             o.add("spec.selector", "Required value")
         elif parsed is not None:
-            what = "deployment" if kind == REPLICA_SET else "statefulset"  # sic: upstream's ReplicaSet words
+            # sic: upstream's ReplicaSet validation says "deployment" too
+            what = "statefulset" if kind == STATEFUL_SET else "deployment"
             try:
                 compiled = as_selector(parsed)
             except SelectorError:

@@ -113,7 +113,7 @@ def parse_object(obj, prefix: str = "", implied_kind: str | None = None, *, from
 
 
 SUPPORTED_KINDS = ("only v1 Node, Pod, Namespace, Service and ReplicationController, "
-                   "apps/v1 ReplicaSet and StatefulSet, scheduling.k8s.io/v1 PriorityClass "
+                   "apps/v1 ReplicaSet, StatefulSet and Deployment, scheduling.k8s.io/v1 PriorityClass "
                    "and policy/v1 PodDisruptionBudget")
 
 
