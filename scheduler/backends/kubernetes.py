@@ -64,10 +64,9 @@ class KubernetesBackend:
                "scheduled": [{**_pod_ref(pod), "node": node} for pod, node in scheduled]}
         self.redis.rpush(jobs_key(), json.dumps(job))
 
-    def preempt(self, job: dict) -> list[str]:
-        """Only the lease holder talks to the API: the victims go to it with the other jobs."""
+    def preempt(self, job: dict) -> None:
+        """Only the lease holder talks to the API: the victims go to it with the other jobs (None: deferred)."""
         self.redis.rpush(jobs_key(), json.dumps({"op": "preempt", **job}))
-        return []
 
     # ---- leader side: the API calls ---------------------------------------------------------------
     @property

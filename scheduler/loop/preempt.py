@@ -21,6 +21,10 @@ log = logging.getLogger(__name__)
 def run_preempt(job: dict) -> dict:
     evicted = get_backend().preempt(job)
     p = job["preemptor"]
+    if evicted is None:
+        # Handed to whoever talks to the cluster (the kubernetes backend's leader): the victims' deletions,
+        # seen by the mirror, move the preemptor then; activating it now would retry it before they go.
+        return {"victims": 0, "deferred": True}
     # As the async preemption's end: the preemptor is activated (the victims' deletions also move it).
     get_queue().update(f"{p['namespace']}/{p['name']}", int(p.get("priority") or 0))
     kick()
