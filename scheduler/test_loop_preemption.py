@@ -8,7 +8,7 @@ from scheduler import loop
 from scheduler.kubectl import printers as kubectl
 from scheduler.manifests.objects import pod_from_manifest
 from scheduler.models import Attempt, DeletedPod, Event, Pod
-from scheduler.queue import queues
+from scheduler.queue import preempting, queues
 from scheduler.state.nominations import nominations_write, preemption_job
 from scheduler.testing.loop import apply, drain, node, pod
 
@@ -136,3 +136,20 @@ def test_no_victim_goes_for_a_preemptor_deleted_or_nominated_elsewhere_since():
     job = preemption_job(vip, "node-a", (pod_from_manifest(low.manifest),), None)
     assert loop.run_preempt(job) == {"victims": 0}  # not nominated to node-a
     assert Pod.objects.filter(name="low").exists()
+
+
+def test_a_preemptor_whose_victims_are_still_going_is_not_attempted_until_the_task_is_done(clock):
+    apply(priority_class("high", 1000), node("node-a", cpu="1"), pod("low", nodeName="node-a"),
+          pod("vip", priorityClassName="high"))
+    vip = Pod.objects.get(name="vip")
+    nominations_write([(vip.pk, "node-a")])
+    preempting.mark([vip.uid])  # as the batch that chose the victims does on commit, the task not run yet
+    drain(clock)
+    assert Attempt.objects.filter(pod_name="vip").count() == 0  # held back: no second preemption meanwhile
+    assert queues.get_queue().get("default/vip") is not None  # still queued, not lost
+    job = preemption_job(Pod.objects.get(name="vip"), "node-a",
+                         (pod_from_manifest(Pod.objects.get(name="low").manifest),), None)
+    assert loop.run_preempt(job) == {"victims": 1}  # clears the mark, activates the pod
+    drain(clock)
+    assert Pod.objects.get(name="vip").node_name == "node-a"
+    assert Event.objects.filter(reason="Preempted").count() == 1

@@ -29,6 +29,7 @@ from ..manifests import stored as pod_terms
 from ..manifests.errors import ManifestError
 from ..manifests.objects import pod_from_manifest
 from ..models import RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Pod
+from ..queue import preempting as preempting_marks
 from ..queue.kick import kick, slot_release
 from ..queue.queues import get_queue, set_queue_backoff
 from .. import dispatch
@@ -203,10 +204,15 @@ class Worker:
         batch_rows: dict[str, Pod] = {}
         batch_infos: dict[str, QueuedPodInfo] = {}
         timings = metrics.BatchTimings()  # metrics: plugin calls timed, observed once per batch below
+        held = preempting_marks.marked([p.uid for p in rows.values() if p.nominated_node])
         for info in infos:
             pod = rows.get(info.key)
             if pod is None or pod.node_name or pod.assumed_node or pod.scheduler_name not in self.profiles:
                 self.queue.done(info.key)  # deleted, already placed, or not ours any more
+                continue
+            if pod.uid in held:
+                # As DefaultPreemption's PreEnqueue: its victims are still going; the task activates it after.
+                self.queue.add_unschedulable_if_not_present(info, unschedulable=True, message=pod.scheduled_message)
                 continue
             try:
                 spec = self.pod_spec(pod)
@@ -251,7 +257,14 @@ class Worker:
             jobs = [preemption_job(o.pod, o.nominate, o.victims, o.attempt.pk if o.attempt else None, o.cleared)
                     for o in preempting]
             metrics.observe_many(metrics.preemption_victims, [len(o.victims) for o in preempting])
-            transaction.on_commit(lambda: [dispatch.send(dispatch.PREEMPT, job) for job in jobs])
+            uids = [o.pod.uid for o in preempting]
+
+            def send_jobs():
+                preempting_marks.mark(uids)  # held back until the task is done (or the mark expires)
+                for job in jobs:
+                    dispatch.send(dispatch.PREEMPT, job)
+
+            transaction.on_commit(send_jobs)
         placed = [o for o in outcomes if o.placed and o.written]
         attempts = [o.attempt for o in outcomes if o.attempt is not None and o.written]
         stats.skipped = sum(o.skipped for o in outcomes)
