@@ -153,3 +153,29 @@ def test_a_preemptor_whose_victims_are_still_going_is_not_attempted_until_the_ta
     drain(clock)
     assert Pod.objects.get(name="vip").node_name == "node-a"
     assert Event.objects.filter(reason="Preempted").count() == 1
+
+
+def test_a_victim_owned_by_a_replica_set_is_made_again_by_its_controller_and_waits(clock):
+    from scheduler.controllers import workloads
+
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": "default"},
+          "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                   "template": {"metadata": {"labels": {"app": "web"}},
+                                "spec": {"containers": [{"name": "c", "image": "nginx",
+                                                         "resources": {"requests": {"cpu": "1"}}}]}}}}
+    apply(priority_class("high", 1000), node("node-a", cpu="1"), rs)
+    workloads.sync_all()
+    drain(clock)
+    [first] = Pod.objects.filter(name__startswith="web-")
+    assert first.node_name == "node-a"
+    apply(pod("vip", priorityClassName="high"))
+    drain(clock)
+    assert Pod.objects.get(name="vip").node_name == "node-a"
+    assert not Pod.objects.filter(uid=first.uid).exists()
+    workloads.sync_all()  # the controller sees one pod short and makes another
+    drain(clock)
+    [again] = Pod.objects.filter(name__startswith="web-")
+    assert again.uid != first.uid and again.node_name == "" and again.scheduled_reason == "Unschedulable"
+    # Its priority (0) is lower than the preemptor's: nothing to preempt, as upstream says.
+    assert again.scheduled_message.endswith("preemption: 0/1 nodes are available: 1 No preemption victims found "
+                                            "for incoming pod.")
