@@ -21,7 +21,7 @@ from ..engine.pods import HostPort, PodSpec
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from ..models import (NAMESPACE, POD_DISRUPTION_BUDGET, REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET,
                       ClusterObject, Pod)
-from .budgets import live_budgets
+from .budgets import LazyBudgets
 from ..manifests.stored import label_selector, pod_affinities_shared, status_fields
 
 # Beyond this share of the nodes changed, one bulk read is cheaper than the per-node filter.
@@ -217,8 +217,9 @@ class FollowedObjects:
             self.objects = cluster_objects_from_rows(
                 ClusterObject.objects.values_list("kind", "namespace", "name", "labels", "selector"))
             self.version = version
-        # A budget's status follows its pods, not its row: read again each batch while there is one.
-        self.objects.pdbs = live_budgets() if seen["budgets"] else []
+        # A budget's status follows its pods, not its row: read again each batch while there is one, when
+        # preemption first looks at it.
+        self.objects.pdbs = LazyBudgets() if seen["budgets"] else []
         return self.objects
 
 
