@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 
 POD_SPEC_CACHE_SIZE = 50_000
+PREEMPTION_TRACE_NODES = 100
 
 
 @dataclass
@@ -304,7 +305,9 @@ class Worker:
         out = self._failure(pod, info, attempt, unschedulable, result.message, now, result.cycle_seconds)
         if result.decision is not None and result.decision.post_filter is not None:
             metrics.preemption_attempts.inc()
-            outcome = preemption(result.decision)
+            # The nodes preemption could not use, at most PREEMPTION_TRACE_NODES names (the rest counted): a
+            # failed attempt's row stays small on a big cluster.
+            outcome = preemption(result.decision, max_nodes=PREEMPTION_TRACE_NODES)
             if outcome is not None and settings.SCHEDBOARD_TRACE == "off":
                 # Untraced, an attempt keeps only a preemption's outcome (what its victims' pages link to).
                 outcome = {k: outcome[k] for k in ("nominated", "victims", "message", "code", "plugin")
