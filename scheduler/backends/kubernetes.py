@@ -65,6 +65,10 @@ class KubernetesBackend:
                "scheduled": [{**_pod_ref(pod), "node": node} for pod, node in scheduled]}
         self.redis.rpush(jobs_key(), json.dumps(job))
 
+    def preempt(self, job: dict) -> None:
+        """Only the lease holder talks to the API: the victims go to it with the other jobs (None: deferred)."""
+        self.redis.rpush(jobs_key(), json.dumps({"op": "preempt", **job}))
+
     # ---- leader side: the API calls ---------------------------------------------------------------
     @property
     def api_client(self):
