@@ -9,6 +9,7 @@ from scheduler.models import Attempt, Event, Pod
 
 from ..audit import DETAIL_FIELDS
 from ..describe import event_rows, pod_summary
+from .pod_lifecycle import lifecycle
 from .why import why_section
 
 # A pod unschedulable for days retries every few minutes: the page lists the latest attempts and
@@ -21,8 +22,9 @@ def pod_detail(request, namespace: str, name: str):
     pod = Pod.objects.filter(namespace=namespace, name=name).first()
     attempts = list(Attempt.objects.defer(*DETAIL_FIELDS).filter(namespace=namespace, pod_name=name)
                     .select_related("binding").order_by("-started_at", "-id")[: MAX_ATTEMPTS + 1])
-    # A deleted pod keeps its attempts and events: the page still answers for them.
-    if pod is None and not attempts:
+    life = lifecycle(namespace, name, pod)
+    # A deleted pod keeps its attempts, events and the row as it was: the page still answers for them.
+    if pod is None and not attempts and life.deleted is None:
         raise Http404(f"pod {namespace}/{name} not found")
     events = Event.objects.filter(involved_kind="Pod", involved_namespace=namespace, involved_name=name)
     return render(request, "dashboard/pod.html", {
@@ -34,4 +36,6 @@ def pod_detail(request, namespace: str, name: str):
         "events": event_rows(list(events), now=timezone.now()),
         "attempts": attempts[:MAX_ATTEMPTS],
         "more_attempts": len(attempts) > MAX_ATTEMPTS,
+        "life": life,
+        "owner_sections": [(o, event_rows(o.events, now=timezone.now())) for o in life.owners],
     })
