@@ -156,3 +156,14 @@ def test_a_replication_controller_keeps_its_count_its_pods_owned_by_v1_replicati
     assert cli("scale", "rc/web", "--replicas", "3").out == "replicationcontroller/web scaled\n"
     settle(clock)
     assert Pod.objects.filter(phase="Running").count() == 3
+
+
+def test_a_stateful_set_does_not_take_over_a_pod_of_its_name_it_does_not_own():
+    from scheduler.testing.loop import pod
+
+    apply(node("a"), pod("db-0"), workload("StatefulSet", name="db"))
+    assert statefulset.sync(ClusterObject.objects.get(kind="StatefulSet")) == {"created": [], "deleted": []}
+    assert "ownerReferences" not in Pod.objects.get(name="db-0").manifest["metadata"]
+    e = Event.objects.get(involved_kind="StatefulSet")
+    assert (e.reason, e.type, e.message) == ("FailedCreate", "Warning", 'create Pod db-0 in StatefulSet db failed error: '
+                                                                       'pods "db-0" already exists')
