@@ -55,11 +55,12 @@ class ScenarioClock:
     def sleep_until(self, elapsed: float, stop: Callable[[], bool], tick: Callable[[], None], period: float) -> None:
         """Tick the control plane every `period` wall seconds until the scenario clock reaches `elapsed`."""
         while not stop():
+            if self.elapsed() >= elapsed:
+                return
             tick()
             left = (elapsed - self.elapsed()) / self.time_scale
-            if left <= 0:
-                return
-            time.sleep(min(period, left))
+            if left > 0:
+                time.sleep(min(period, left))
 
 
 @dataclass
@@ -153,6 +154,7 @@ def play(scenario: Scenario, *, time_scale: float = 1.0, report: Callable[[StepR
         clock.sleep_until(step.at, stop, tick, tick_seconds)
         if stop():
             break
+        at = clock.elapsed()
         if step.action == "wait":
             quiet = []  # settled twice in a row: a StatefulSet makes its next pod once the last is bound
             ok = clock.hold(lambda: quiet.append(all_scheduled()) or quiet[-2:] == [True, True], step.timeout, stop,
@@ -160,7 +162,7 @@ def play(scenario: Scenario, *, time_scale: float = 1.0, report: Callable[[StepR
             lines = ["every pod scheduled or unschedulable" if ok else f"timed out after {step.timeout:g}s"]
         else:
             ok, lines = run_step(step, clock.now())
-        result = StepResult(step, clock.elapsed(), ok, lines)
+        result = StepResult(step, at, ok, lines)
         results.append(result)
         report(result)
         tick()  # the controllers see the step at once (the informers' watch would)
