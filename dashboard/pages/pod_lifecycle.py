@@ -26,11 +26,22 @@ class Owner:
 
 
 @dataclass
+class Replacement:
+    """A pod the owner created after this one went: the timeline from the deletion to its binding."""
+    namespace: str
+    name: str
+    exists: bool
+    created_after: float | None = None  # seconds after the deletion
+    node: str = ""
+    bound_after: float | None = None
+
+
+@dataclass
 class Lifecycle:
     owners: list[Owner]  # the controller first, then its controller, ...
     deleted: DeletedPod | None  # the latest pod of this name that was deleted
     disruption: dict | None  # its DisruptionTarget condition
-    replacements: list[tuple[str, str, bool]]  # (namespace, name, still there)
+    replacements: list["Replacement"]
 
 
 def _controller(manifest: dict) -> dict | None:
@@ -58,6 +69,14 @@ def disruption_of(manifest: dict) -> dict | None:
     return None
 
 
+def _replacement(namespace: str, name: str, deleted: DeletedPod) -> Replacement:
+    row = Pod.objects.filter(namespace=namespace, name=name).first()
+    if row is None:
+        return Replacement(namespace, name, False)
+    since = lambda t: round((t - deleted.deleted_at).total_seconds(), 1) if t else None  # noqa: E731
+    return Replacement(namespace, name, True, since(row.created_at), row.node_name, since(row.bound_at))
+
+
 def lifecycle(namespace: str, name: str, pod: Pod | None) -> Lifecycle:
     deleted = DeletedPod.objects.filter(namespace=namespace, name=name).order_by("-deleted_at", "-id").first()
     manifest = pod.manifest if pod is not None else (deleted.manifest if deleted is not None else {})
@@ -72,7 +91,7 @@ def lifecycle(namespace: str, name: str, pod: Pod | None) -> Lifecycle:
             m = _CREATED.match(e.message.strip())
             if m and e.last_timestamp >= deleted.deleted_at:
                 created = m.group("rs") or m.group("sts")
-                if (created != name or pod is not None) and (namespace, created) not in {r[:2] for r in replacements}:
-                    replacements.append((namespace, created, Pod.objects.filter(namespace=namespace, name=created).exists()))
+                if (created != name or pod is not None) and created not in {r.name for r in replacements}:
+                    replacements.append(_replacement(namespace, created, deleted))
     return Lifecycle(owners=owners, deleted=deleted, disruption=disruption_of(deleted.manifest) if deleted else None,
                      replacements=replacements)

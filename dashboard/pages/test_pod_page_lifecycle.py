@@ -45,7 +45,8 @@ def test_an_evicted_pod_shows_why_it_went_and_links_its_replacement_and_their_ow
     assert re.search(r'<dd id="deleted">.*was on node <code>a</code>', html)
     assert ("<strong>DeletionByTaintManager</strong>: Taint manager: deleting due to NoExecute taint"
             in re.search(r'<dd id="disruption">(.*?)</dd>', html, re.S).group(1))
-    assert f'<a href="/pods/default/{new.name}/">default/{new.name}</a>' in html
+    assert re.search(rf'<a href="/pods/default/{new.name}/">default/{new.name}</a>, created [\d.]+ s after the deletion, '
+                     r'bound to <code>b</code> [\d.]+ s after it', html)
     events = re.search(r'id="events-table">.*?</table>', html, re.S).group(0)
     assert "TaintManagerEviction" in events and f"Marking for deletion Pod default/{gone.name}" in events
     assert f"Created pod: {new.name}" in html and "Scaled up replica set" in html  # the owners' events
