@@ -2,13 +2,14 @@ from django.urls import path
 
 from . import views, views_profiles
 from .live import views as live
-from .pages import attempt, audit, pending, pod, replays
+from .pages import attempt, audit, domain, pending, pod, replays
 
 urlpatterns = [
     # The live pages (a websocket each, see dashboard/live/).
     path("", live.overview, name="overview"),
     path("queue/", live.queue, name="queue"),
     path("nodes/", live.nodes, name="nodes"),
+    path("nodes/domain/", domain.domain_detail, name="domain"),
     path("pods/<str:namespace>/<str:name>/", pod.pod_detail, name="pod"),
     path("attempts/<int:attempt_id>/", attempt.attempt_detail, name="attempt"),
     path("bindings/", audit.audit_list, name="audit"),

@@ -91,3 +91,41 @@ def test_the_embedded_service_deletes_rows_past_their_retention_on_sqlite(tmp_pa
             proc.kill()
             out, _ = proc.communicate()
     assert "retention: deleted 1 attempts, 1 events, 1 cluster events" in out, out[-4000:]
+
+
+def test_the_embedded_demo_places_the_topology_workloads_as_their_constraints_say(tmp_path):
+    import json
+
+    env = embedded_env(tmp_path)
+    assert manage(env, "migrate", "--verbosity", "0").returncode == 0
+    proc = subprocess.Popen([sys.executable, "manage.py", "run", "--no-web", "--rate", "0"], cwd=BASE_DIR, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            time.sleep(2)
+            events = manage(env, "get", "events", "-n", "storefront").stdout
+            listed = json.loads(manage(env, "get", "pods", "-A", "-o", "json").stdout or '{"items": []}')["items"]
+            node_of = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"].get("nodeName")
+                       for p in listed}
+            demo = {k: v for k, v in node_of.items() if k.startswith(("storefront/", "monitoring/"))}
+            if len(demo) == 11 and sum(1 for v in demo.values() if v) == 10 and "loner" in events:
+                break
+        else:
+            pytest.fail(f"the demo workloads were not placed:\n{node_of}\n{events}")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+    assert "seeded the storefront workloads" in out
+    web = [v for k, v in demo.items() if k.startswith("storefront/web-")]
+    assert len(web) == 6 and sorted(n.split("-")[1] for n in web) == ["a", "a", "b", "b", "c", "c"]  # zone-X-...
+    caches = {demo[f"storefront/cache-{i}"] for i in range(3)}
+    assert len(caches) == 3 and demo["monitoring/cache-exporter"] in caches
+    assert demo["storefront/loner"] is None
+    assert "didn't match pod anti-affinity rules" in events
+    assert "web" in manage(env, "get", "replicasets", "-n", "storefront").stdout
+    assert "cache" in manage(env, "get", "statefulsets", "-n", "storefront").stdout

@@ -86,7 +86,7 @@ def backend():
 def placed(name):
     """One scheduling batch; the placements it handed to the binder (not yet bound)."""
     stats = loop.get_worker().schedule_batch()
-    items = [i for i in stats.bind_items if i["info"]["key"] == f"default/{name}"]
+    items = [i for i in stats.bind_items if i.key == f"default/{name}"]
     assert items, f"{name} was not placed"
     return items
 
@@ -266,7 +266,7 @@ def test_a_bind_job_for_a_pod_bound_meanwhile_by_another_attempt_never_fails_the
     web = Pod.objects.get(name="web")
     assert web.node_name == "only" and web.scheduled_reason == "" and failed_scheduling("web") == []
     results = dict(Attempt.objects.values_list("pk", "result"))
-    assert results == {old_job[0]["attempt"]: "bind_failed", new_job[0]["attempt"]: "scheduled"}
+    assert results == {old_job[0].attempt: "bind_failed", new_job[0].attempt: "scheduled"}
     assert Node.objects.get(name="only").req_pods == 1
 
 
@@ -365,7 +365,7 @@ def test_a_binding_sent_by_a_binder_that_died_is_recorded_when_the_watch_shows_i
     watch_says_bound("web", "only")
 
     binding = Binding.objects.get(pod_name="web")
-    assert (binding.node_name, binding.attempt_id) == ("only", job[0]["attempt"])
+    assert (binding.node_name, binding.attempt_id) == ("only", job[0].attempt)
 
 
 def test_a_bind_job_run_again_after_the_watch_recorded_its_binding_writes_the_event_and_timings_once(backend):

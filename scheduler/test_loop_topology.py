@@ -175,10 +175,11 @@ def test_a_spread_failure_keeps_each_domains_count_and_the_attempt_page_shows_th
     html = admin_client.get(f"/attempts/{attempt.pk}/").content.decode()
     assert 'id="h-topology"' in html
     # Zone a would go to 3 against a minimum of 0: marked as beyond maxSkew 1.
-    assert '<tr class="bad"><td>a</td><td class="num">2</td><td class="num">3 &gt; 1</td></tr>' in html
+    assert ('<tr class="bad"><td><a href="/nodes/domain/?key=topology.kubernetes.io%2Fzone&amp;value=a">a</a></td>'
+            '<td class="num">2</td><td class="num">3 &gt; 1</td></tr>') in html
 
 
-def test_an_anti_affinity_failure_keeps_the_matching_pods_per_domain():
+def test_an_anti_affinity_failure_keeps_the_matching_pods_per_domain_and_the_attempt_page_links_them(admin_client):
     apply(node("n0", "a"))
     apply(pod("web-0", {"app": "web"}, node_name="n0"))
     apply(pod("web-1", {"app": "web"}, affinity=anti(HOST, app="web")))
@@ -188,6 +189,8 @@ def test_an_anti_affinity_failure_keeps_the_matching_pods_per_domain():
                                "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     part = attempt.trace["topology"]["InterPodAffinity"]
     assert part["antiAffinity"] == {HOST: {"n0": 1}} and part["requiredAntiAffinityKeys"] == [HOST]
+    html = admin_client.get(f"/attempts/{attempt.pk}/").content.decode()
+    assert '<a href="/nodes/domain/?key=kubernetes.io%2Fhostname&amp;value=n0">n0</a>' in html
 
 
 def test_nodes_only_this_worker_reserved_on_are_not_read_again_and_others_are(worker, monkeypatch):
@@ -225,3 +228,50 @@ def test_a_checked_claim_leaves_the_pod_in_the_index_for_the_next_batch():
     apply(pod("web-1", {"app": "web"}, affinity=anti(HOST, app="web")))
     w.schedule_batch()
     assert Pod.objects.get(name="web-1").assumed_node not in ("", first)
+
+
+def _stale_reserve_many(worker, placements):
+    """Reserve (pod name, node) pairs as one batch of a worker whose snapshot predates the last commit."""
+    items, ids = [], {}
+    for name, node_name in placements:
+        row = Pod.objects.get(name=name)
+        spec = worker.pod_spec(row)
+        worker.snapshot.cache.assume(spec, worker.snapshot.cache.table.index[node_name])
+        items.append(((row.pk, row_usage(row), node_name, worker.snapshot.spec_versions.get(node_name), row.updated_at),
+                      spec, worker.profiles[spec.scheduler_name]))
+        ids[name] = row.pk
+    return topology_claims.reserve(items, worker.snapshot), ids
+
+
+def test_a_batch_of_checked_claims_reads_the_node_generations_once_and_checks_each_against_the_earlier(monkeypatch):
+    apply(node("n0", "a"), node("n1", "a"), node("n2", "a"))
+    apply(*(pod(f"web-{i}", {"app": "web"}, affinity=anti(HOST, app="web")) for i in range(3)))
+    reads = []
+    real = topology_claims._generations
+    monkeypatch.setattr(topology_claims, "_generations", lambda: reads.append(1) or real())
+    w = loop.get_worker()
+    w.snapshot.refresh()
+    # Two of the batch on one host: the second is refused by the check that counts the first.
+    result, ids = _stale_reserve_many(w, [("web-0", "n0"), ("web-1", "n1"), ("web-2", "n0")])
+    assert len(reads) == 1
+    assert result.conflicts == {ids["web-2"]}
+    assert dict(Pod.objects.exclude(assumed_node="").values_list("name", "assumed_node")) == {"web-0": "n0", "web-1": "n1"}
+
+
+def test_a_checked_batch_that_loses_a_nodes_room_is_claimed_pod_by_pod(monkeypatch):
+    apply(node("n0", "a"), node("n1", "a"))
+    apply(*(pod(f"web-{i}", {"app": "web"}, affinity=anti(HOST, app="web")) for i in range(2)))
+    w = loop.get_worker()
+    w.snapshot.refresh()
+    hog = pod("hog", {"app": "hog"}, node_name="n1")
+    hog["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "8"
+    apply(hog)  # after the snapshot: n1 has no room left for web-1
+    reads = []
+    real = topology_claims._generations
+    monkeypatch.setattr(topology_claims, "_generations", lambda: reads.append(1) or real())
+    result, ids = _stale_reserve_many(w, [("web-0", "n0"), ("web-1", "n1")])
+    assert len(reads) == 3  # the batch, rolled back, then each pod alone
+    assert result.conflicts == {ids["web-1"]}
+    assert dict(Pod.objects.exclude(assumed_node="").values_list("name", "assumed_node")) == {"web-0": "n0"}
+    # The index holds web-0 once (reserved) and not web-1.
+    assert [k for k, _ in w.snapshot.cache.table.pods.pods() if k.startswith("default/web")] == ["default/web-0"]

@@ -14,18 +14,19 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
-from config.asgi import application, websocket_application
 from scheduler.testing.deploy import deploy_settings
 from scheduler.models import Binding, Node, Pod
 from scheduler.queue.queues import get_queue
 
 from . import publish, state
+from .routing import websocket_application
 from .tally import LAST_ITEMS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 ORIGIN = b"http://localhost"
 FRAME_BYTES = 16_384  # an overview frame's bound, whatever the burst
+APPLICATION = websocket_application()  # what config/asgi.py serves on websockets, as the deploy's settings allow
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +59,7 @@ def socket(view="overview", cookie=None, origin=ORIGIN):
     headers = [(b"host", b"localhost"), (b"origin", origin)]
     if cookie:
         headers.append((b"cookie", f"sessionid={cookie}".encode()))
-    return WebsocketCommunicator(application, f"/ws/live/{view}/", headers=headers)
+    return WebsocketCommunicator(APPLICATION, f"/ws/live/{view}/", headers=headers)
 
 
 async def frame(ws, timeout=30):
@@ -73,7 +74,7 @@ def _bind_rows(start: int, n: int) -> list:
                                     for i in range(start, start + n)])
     Binding.objects.bulk_create([Binding(pod=p, namespace="live", pod_name=p.name, pod_uid=p.uid, node_name="n1",
                                          bound_at=now) for p in pods])
-    return [({"node": "n1"}, p, 0.001) for p in pods]
+    return [("n1", p, 0.001) for p in pods]
 
 
 async def test_an_anonymous_socket_is_closed_with_4401_and_nothing_else():

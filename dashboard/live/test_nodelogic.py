@@ -54,3 +54,24 @@ def test_the_heat_map_cursor_moves_by_key_and_stays_on_the_cells(index, key, to)
 
 def test_the_heat_map_cursor_has_nowhere_to_go_on_an_empty_map():
     assert call("step", 0, "ArrowRight", 10, 0) is None
+
+
+def test_grouping_by_a_topology_key_sorts_the_domains_and_puts_nodes_lacking_the_key_last():
+    nodes = [{"name": "a1", "labels": {"zone": "b"}}, {"name": "x", "labels": {}},
+             {"name": "a2", "labels": {"zone": "a"}}, {"name": "a3", "labels": {"zone": "b"}}]
+    groups = call("groupNodes", nodes, "zone")
+    assert [(g["value"], [n["name"] for n in g["nodes"]]) for g in groups] == [
+        ("a", ["a2"]), ("b", ["a1", "a3"]), (None, ["x"])]
+
+
+@pytest.mark.parametrize(("x", "y", "index"), [
+    (0, 16, 0), (15, 16, 1), (5, 26, 2), (15, 26, -1),  # the first domain: 3 nodes in rows of 2 under its label
+    (5, 5, -1),  # a label line is no cell
+    (5, 57, 3), (15, 57, -1),  # the second domain starts a fresh row under its own label
+    (25, 16, -1),  # right of the last column
+])
+def test_the_grouped_heat_map_finds_the_node_under_a_point(x, y, index):
+    layout = call("groupLayout", [3, 1], 2, 10, 16)
+    assert [(g["start"], g["top"], g["rows"]) for g in layout["groups"]] == [(0, 16, 2), (3, 57, 1)]
+    script_args = (layout, x, y, 2, 10)
+    assert call("groupCellAt", *script_args) == index

@@ -18,4 +18,9 @@ def queue(request):
 
 @require_GET
 def nodes(request):
-    return render(request, "dashboard/live/nodes.html")
+    # ?group=KEY groups the heat map by that node label (the topology keys are offered; any key is taken).
+    from ..pages.domain import MAX_KEY, TOPOLOGY_KEYS
+
+    group = request.GET.get("group", "").strip()[:MAX_KEY]
+    keys = TOPOLOGY_KEYS if not group or group in TOPOLOGY_KEYS else (*TOPOLOGY_KEYS, group)
+    return render(request, "dashboard/live/nodes.html", {"group": group, "keys": keys})

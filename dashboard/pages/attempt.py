@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 from scheduler.engine.explain import TRACE_MAX_NODES, trace_filtered, trace_omitted, trace_scores
 from scheduler.models import RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt
 
+from .domain import domain_url
 from .why import why_section
 
 # Verdict rows rendered at once; a search narrows the rest (a 5,000-node cluster is 5,000 rows).
@@ -67,7 +68,8 @@ def topology_rows(topology: dict | None) -> list[dict]:
     for c in (topology or {}).get("PodTopologySpread") or []:
         low = c.get("globalMin")
         domains = sorted((c.get("domains") or {}).items(), key=lambda kv: (-kv[1], kv[0]))
-        rows.append({**c, "domains": [{"value": v, "count": n, "skew": None if low is None else n + 1 - low,
+        rows.append({**c, "domains": [{"value": v, "url": domain_url(c["topologyKey"], v), "count": n,
+                                       "skew": None if low is None else n + 1 - low,
                                        "too_much": low is not None and n + 1 - low > c["maxSkew"]}
                                       for v, n in domains]})
     return rows
@@ -79,7 +81,7 @@ def affinity_rows(topology: dict | None) -> list[dict]:
     words = {"affinity": "pods matching all required affinity terms",
              "antiAffinity": "pods matching a required anti-affinity term",
              "existingAntiAffinity": "existing pods whose required anti-affinity matches this pod"}
-    return [{"what": words[name], "key": key, "value": value, "count": count}
+    return [{"what": words[name], "key": key, "value": value, "url": domain_url(key, value), "count": count}
             for name in ("affinity", "antiAffinity", "existingAntiAffinity")
             for key, table in sorted((part.get(name) or {}).items())
             for value, count in sorted(table.items(), key=lambda kv: (-kv[1], kv[0]))]

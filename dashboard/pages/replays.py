@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from scheduler.engine.config import ConfigError, load_config
 from scheduler.models import SchedulerConfigVersion
 from scheduler.versions.profiles import INITIAL_VERSION, active_version_number, config_for_version
-from scheduler.replay.models import ReplayRun
+from scheduler.models import ReplayRun
 from scheduler.replay.record import go_duration, record_from_database
 from scheduler.replay.run import RECORDED
 from scheduler.replay.services import replay_start

@@ -6,7 +6,7 @@ import re
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from scheduler.replay.models import ReplayRun
+from scheduler.models import ReplayRun
 from scheduler.testing.replay import FIT, spread_trace_text
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,17 +12,13 @@ import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from django.conf import settings
-
+from ..kube.jobs import jobs_key
+from .bind_item import BindItem, to_wire
 from .errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
 
 log = logging.getLogger(__name__)
 
 BIND_PARALLELISM = 16  # bindings in flight at once, as the binding goroutines
-
-
-def jobs_key() -> str:
-    return f"{settings.SCHEDBOARD_QUEUE_PREFIX}:kube:jobs"
 
 
 def _pod_ref(pod) -> dict:
@@ -56,8 +52,8 @@ class KubernetesBackend:
                 raise RuntimeError("SCHEDBOARD_BACKEND=kubernetes needs REDIS_URL (workers hand bindings to the leader)")
         return self._redis
 
-    def hand_off(self, items: list[dict]) -> None:
-        self.redis.rpush(jobs_key(), json.dumps({"op": "bind", "items": items}))
+    def hand_off(self, items: list[BindItem]) -> None:
+        self.redis.rpush(jobs_key(), json.dumps({"op": "bind", "items": to_wire(items)}))
 
     def report(self, *, failed: list, scheduled: list) -> None:
         """failed: (Pod row, condition reason or None for an event only, message); scheduled: (Pod row, node)."""

@@ -2,8 +2,14 @@
 production shape (one `kube run` replica holding the Lease, Celery workers, beat), watched until bound.
 
 Reported, never asserted: pods/s from the first pod created to the last seen bound (by our own
-watch, as a user would see it), the binding call's latency (pods/binding, from the Attempt rows)
-and create→bound latency per pod. It works in its own database and Redis prefix, and drops them.
+watch, as a user would see it), the binding call's latency (pods/binding, from the Attempt rows),
+create→bound latency per pod, the mirror's lag (the create call's answer → the pod's row queued in
+Postgres, `Pod.queued_at`) and how often the replica's client dropped a connection for want of room in
+its pool ("Connection pool is full" in its log). It works in its own database and Redis prefix, and
+drops them.
+
+The replica runs with the client rate limit raised (SCHEDBOARD_KUBE_QPS/BURST, as scheduler_perf raises
+kube-scheduler's clientConnection.qps/burst): the bench measures the scheduler, not the throttle.
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ from ..testing.workers import BASE_DIR, WorkerProcesses, purge_broker, worker_en
 NODE_ALLOCATABLE = {"cpu": "4", "memory": "32Gi", "pods": "110"}
 POD_REQUESTS = {"cpu": "100m", "memory": "500Mi"}
 NAMESPACE = "sched-test"
+# The replica's client rate limit in the bench, as scheduler_perf runs kube-scheduler (qps/burst 5000).
+BENCH_QPS = BENCH_BURST = 5000
+POOL_FULL = b"Connection pool is full"
 
 
 def _node(name):
@@ -79,7 +88,7 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
     from .. import loop
     from ..kube.client import call
     from ..testing.kube_apiserver import local_kube_cluster
-    from ..models import Attempt
+    from ..models import Attempt, Pod
     from ..queue.queues import get_redis
 
     say = progress or (lambda msg: None)
@@ -104,7 +113,8 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
                     list(pool.map(lambda i: call(core.create_node, _node(f"node-{i}")), range(nodes)))
                 env = worker_env(database_url=url, redis_url=settings.REDIS_URL, queue_prefix=prefix,
                                  SCHEDBOARD_BACKEND="kubernetes", KUBECONFIG=str(cluster.kubeconfig),
-                                 SCHEDBOARD_KUBE_NAMESPACE="default", SCHEDBOARD_RECONCILE_MS="500")
+                                 SCHEDBOARD_KUBE_NAMESPACE="default", SCHEDBOARD_RECONCILE_MS="500",
+                                 SCHEDBOARD_KUBE_QPS=str(BENCH_QPS), SCHEDBOARD_KUBE_BURST=str(BENCH_BURST))
                 wp = WorkerProcesses(workers, env, beat=True).start()
                 replica_log = open(wp.log_dir / "replica.log", "ab")
                 replica = subprocess.Popen([sys.executable, "manage.py", "kube", "run"], cwd=BASE_DIR, env=env,
@@ -119,10 +129,12 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
                 say(f"warm; creating {pods} pods through the API")
                 names = [f"pod-{i}" for i in range(pods)]
                 created_at: dict[str, float] = {}
+                created_wall: dict[str, float] = {}  # the mirror's rows carry wall-clock times
 
                 def create(p):
                     call(core.create_namespaced_pod, NAMESPACE, _pod(p))
                     created_at[p] = time.perf_counter()
+                    created_wall[p] = time.time()
 
                 t0 = time.perf_counter()
                 with ThreadPoolExecutor(8) as pool:
@@ -138,6 +150,11 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
                 for p in names:
                     per_node[watcher.nodes[p]] = per_node.get(watcher.nodes[p], 0) + 1
                 over = sum(1 for n in per_node.values() if n * 100 > 4000)
+                queued = dict(Pod.objects.filter(namespace=NAMESPACE, name__in=names, queued_at__isnull=False)
+                              .values_list("name", "queued_at"))
+                lag = [(queued[p].timestamp() - created_wall[p]) * 1000.0 for p in names if p in queued]
+                replica_log.flush()
+                pool_full = (wp.log_dir / "replica.log").read_bytes().count(POOL_FULL)
                 return {
                     "backend": "kubernetes",
                     "kube_nodes": nodes, "kube_pods": pods, "kube_workers": workers,
@@ -149,6 +166,10 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
                     "kube_attempt_p50_ms": pct([a for _, a in rows if a is not None], 50),
                     "kube_create_to_bound_p50_ms": pct(e2e, 50),
                     "kube_create_to_bound_p99_ms": pct(e2e, 99),
+                    "kube_mirror_lag_p50_ms": pct(lag, 50),
+                    "kube_mirror_lag_p99_ms": pct(lag, 99),
+                    "kube_pool_full_warnings": pool_full,
+                    "kube_client_qps": BENCH_QPS, "kube_client_burst": BENCH_BURST,
                     "kube_overcommitted_nodes": over,
                 }
         finally:

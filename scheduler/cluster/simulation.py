@@ -1,5 +1,6 @@
 """The built-in demo cluster: a few zones of mixed nodes (taints, labels, a GPU pool, a cordoned
-node) and a steady trickle of pods, some unschedulable on purpose, some that finish."""
+node), workloads that exercise PodTopologySpread and InterPodAffinity, and a steady trickle of pods,
+some unschedulable on purpose, some that finish."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ SIZES = {  # instance type -> (cpu, memory)
     "medium": ("4", "16Gi"),
     "large": ("16", "64Gi"),
 }
+# The trickle's namespaces (the demo's finished pods are deleted only from these: the workloads below stay).
+TRICKLE_NAMESPACES = ("default", "default", "shop", "batch")
+DEMO_NAMESPACE = "storefront"
+MONITORING_NAMESPACE = "monitoring"
+ZONE_KEY = "topology.kubernetes.io/zone"
+HOSTNAME_KEY = "kubernetes.io/hostname"
 IMAGES = ["nginx:1.27", "redis:7.4", "postgres:17", "python:3.11-slim", "busybox:1.36"]
 
 
@@ -84,8 +91,75 @@ def trickle_pod(i: int, rng: random.Random) -> dict:
         name = f"flaky-{i:05d}"
     if rng.random() < 0.2:
         spec["priority"] = 1000
-    meta: dict = {"name": name, "namespace": rng.choice(["default", "default", "shop", "batch"]),
+    meta: dict = {"name": name, "namespace": rng.choice(TRICKLE_NAMESPACES),
                   "labels": {"app": name.split("-")[0]}}
     if annotations:
         meta["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+# ---- the workloads that exercise PodTopologySpread and InterPodAffinity ---------------------------
+
+def _container(name: str, image: str, cpu: str, memory: str) -> dict:
+    return {"name": name, "image": image, "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+
+
+def _pod(name: str, namespace: str, labels: dict, spec: dict, **meta) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels, **meta},
+            "spec": spec}
+
+
+def demo_objects(nodes: list[dict]) -> list[dict]:
+    """Applied before the demo's pods: the namespaces (with labels, for namespaceSelector), the ReplicaSet
+    "web" whose template spreads over zones (its controller creates the pods), the StatefulSet "cache", and
+    a node agent bound on every node, as a DaemonSet's pods would be."""
+    web_template = {
+        "metadata": {"labels": {"app": "web", "tier": "frontend"}},
+        "spec": {"containers": [_container("nginx", "nginx:1.27", "250m", "256Mi")],
+                 # Two per zone for six replicas: a zone may hold at most one more than the emptiest.
+                 "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": ZONE_KEY, "whenUnsatisfiable": "DoNotSchedule",
+                                                "labelSelector": {"matchLabels": {"app": "web"}}}]},
+    }
+    agents = [_pod(f"node-agent-{n['metadata']['name']}", "kube-system", {"app": "node-agent"},
+                   {"nodeName": n["metadata"]["name"], "containers": [_container("agent", "busybox:1.36", "50m", "64Mi")]})
+              for n in nodes]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DEMO_NAMESPACE, "labels": {"team": "storefront", "env": "demo"}}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE, "labels": {"team": "observability"}}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}},
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": DEMO_NAMESPACE},
+         "spec": {"replicas": 6, "selector": {"matchLabels": {"app": "web"}}, "template": web_template}},
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "cache", "namespace": DEMO_NAMESPACE},
+         "spec": {"replicas": 3, "serviceName": "cache", "selector": {"matchLabels": {"app": "cache"}},
+                  "template": {"metadata": {"labels": {"app": "cache"}}, "spec": _cache_spec()}}},
+        *agents,
+    ]
+
+
+def _cache_spec() -> dict:
+    # One cache per host: required anti-affinity to the other caches by hostname.
+    return {"containers": [_container("redis", "redis:7.4", "500m", "1Gi")],
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": HOSTNAME_KEY}]}}}
+
+
+def demo_pods() -> list[dict]:
+    """Applied after the ReplicaSet's pods, in this order: the StatefulSet's pods (as its controller names
+    them), "cache-exporter" that must share a host with a cache (found through its namespace's labels), and
+    "loner", anti-affine to every pod in every namespace, which no node can take (each holds a node agent)."""
+    caches = [_pod(f"cache-{i}", DEMO_NAMESPACE, {"app": "cache", "statefulset.kubernetes.io/pod-name": f"cache-{i}"},
+                   {**_cache_spec(), "hostname": f"cache-{i}", "subdomain": "cache"},
+                   ownerReferences=[{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "cache",
+                                     "uid": f"{DEMO_NAMESPACE}-cache", "controller": True}])
+              for i in range(3)]
+    exporter = _pod("cache-exporter", MONITORING_NAMESPACE, {"app": "cache-exporter"}, {
+        "containers": [_container("exporter", "busybox:1.36", "100m", "64Mi")],
+        "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": HOSTNAME_KEY,
+             "namespaceSelector": {"matchLabels": {"team": "storefront"}}}]}}})
+    loner = _pod("loner", DEMO_NAMESPACE, {"app": "loner"}, {
+        "containers": [_container("app", "busybox:1.36", "100m", "64Mi")],
+        # An empty selector matches every pod, an empty namespaceSelector every namespace.
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {}, "namespaceSelector": {}, "topologyKey": HOSTNAME_KEY}]}}})
+    return [*caches, exporter, loner]

@@ -26,6 +26,14 @@ for _kind, _plural, _names in (
         ("ReplicationController", "replicationcontrollers", ("replicationcontroller", "replicationcontrollers", "rc"))):
     for _name in _names:
         RESOURCES[_name] = (_kind, _plural)
+# ---- preemption's kinds ----
+for _kind, _plural, _names in (
+        ("PriorityClass", "priorityclasses.scheduling.k8s.io", ("priorityclass", "priorityclasses", "pc")),
+        ("PodDisruptionBudget", "poddisruptionbudgets.policy", ("poddisruptionbudget", "poddisruptionbudgets", "pdb"))):
+    for _name in _names:
+        RESOURCES[_name] = (_kind, _plural)
+# ---- end of preemption's kinds ----
+CLUSTER_SCOPED = ("Namespace", "PriorityClass")
 
 
 def _selector_text(selector) -> str:
@@ -89,6 +97,10 @@ def _containers(spec: dict) -> tuple[str, str]:
     return ",".join(str(c.get("name") or "") for c in containers), ",".join(str(c.get("image") or "") for c in containers)
 
 
+def _int_or_na(value) -> str:
+    return "N/A" if value is None else str(value)
+
+
 def objects_table(kind: str, objs: list[ClusterObject], *, all_namespaces: bool, wide: bool, now: datetime) -> str:
     rows = []
     for obj in objs:
@@ -96,6 +108,16 @@ def objects_table(kind: str, objs: list[ClusterObject], *, all_namespaces: bool,
         age = human_duration((now - obj.created_at).total_seconds())
         if kind == "Namespace":
             headers, row = ["NAME", "STATUS", "AGE"], [obj.name, "Active", age]
+        elif kind == "PriorityClass":  # printPriorityClass
+            m = obj.manifest
+            headers = ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+            row = [obj.name, str(m.get("value") or 0), "true" if m.get("globalDefault") else "false", age,
+                   m.get("preemptionPolicy") or "PreemptLowerPriority"]
+        elif kind == "PodDisruptionBudget":  # printPodDisruptionBudget (the caller put the status in)
+            status = obj.manifest.get("status") or {}
+            headers = ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]
+            row = [obj.name, _int_or_na(spec.get("minAvailable")), _int_or_na(spec.get("maxUnavailable")),
+                   str(status.get("disruptionsAllowed") or 0), age]
         elif kind == "Service":
             headers = ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
             row = [obj.name, spec.get("type") or "ClusterIP", spec.get("clusterIP") or "<none>",
@@ -123,7 +145,7 @@ def objects_table(kind: str, objs: list[ClusterObject], *, all_namespaces: bool,
             if wide:
                 names, images = _containers(spec)
                 headers, row = headers + ["CONTAINERS", "IMAGES", "SELECTOR"], row + [names, images, _selector_text(obj.selector)]
-        if all_namespaces and kind != "Namespace":
+        if all_namespaces and kind not in CLUSTER_SCOPED:
             headers, row = ["NAMESPACE"] + headers, [obj.namespace] + row
         rows.append(row)
     if not rows:

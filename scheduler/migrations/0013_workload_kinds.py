@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("scheduler", "0011_deleted_pods_and_nodes"),
+        ("scheduler", "0012_preemption"),
     ]
 
     operations = [
@@ -16,6 +16,8 @@ class Migration(migrations.Migration):
             field=models.CharField(choices=[("Namespace", "Namespace"), ("Service", "Service"),
                                             ("ReplicaSet", "ReplicaSet"), ("StatefulSet", "StatefulSet"),
                                             ("ReplicationController", "ReplicationController"),
+                                            ("PriorityClass", "PriorityClass"),
+                                            ("PodDisruptionBudget", "PodDisruptionBudget"),
                                             ("Deployment", "Deployment")], max_length=32),
         ),
     ]

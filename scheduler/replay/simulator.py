@@ -10,9 +10,11 @@ touches the database.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from scheduler.engine import schedule_one as cycle
 from scheduler.engine.cache import Cache
@@ -22,6 +24,7 @@ from scheduler.engine.framework import Algorithm, Profile
 from scheduler.engine.labels import LabelSelector, LabelSelectorRequirement
 from scheduler.engine.nodes import NodeSpec, NodeTable
 from scheduler.engine.nominator import Nominator
+from scheduler.engine.plugins.default_preemption import DefaultPreemption
 from scheduler.engine.pods import PodSpec
 from scheduler.engine.queue import (ACTIVE_Q, BACKOFF_Q, EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE,
                                     UNSCHEDULABLE_Q, MemoryQueue)
@@ -133,6 +136,10 @@ class Replayer:
             config = config_from_dict(recorded["config"])
         self.name = name
         self.clock = VirtualClock()
+        self.seed = seed
+        # Preemption's "now" (the start time of pods not started) is the trace's wall clock.
+        start = trace.header.get("start")
+        self._epoch = datetime.fromisoformat(start).timestamp() if start else 0.0
         self.queue = MemoryQueue(clock=self.clock)
         self._use_config(config)
         # With a nominator, as kube-scheduler: room preemption freed is kept for the pod it was freed for.
@@ -154,9 +161,20 @@ class Replayer:
     def _use_config(self, config: SchedulerConfig) -> None:
         self.config = config
         self.profiles: dict[str, Profile] = config.build_profiles()
+        for profile in self.profiles.values():
+            for plugin in profile.post_filters:
+                self._seed_post_filter(plugin)
         # As set_queue_backoff: the configuration's podInitialBackoffSeconds / podMaxBackoffSeconds.
         self.queue.initial_backoff = float(config.pod_initial_backoff_seconds)
         self.queue.max_backoff = float(config.pod_max_backoff_seconds)
+
+    def _seed_post_filter(self, plugin) -> None:
+        """DefaultPreemption draws a random offset among the candidate nodes (upstream's getOffsetRand):
+        seeded from --seed, each profile's plugin alike, so a replay preempts the same victims every time;
+        its clock is the virtual one."""
+        if isinstance(plugin, DefaultPreemption):
+            plugin.rng = random.Random(self.seed)
+            plugin.evaluator.clock = lambda: self._epoch + self.clock.now
 
     # ---- the cluster ---------------------------------------------------------------------
     def _rebuild(self) -> None:
@@ -359,19 +377,24 @@ class Replayer:
             samples.append(s)
 
 
-def pacer(speed: str) -> Callable[[float], None] | None:
+def pacer(speed: str, *, monotonic: Callable[[], float] | None = None,
+          sleep: Callable[[float], None] | None = None) -> Callable[[float], None] | None:
     """--speed: "max" replays as fast as it can; "realtime" or a factor N sleeps so virtual time runs
-    at N x wall time (for watching a replay unfold)."""
+    at N x wall time (for watching a replay unfold: the progress and the pages follow it)."""
     if speed == "max":
         return None
-    factor = 1.0 if speed == "realtime" else float(speed)
-    if factor <= 0:
-        raise ValueError("--speed must be max, realtime or a positive number")
-    wall_start = time.monotonic()
+    try:
+        factor = 1.0 if speed == "realtime" else float(speed)
+    except ValueError:
+        factor = float("nan")
+    if not factor > 0 or factor == float("inf"):
+        raise ValueError(f"--speed {speed!r}: expected max, realtime or a positive number of times real time")
+    monotonic, sleep = monotonic or time.monotonic, sleep or time.sleep
+    wall_start = monotonic()
 
     def pace(virtual: float) -> None:
-        delay = wall_start + virtual / factor - time.monotonic()
+        delay = wall_start + virtual / factor - monotonic()
         if delay > 0:
-            time.sleep(delay)
+            sleep(delay)
 
     return pace

@@ -9,7 +9,7 @@ the same (the test moves both by hand), so backoff waits line up with the record
 
 import io
 import json
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime, timedelta, timezone as dt_timezone
 
 import pytest
 import yaml
@@ -22,10 +22,12 @@ from scheduler.telemetry import metrics
 from scheduler.queue import queues
 from scheduler.engine.config import load_config
 from scheduler.manifests.files import parse_documents
-from scheduler.models import Binding, Pod
+from scheduler.controllers.drain import cordon
+from scheduler.models import Binding, DeletedNode, DeletedPod, NodeRevision, Pod
+from scheduler.replay.record import record_from_database
 from scheduler.versions.services import config_version_create
 from scheduler.queue.redis_queue import RedisQueue
-from scheduler.cluster.services import cluster_apply
+from scheduler.cluster.services import cluster_apply, node_delete, pod_delete
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -98,8 +100,7 @@ def drain(clock):
 
 
 def live_run(clock):
-    """Ties (four identical nodes), failures that wait for a node, a configuration switch. No deletions
-    and no node updates: the tables keep neither a deleted pod nor a node's earlier manifests (README)."""
+    """Ties (four identical nodes), failures that wait for a node, a configuration switch."""
     apply(*[node(f"a{i}", "4", zone=f"z{i % 2}") for i in range(4)], node("b0", "8", "32Gi"), node("c0", "2", "4Gi"))
     clock.advance(1)
     apply(*[pod(f"p{i:02d}", cpu) for i, cpu in enumerate(["500m", "1", "250m", "2", "1500m", "750m"] * 3)])
@@ -117,6 +118,42 @@ def live_run(clock):
     config_version_create(config=load_config(MOST_ALLOCATED, "most.yaml"), reason="pack the nodes")
     clock.advance(1)
     apply(*[pod(f"r{i:02d}", cpu) for i, cpu in enumerate(["500m", "1", "250m", "750m"] * 2)])
+    drain(clock)
+    clock.advance(10)
+
+
+def stamp(clock):
+    """The triggers (migrations 0011, 0014) stamp their rows with the database's clock; this test runs on
+    its own, so the rows of what it just did get its time."""
+    when = clock.datetime()
+    DeletedPod.objects.filter(deleted_at__lt=when - timedelta(days=1)).update(deleted_at=when)
+    DeletedNode.objects.filter(deleted_at__lt=when - timedelta(days=1)).update(deleted_at=when)
+    NodeRevision.objects.filter(replaced_at__lt=when - timedelta(days=1)).update(replaced_at=when)
+
+
+def changes_run(clock):
+    """After live_run: a node cordoned (an update) while pods arrive, bound pods and a pending one deleted
+    (room freed, the queue moved), a node added then deleted before the next pods, the node uncordoned."""
+    live_run(clock)
+    cordon("b0")
+    stamp(clock)
+    clock.advance(3)
+    for name in ("p00", "p03", "q01", "huge"):
+        pod_delete(namespace="default", name=name)
+        stamp(clock)
+        clock.advance(1)
+    apply(node("x0", "32", "128Gi"))
+    clock.advance(5)
+    node_delete(name="x0")
+    stamp(clock)
+    clock.advance(1)
+    apply(*[pod(f"s{i:02d}", "1500m", "2Gi") for i in range(6)])
+    drain(clock)
+    clock.advance(15)
+    cordon("b0", False)
+    stamp(clock)
+    clock.advance(1)
+    apply(*[pod(f"t{i:02d}", "2", "1Gi") for i in range(4)])
     drain(clock)
     clock.advance(10)
 
@@ -156,3 +193,33 @@ def test_replay_under_another_seed_or_configuration_does_not_reproduce_it(clock,
     out = io.StringIO()
     call_command("replay", str(path), "--json", "--config", str(least), stdout=out)
     assert json.loads(out.getvalue())["configs"][0]["recorded_differs"] != []
+
+
+def test_a_run_with_deletions_node_updates_and_a_node_removed_replays_to_the_same_bindings(clock, tmp_path):
+    changes_run(clock)
+    bindings = {f"{ns}/{name}": node for ns, name, node in Binding.objects.values_list("namespace", "pod_name", "node_name")}
+    pods = {p.key: p.node_name or None for p in Pod.objects.all()}
+
+    path, report = record_and_replay(tmp_path)
+
+    kinds = [json.loads(line)["kind"] for line in path.read_text().splitlines()]
+    # Each cordon is two updates: spec.unschedulable, then the node lifecycle's unschedulable taint.
+    assert kinds.count("pod_delete") == 4 and kinds.count("node_update") == 4
+    assert kinds.count("node_delete") == 1 and kinds.count("node_add") == 8
+    run = report["configs"][0]
+    assert run["recorded_differs"] == [] and run["recorded_matches"] == len(bindings)
+    assert run["placements"] == pods  # the deleted ones gone, pending "huge" too
+    assert run["pending"] == list(pods.values()).count(None)
+
+
+def test_a_trace_starts_with_each_node_as_it_was_then_and_each_change_after(clock):
+    changes_run(clock)
+    cordoned_at = Pod.objects.get(name="s00").queued_at  # b0 was cordoned then, uncordoned since
+    trace = record_from_database(start=cordoned_at, end=clock.datetime())
+    b0 = next(m for m in trace.nodes if m["metadata"]["name"] == "b0")
+    assert b0["spec"]["unschedulable"] is True
+    assert "x0" not in {m["metadata"]["name"] for m in trace.nodes}  # deleted before the start
+    updates = [e for e in trace.events if e["kind"] == "node_update"]
+    assert {e["manifest"]["metadata"]["name"] for e in updates} == {"b0"} and len(updates) == 2  # uncordon, untaint
+    assert not updates[-1]["manifest"]["spec"].get("unschedulable") and not updates[-1]["manifest"]["spec"].get("taints")
+    assert [e for e in trace.events if e["kind"] in ("pod_delete", "node_delete")] == []  # all before the start

@@ -27,6 +27,7 @@ from scheduler.manifests.files import parse_documents
 from scheduler.manifests.objects import ParsedNode, ParsedPod
 
 TRACE_VERSION = 1
+TERMINAL_PHASES = ("Succeeded", "Failed")
 
 HEADER = "trace"
 START_KINDS = ("node", "pod", "object")
@@ -143,6 +144,8 @@ def trace_from_manifests(text: str, filename: str, *, source: str = "manifests")
         if isinstance(obj, ParsedNode):
             trace.nodes.append(obj.manifest)
         elif isinstance(obj, ParsedPod):
+            if (obj.manifest.get("status") or {}).get("phase") in TERMINAL_PHASES:
+                continue  # a finished pod holds no room: kube-scheduler's informer leaves it out too
             trace.pods.append((obj.manifest, obj.spec.node_name or None))
     if not trace.nodes and not trace.pods:
         raise TraceError(f"{filename}: neither a trace nor any Node or Pod")

@@ -105,21 +105,72 @@ def still_fits(pod: PodSpec, profile, table, row: int) -> bool:
     return True
 
 
+class _RetryOneByOne(Exception):
+    """A checked batch could not be reserved whole: its transaction is rolled back and each pod is
+    claimed again alone (a later pod's check may have counted an earlier one that then lost its room)."""
+
+
 def reserve_checked(placements: list[tuple[Placement, PodSpec, object]], snapshot, cache) -> ReserveResult:
-    """Claim each placement under the exclusive claim lock after checking it on the committed state."""
-    result = ReserveResult()
+    """Claim the placements under the exclusive claim lock after checking them on the committed state.
+
+    One transaction for the batch: the lock, one read of the node generations (and of the pods of the
+    nodes that moved), each placement checked in turn on the table with the earlier ones of the batch
+    in it, and one reserve_many for those that passed. Only if that reservation refuses one of them
+    (a node out of room, a pod gone) is the batch rolled back and claimed pod by pod."""
     table = cache.table
     # These pods are in the index only as this worker's assumptions: take them out, so a check sees
     # the committed state (a pod reserved below is put back).
     for _, pod, _ in placements:
         if pod.key not in snapshot.placed.indexed:
             table.pods.remove_pod(-1, pod)
+    added: list[tuple[int, PodSpec]] = []
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CLAIM_LOCK_KEY])
+            snapshot.placed.sync(table, _generations())
+            refused: set[int] = set()
+            passed: list[Placement] = []
+            for placement, pod, profile in placements:
+                row = table.index.get(placement[2])
+                if row is None or not still_fits(pod, profile, table, row):
+                    refused.add(placement[0])
+                    continue
+                table.pods.add_pod(row, pod)  # the next placements of the batch are checked with it
+                added.append((row, pod))
+                passed.append(placement)
+            result = reserve_many(passed)
+            if result.conflicts or result.gone or result.errors:
+                raise _RetryOneByOne()
+            if any(pod_info(pod).required_anti_affinity for _, pod in added):
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SELECT nextval('{CLOCK_SEQUENCE}')")
+    except _RetryOneByOne:
+        for row, pod in added:
+            table.pods.remove_pod(row, pod)
+        log.debug("a checked batch of %d placements lost a reservation: claiming them one by one", len(placements))
+        return _reserve_checked_one_by_one(placements, snapshot, table)
+    except BaseException:
+        for row, pod in added:
+            table.pods.remove_pod(row, pod)
+        raise
+    result.conflicts |= refused
+    return result
+
+
+def _generations() -> dict[str, int]:
+    return dict(Node.objects.values_list("name", "generation"))
+
+
+def _reserve_checked_one_by_one(placements, snapshot, table) -> ReserveResult:
+    """Each placement in its own transaction under the lock: checked, then reserved alone."""
+    result = ReserveResult()
     for placement, pod, profile in placements:
         pod_id, _, node, _, _ = placement
         with transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CLAIM_LOCK_KEY])
-            snapshot.placed.sync(table, dict(Node.objects.values_list("name", "generation")))
+            snapshot.placed.sync(table, _generations())
             row = table.index.get(node)
             if row is None or not still_fits(pod, profile, table, row):
                 result.conflicts.add(pod_id)

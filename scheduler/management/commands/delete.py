@@ -18,6 +18,21 @@ for _kind, _plural, _names, _namespaced in (
          True)):
     for _name in _names:
         OBJECTS[_name] = (_kind, _plural, _namespaced)
+# ---- preemption's kinds ----
+for _kind, _plural, _names, _namespaced in (
+        ("PriorityClass", "priorityclasses.scheduling.k8s.io", ("priorityclass", "priorityclasses", "pc"), False),
+        ("PodDisruptionBudget", "poddisruptionbudgets.policy", ("poddisruptionbudget", "poddisruptionbudgets", "pdb"),
+         True)):
+    for _name in _names:
+        OBJECTS[_name] = (_kind, _plural, _namespaced)
+# ---- end of preemption's kinds ----
+
+
+def _singular(plural: str) -> str:
+    """As kubectl names the deleted object: "priorityclass.scheduling.k8s.io", "service"."""
+    head, dot, group = plural.partition(".")
+    one = head[:-2] if head.endswith("sses") else head[:-1]
+    return f"{one}.{group}" if dot and group not in ("apps",) else one
 
 
 class Command(KubectlCommand):
@@ -35,7 +50,7 @@ class Command(KubectlCommand):
             if kind in OBJECTS:
                 object_kind, plural, namespaced = OBJECTS[kind]
                 ns, _, object_name = name.rpartition("/") if namespaced else ("", "", name)
-                resource = plural.split(".")[0][:-1]
+                resource = _singular(plural)
                 if delete_with_dependents(kind=object_kind, namespace=ns or namespace, name=object_name):
                     self.stdout.write(f'{resource} "{object_name}" deleted')
                 else:

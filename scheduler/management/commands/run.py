@@ -23,7 +23,9 @@ from scheduler.manifests.errors import ManifestError
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Node, Pod
 from scheduler.cluster.services import cluster_apply, pod_delete
-from scheduler.cluster.simulation import seed_nodes, trickle_pod
+from scheduler.cluster.simulation import (DEMO_NAMESPACE, MONITORING_NAMESPACE, TRICKLE_NAMESPACES, demo_objects,
+                                          demo_pods, seed_nodes, trickle_pod)
+from scheduler.controllers import replicaset
 
 log = logging.getLogger("schedboard.run")
 
@@ -58,8 +60,13 @@ class Command(BaseCommand):
         for stale in Path(settings.PROMETHEUS_MULTIPROC_DIR).glob("*.db"):
             stale.unlink()
         if not no_seed and not Node.objects.exists():
-            result = cluster_apply(parse_documents_list(seed_nodes()))
+            nodes = seed_nodes()
+            result = cluster_apply(parse_documents_list(nodes))
             self.stdout.write(f"seeded {len(result.created)} nodes")
+            seed_workloads(nodes)
+            self.stdout.write(f"seeded the {DEMO_NAMESPACE} workloads: ReplicaSet web (zone spread), StatefulSet cache "
+                              f"(one per host), pod {MONITORING_NAMESPACE}/cache-exporter (with a cache), pod loner "
+                              "(anti-affine to everything: never placed)")
         if settings.EMBEDDED and not get_user_model().objects.filter(username="admin").exists():
             get_user_model().objects.create_superuser("admin", "admin@localhost", "admin")
             self.stdout.write("created the demo superuser admin / admin")
@@ -88,6 +95,16 @@ class Command(BaseCommand):
             call_command("runserver", addr, use_reloader=False, use_threading=True)
         finally:
             stop.set()
+
+
+def seed_workloads(nodes: list[dict]) -> None:
+    """The demo's topology workloads: the objects, the ReplicaSet's pods (its controller's one pass), then
+    the other pods one apply each, so the queue takes them in that order (the exporter after the caches it
+    must join: nothing moves a pod that waits for a pod to arrive, as upstream's AssignedPodAdd would)."""
+    cluster_apply(parse_documents_list(demo_objects(nodes)))
+    replicaset.sync_all()
+    for pod in demo_pods():
+        cluster_apply(parse_documents_list([pod]))
 
 
 def parse_documents_list(objects: list[dict]):
@@ -144,7 +161,8 @@ def trickle(stop: threading.Event, rate: float, lifetime: float) -> None:
             cluster_apply(parse_documents_list([trickle_pod(i, rng)]))
             # Pods that have "run" long enough finish, so the demo cluster never fills up.
             cutoff = time.time() - lifetime
-            for ns, name, bound_at in Pod.objects.exclude(bound_at=None).values_list("namespace", "name", "bound_at")[:50]:
+            finished = Pod.objects.exclude(bound_at=None).filter(namespace__in=TRICKLE_NAMESPACES)
+            for ns, name, bound_at in finished.values_list("namespace", "name", "bound_at")[:50]:
                 if bound_at.timestamp() < cutoff:
                     pod_delete(namespace=ns, name=name)
         except ManifestError as e:

@@ -2,7 +2,7 @@
 // resource on the colour-blind-safe viridis ramp) and a virtualized table: only the rows in view
 // exist in the DOM, so 5,000 nodes cost the same per frame as 30. Filter and sort apply to both.
 import {connectLive, el, fmt} from "./live.js";
-import {matches, step} from "./nodelogic.js";
+import {groupCellAt, groupLayout, groupNodes, matches, step} from "./nodelogic.js";
 
 const ROW_H = 33; // px, as .vtable .vrow's 2.2rem at 15px
 const $ = (id) => document.getElementById(id);
@@ -12,6 +12,13 @@ let view = []; // the filtered, sorted nodes
 let selected = null;
 let cursor = 0; // the heat map's keyboard cursor, an index into view
 let dirty = false;
+let groups = null; // grouped by a topology key: [{value, nodes}], the view being their concatenation
+let layout = null; // the grouped heat map's geometry (nodelogic.groupLayout)
+const LABEL_H = 16; // px: a domain's label line above its cells
+// Past this many domains (hostname: one per node) the heat map keeps the domains' order without a label
+// line each (thousands of lines would outgrow a canvas), and the list names the first MAX_LISTED.
+const MAX_LABELLED = 100;
+const MAX_LISTED = 200;
 
 const VIRIDIS = ["#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878", "#440154"];
 const share = (used, total) => (total > 0 ? used / total : 0);
@@ -29,8 +36,32 @@ const SORTS = {
 function recompute() {
   const q = $("node-filter").value;
   view = nodes.filter((n) => matches(n, q)).sort(SORTS[$("node-sort").value] || SORTS.name);
-  $("node-count").textContent = `${fmt.num(view.length)} of ${fmt.num(nodes.length)} nodes`;
+  const key = $("node-group").value;
+  groups = key ? groupNodes(view, key) : null;
+  if (groups) view = groups.flatMap((g) => g.nodes);
+  $("node-count").textContent = `${fmt.num(view.length)} of ${fmt.num(nodes.length)} nodes`
+    + (groups ? ` in ${fmt.num(groups.filter((g) => g.value !== null).length)} domains` : "");
+  drawGroups(key);
   $("vbody").style.height = `${view.length * ROW_H}px`;
+}
+
+// The domains list under the heat map: each domain linked to its page, with its nodes, pods and CPU.
+function drawGroups(key) {
+  const list = $("node-groups");
+  list.hidden = !groups;
+  if (!groups) { list.replaceChildren(); return; }
+  const more = groups.length - MAX_LISTED;
+  list.replaceChildren(...groups.slice(0, MAX_LISTED).map((g) => {
+    const pods = g.nodes.reduce((s, n) => s + n.u[2], 0);
+    const cpu = g.nodes.reduce((s, n) => s + n.u[0], 0);
+    const alloc = g.nodes.reduce((s, n) => s + n.cpu, 0);
+    const what = `${fmt.num(g.nodes.length)} node${g.nodes.length === 1 ? "" : "s"}, ${fmt.num(pods)} pod${pods === 1 ? "" : "s"}, `
+      + `CPU ${(100 * share(cpu, alloc)).toFixed(0)} %`;
+    const name = g.value === null
+      ? el("span", {class: "muted", text: `no ${key} (in no domain)`})
+      : el("a", {href: `/nodes/domain/?${new URLSearchParams({key, value: g.value})}`, text: `${key}=${g.value}`});
+    return el("li", {"data-domain": g.value ?? ""}, name, el("span", {class: "muted", text: ` ${what}`}));
+  }), ...(more > 0 ? [el("li", {class: "muted", text: `${fmt.num(more)} more domains (filter to narrow)`})] : []));
 }
 
 function drawHeatmap() {
@@ -39,15 +70,34 @@ function drawHeatmap() {
   const cell = view.length > 2000 ? 6 : view.length > 500 ? 9 : 14;
   const cols = Math.max(1, Math.floor(width / cell));
   const rows = Math.ceil(view.length / cols);
+  layout = groups && groups.length <= MAX_LABELLED ? groupLayout(groups.map((g) => g.nodes.length), cols, cell, LABEL_H) : null;
+  const height = layout ? layout.height : Math.max(cell, rows * cell);
   const ratio = window.devicePixelRatio || 1;
   canvas.width = width * ratio;
-  canvas.height = Math.max(cell, rows * cell) * ratio;
-  canvas.style.height = `${Math.max(cell, rows * cell)}px`;
+  canvas.height = height * ratio;
+  canvas.style.height = `${height}px`;
   const ctx = canvas.getContext("2d");
   ctx.scale(ratio, ratio);
+  // Where node i goes: row-major from the top, or, grouped, within its domain's block under its label.
+  let place = (i) => [(i % cols) * cell, Math.floor(i / cols) * cell];
+  if (layout) {
+    const owner = new Int32Array(view.length);
+    layout.groups.forEach((g, gi) => owner.fill(gi, g.start, g.start + g.count));
+    place = (i) => {
+      const g = layout.groups[owner[i]];
+      const j = i - g.start;
+      return [(j % cols) * cell, g.top + Math.floor(j / cols) * cell];
+    };
+    ctx.fillStyle = "#222";
+    ctx.font = "12px sans-serif";
+    ctx.textBaseline = "top";
+    layout.groups.forEach((g, gi) => {
+      const v = groups[gi].value;
+      ctx.fillText(`${v === null ? "(no label)" : v} · ${g.count}`, 0, g.labelY + 2);
+    });
+  }
   view.forEach((n, i) => {
-    const x = (i % cols) * cell;
-    const y = Math.floor(i / cols) * cell;
+    const [x, y] = place(i);
     ctx.fillStyle = VIRIDIS[Math.min(9, Math.floor(fullest(n) * 10))];
     ctx.fillRect(x, y, cell - 1, cell - 1);
     if (n.unsched) { // cordoned: a cross, not only a colour
@@ -66,6 +116,7 @@ function drawHeatmap() {
   });
   canvas.dataset.cell = cell;
   canvas.dataset.cols = cols;
+  canvas.dataset.groups = groups ? groups.length : 0;
 }
 
 function usageCell(used, total, show) {
@@ -138,6 +189,14 @@ connectLive("nodes", (frame) => {
 
 $("node-filter").addEventListener("input", schedule);
 $("node-sort").addEventListener("change", schedule);
+// The grouping is kept in the address (?group=KEY), so a grouped view can be linked and reloaded.
+$("node-group").addEventListener("change", () => {
+  const url = new URL(window.location.href);
+  if ($("node-group").value) url.searchParams.set("group", $("node-group").value);
+  else url.searchParams.delete("group");
+  window.history.replaceState(null, "", url);
+  schedule();
+});
 $("vtable").addEventListener("scroll", () => requestAnimationFrame(drawRows));
 new ResizeObserver(schedule).observe($("heatmap").parentElement);
 function select(i) {
@@ -151,7 +210,9 @@ function select(i) {
 $("heatmap").addEventListener("click", (e) => {
   const c = e.currentTarget;
   const cell = Number(c.dataset.cell);
-  select(Math.floor(e.offsetY / cell) * Number(c.dataset.cols) + Math.floor(e.offsetX / cell));
+  const cols = Number(c.dataset.cols);
+  select(layout ? groupCellAt(layout, e.offsetX, e.offsetY, cols, cell)
+    : Math.floor(e.offsetY / cell) * cols + Math.floor(e.offsetX / cell));
 });
 // Keyboard: arrows (Home/End, PageUp/PageDown) move a cursor over the cells, naming the node and how
 // full it is; Enter or Space selects it as a click does.
