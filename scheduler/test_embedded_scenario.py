@@ -66,3 +66,21 @@ def test_a_bad_scenario_stops_the_service_before_it_starts(tmp_path):
     assert r.returncode == 1
     assert f'{bad}: steps[0].fail: node "nowhere" not found' in r.stderr
     assert "schedboard is running" not in r.stdout
+
+
+KEPT = """
+import yaml
+from scheduler.cluster.services import cluster_apply, pod_delete
+from scheduler.manifests.files import parse_documents
+from scheduler.models import DeletedPod
+cluster_apply(parse_documents(yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                             "spec": {"containers": [{"name": "c", "image": "x"}]}}), "p.yaml"))
+pod_delete(namespace="default", name="p")
+print("kept", DeletedPod.objects.filter(name="p").count())
+"""
+
+
+def test_embedded_a_deleted_pod_is_kept_for_its_page_after_every_migration(tmp_path):
+    env = embedded_env(tmp_path)
+    assert manage(env, "migrate", "--verbosity", "0").returncode == 0
+    assert manage(env, "shell", "-c", KEPT).stdout.split()[-2:] == ["kept", "1"]
