@@ -235,8 +235,8 @@ KUBECONFIG = env_str("KUBECONFIG", "")
 SCHEDBOARD_KUBE_NAMESPACE = env_str("SCHEDBOARD_KUBE_NAMESPACE", "")
 SCHEDBOARD_LEASE_NAME = env_str("SCHEDBOARD_LEASE_NAME", "schedboard")
 # The client's own rate limit on requests to the API server, as kube-scheduler's clientConnection.qps and
-# .burst (defaults 50 and 100): a token bucket of `burst` requests refilled at `qps` a second, shared by
-# every call of the process (bindings, watches, events, status patches, the Lease).
+# .burst (defaults 50 and 100): a token bucket of `burst` requests refilled at `qps` a second per client
+# (the replica has three, as kube-scheduler: the scheduler's requests, the Lease's, the events').
 SCHEDBOARD_KUBE_QPS = env_positive_float("SCHEDBOARD_KUBE_QPS", 50.0)
 SCHEDBOARD_KUBE_BURST = env_int("SCHEDBOARD_KUBE_BURST", 100, minimum=1)
 # kube-scheduler's leader election defaults (--leader-elect-lease-duration etc.).

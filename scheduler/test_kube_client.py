@@ -12,8 +12,8 @@ from django.core.exceptions import ImproperlyConfigured
 from kubernetes import client
 
 from config.env import env_positive_float
-from scheduler.kube.client import (BIND_PARALLELISM, DEADLINE_EXCEEDED, ApiError, TokenBucket, api_client, call,
-                                   connection_pool_size, rate_limit)
+from scheduler.kube.client import (BIND_PARALLELISM, DEADLINE_EXCEEDED, WATCHES, ApiError, TokenBucket, api_client,
+                                   call, connection_pool_size, rate_limit)
 from scheduler.kube.objects import WATCHED
 
 
@@ -165,7 +165,8 @@ def test_a_call_whose_token_would_come_after_its_deadline_is_not_sent():
 
 
 def test_the_pool_has_a_connection_for_every_binding_in_flight_and_every_watch():
-    assert connection_pool_size() >= BIND_PARALLELISM + 2 + len(WATCHED) + 1
+    assert WATCHES == 2 + len(WATCHED)  # nodes, pods and every kind of cluster object
+    assert connection_pool_size() >= BIND_PARALLELISM + WATCHES + 1
 
 
 @pytest.mark.kube

@@ -189,3 +189,19 @@ def test_a_relist_of_a_backlog_is_applied_in_batches(django_assert_max_num_queri
     assert Node.objects.get(name="big-n1").req_pods == 100
     queue = queues.get_queue()
     assert all(queue.get(f"big/pod-{i}") is not None for i in (0, 599))
+
+
+def test_a_node_list_and_a_node_watch_batch_are_applied_in_one_transaction_each_in_the_watchs_order():
+    from scheduler.kube.mirror import NodeStore
+
+    store = NodeStore()
+    apply(node("gone-n1"))  # not listed: the list deletes it
+    with CaptureQueriesContext(connection) as listed:
+        store.replace([node(f"list-n{i}", cpu="2") for i in range(30)])
+    assert set(Node.objects.values_list("name", flat=True)) == {f"list-n{i}" for i in range(30)}
+    commits = sum(q["sql"] == "COMMIT" for q in listed.captured_queries)
+    assert 1 <= commits <= 2  # the page, then the deletion (one per node before)
+    store.apply_many([("ADDED", node("late", cpu="3")), ("MODIFIED", node("late", cpu="5")),
+                      ("DELETED", node("list-n0")), ("ADDED", node("list-n0", cpu="7"))])
+    assert Node.objects.get(name="late").alloc_cpu == 5000
+    assert Node.objects.get(name="list-n0").alloc_cpu == 7000

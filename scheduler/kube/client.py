@@ -47,6 +47,10 @@ BIND_PARALLELISM = 16
 # Calls besides the binder's and the watches' that can be in flight together: the Lease's renewal, the
 # event recorder, PodScheduled status patches, the committer's reads and a re-list.
 OTHER_CALLS = 8
+# The leader's watches: nodes, pods and the five kinds of cluster objects pod (anti-)affinity and spreading
+# read (kube/objects.py's WATCHED; a test keeps the two equal: objects.py needs Django's models loaded, and
+# a client can be built before that).
+WATCHES = 2 + 5
 
 
 def connection_pool_size() -> int:
@@ -56,10 +60,7 @@ def connection_pool_size() -> int:
     full, discarding connection"); the next call then opens a new one with a new TLS handshake. The
     client's default (5 per CPU: 10 here) is less than the binder's calls plus one per watch.
     """
-    from .objects import WATCHED
-
-    watches = 2 + len(WATCHED)  # nodes, pods and the cluster objects pod (anti-)affinity reads
-    return BIND_PARALLELISM + watches + OTHER_CALLS
+    return BIND_PARALLELISM + WATCHES + OTHER_CALLS
 
 
 def api_client(kubeconfig: str | None = None, *, qps: float | None = None, burst: int | None = None):

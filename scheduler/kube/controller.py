@@ -97,10 +97,28 @@ class Committer:
         for job in jobs:
             if job.get("op") == "report":
                 self._reports.put(job)
+            elif job.get("op") == "preempt":
+                self._preempt(job)
         for raw in raws:
             self.redis.lrem(self.processing, 1, raw)
         self.jobs_done += len(raws)
         return True
+
+    def _preempt(self, job: dict) -> None:
+        """A preemption's victims deleted through the API (kube/preemption.py); an error leaves the job to the
+        preemptor's next attempt, which preempts again."""
+        from ..queue import preempting
+        from .preemption import preempt_through_api
+
+        try:
+            deleted = preempt_through_api(self.core, self.recorder, job)
+            if deleted:
+                log.info("pod %s/%s preempted %s on node %s", job["preemptor"]["namespace"],
+                         job["preemptor"]["name"], ", ".join(deleted), job["node"])
+        except Exception:  # noqa: BLE001 - one preemption failing never stops the bindings
+            log.exception("preemption by %s/%s failed", job["preemptor"]["namespace"], job["preemptor"]["name"])
+        finally:
+            preempting.clear(job["preemptor"]["uid"])  # the preemptor may be attempted again
 
     def _bind(self, items: list[dict], tries: int = 3) -> None:
         """The binder, again when Postgres breaks a deadlock by aborting it.
@@ -216,7 +234,7 @@ class Controller:
     def __init__(self, *, bind: Callable[[list[dict]], object], api_client=None, namespace: str | None = None,
                  lease_name: str | None = None, identity: str | None = None, lease_duration: float | None = None,
                  renew_deadline: float | None = None, retry_period: float | None = None, redis=None,
-                 watch_timeout: int | None = None):
+                 watch_timeout: int | None = None, election_client=None, events_client=None):
         from django.conf import settings
         from kubernetes import client
 
@@ -224,16 +242,21 @@ class Controller:
         from .client import api_client as make_api_client, own_namespace
 
         self.api_client = api_client or make_api_client()
+        # As kube-scheduler's createClients: the Lease and the events have clients of their own, each with its
+        # own SCHEDBOARD_KUBE_QPS/BURST bucket, so a renewal never waits behind the bindings' tokens.
+        # (A caller that gives only `api_client` gets it used for all three.)
+        election_client = election_client or api_client or make_api_client()
+        events_client = events_client or api_client or make_api_client()
         self.redis = redis or get_redis()
         if self.redis is None:
             raise RuntimeError("SCHEDBOARD_BACKEND=kubernetes needs REDIS_URL")
         self.elector = LeaderElector(
-            client.CoordinationV1Api(self.api_client), namespace=namespace or own_namespace(),
+            client.CoordinationV1Api(election_client), namespace=namespace or own_namespace(),
             name=lease_name or settings.SCHEDBOARD_LEASE_NAME, identity=identity,
             lease_duration=lease_duration or settings.SCHEDBOARD_LEASE_DURATION,
             renew_deadline=renew_deadline or settings.SCHEDBOARD_RENEW_DEADLINE,
             retry_period=retry_period or settings.SCHEDBOARD_RETRY_PERIOD)
-        self.recorder = EventRecorder(client.EventsV1Api(self.api_client))
+        self.recorder = EventRecorder(client.EventsV1Api(events_client))
         core = client.CoreV1Api(self.api_client)
         self.committer = Committer(core, self.recorder, self.redis, bind=bind, is_leader=self.elector.is_leader)
         self.stopping = threading.Event()

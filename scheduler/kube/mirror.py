@@ -149,14 +149,36 @@ class NodeStore:
         names = set()
         for obj in items:
             names.add((obj.get("metadata") or {}).get("name"))  # listed, even if it cannot be applied: never deleted
-            _isolated("Node", obj, lambda obj=obj: self._apply("ADDED", obj))
+        for start in range(0, len(items), RELIST_BATCH):
+            self._apply_many([("ADDED", obj) for obj in items[start:start + RELIST_BATCH]])
         for name in Node.objects.exclude(name__in=names).values_list("name", flat=True):
             node_delete(name=name)
 
     def apply(self, event_type: str, obj: dict) -> None:
+        self.apply_many([(event_type, obj)])
+
+    def apply_many(self, events: list[tuple[str, dict]]) -> None:
         with MIRROR_LOCK:
             _usable_connection()
-            _isolated("Node", obj, lambda: self._apply(event_type, obj))
+            self._apply_many(events)
+
+    def _apply_many(self, events: list[tuple[str, dict]]) -> None:
+        """Node events that arrived together (or a list's page) in one transaction: one commit, not one per
+        node (a list of 1,000 nodes was a thousand commits before the first pod could be mirrored). If it
+        raises, the events are applied one by one, each in its own transaction, and only the one that raises
+        again is skipped (loudly)."""
+        try:
+            with transaction.atomic():
+                for event_type, obj in events:
+                    self._apply(event_type, obj)
+            return
+        except SYSTEMIC_ERRORS:
+            raise
+        except Exception:  # noqa: BLE001 - find the event that raises
+            if len(events) > 1:
+                log.exception("a watch batch of %d node events raised: applying them one by one", len(events))
+        for event_type, obj in events:
+            _isolated("Node", obj, lambda event_type=event_type, obj=obj: self._apply(event_type, obj))
 
     def _apply(self, event_type: str, obj: dict) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""
@@ -444,6 +466,9 @@ def _copy(row: Pod, spec, manifest: dict, usage: dict, phase: str, condition: di
     row.priority = spec.priority
     row.deleting = row.deleting or spec.deleting
     row.phase = phase
+    if spec.nominated_node_name:
+        # Nominated by a scheduler (ours, once the leader patched it, or another): counted by every nominator.
+        row.nominated_node = spec.nominated_node_name
     if row.pk is None if new is None else new:
         for field, value in usage.items():
             setattr(row, field, value)

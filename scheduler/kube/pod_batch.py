@@ -16,7 +16,6 @@ in the same transaction. Pods are independent here but for the node counters, wh
 from __future__ import annotations
 
 import copy
-import logging
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
@@ -31,14 +30,12 @@ from ..state.reservations import pod_usage_fields, row_usage
 from ..state.sql import update_from_values
 from . import mirror
 
-log = logging.getLogger(__name__)
-
 # The columns the replay may change on an existing row (the rest only the workers and the binder write,
 # and the rows are locked).
 UPDATED_FIELDS = ["manifest", "scheduler_name", "priority", "deleting", "phase", "req_cpu", "req_memory",
                   "req_ephemeral", "req_scalar", "nonzero_cpu", "nonzero_memory", "host_ports", "scheduled_status",
                   "scheduled_reason", "scheduled_message", "scheduled_transition_at", "node_name", "assumed_node",
-                  "assumed_at", "binding_at", "bound_at", "queued_at", "updated_at"]
+                  "assumed_at", "binding_at", "bound_at", "queued_at", "nominated_node", "updated_at"]
 _COUNTERS = ("req_cpu", "req_memory", "req_ephemeral", "nonzero_cpu", "nonzero_memory")
 
 # Every node's counters moved by its pods' summed requests in one statement; generation moves once per
@@ -296,8 +293,17 @@ def _after_commit(w: _Writes, queue) -> None:
         return
 
     def publish():
+        done: list[str] = []  # consecutive "done"s go in one round trip; the order of the rest is kept
         for _key_, op, args in ops:
-            getattr(queue, op)(*args)  # add, done (placed or no longer ours) or delete (gone)
+            if op == "done":
+                done.append(args[0])
+                continue
+            if done:
+                queue.done_many(done)
+                done = []
+            getattr(queue, op)(*args)  # add, or delete (the pod is gone)
+        if done:
+            queue.done_many(done)
         if moved:
             queue.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_DELETE)
         if any(op == "add" for _, op, _args in ops):
