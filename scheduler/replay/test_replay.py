@@ -101,6 +101,15 @@ def test_most_allocated_packs_and_least_allocated_spreads_on_the_same_trace(spre
     assert most["spread_skew"]["kubernetes.io/hostname"] > least["spread_skew"]["kubernetes.io/hostname"]
 
 
+def test_the_table_says_the_spread_skew_and_preemptions_of_each_configuration(spread_trace):
+    d = spread_trace.parent
+    out = io.StringIO()
+    call_command("replay", str(spread_trace), "--config", str(d / "MostAllocated.yaml"),
+                 "--config", str(d / "LeastAllocated.yaml"), stdout=out)
+    lines = [ln for ln in out.getvalue().splitlines() if ln.startswith("  spread skew")]
+    assert len(lines) == 2 and all("kubernetes.io/hostname" in ln and "; preemptions 0" in ln for ln in lines)
+
+
 def test_a_replay_is_deterministic_for_a_seed_and_the_seed_decides_the_ties(spread_trace):
     def placements(*args):
         return [c["placements"] for c in replay_json(spread_trace, *args)["configs"]]

@@ -73,6 +73,10 @@ def _table(report: dict) -> str:
         lines.append(f"{c['config'][:24]:<24} {c['scheduled']:>9} {c['pending']:>7} {u['cpu']['mean']:>8.3f} "
                      f"{u['cpu']['std']:>8.3f} {u['memory']['mean']:>8.3f} {u['memory']['std']:>8.3f} "
                      f"{c['fragmentation']['pods']:>4} {s(c['time_to_bind_p50_s']):>8} {s(c['time_to_bind_p99_s']):>8}")
+        skew = ", ".join(f"{k} {v}" for k, v in c["spread_skew"].items()) or "no topology labels"
+        lines.append(f"  spread skew (max - min pods per domain): {skew}; preemptions {c['preemptions']}"
+                     + (f" ({c['preemptors']} preemptors)" if c["preemptions"] else "")
+                     + (f"; bindings refused as recorded {c['bind_failures']}" if c.get("bind_failures") else ""))
         if "recorded_matches" in c:
             lines.append(f"  reproduces {c['recorded_matches']} of {t['recorded_bindings']} recorded bindings"
                          + (f"; differs on {', '.join(c['recorded_differs'][:10])}" if c["recorded_differs"] else ""))
