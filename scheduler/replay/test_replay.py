@@ -302,6 +302,14 @@ def test_utilisation_is_requested_over_allocatable_per_node_with_population_std(
     assert u["cpu"] == {"mean": 0.25, "std": 0.25} and u["memory"] == {"mean": 0.125, "std": 0.125}
 
 
+@pytest.mark.parametrize("field, value", [("t", -1), ("t", "soon"), ("first_attempt_t", "later"), ("first_attempt_t", True)])
+def test_a_time_that_is_not_seconds_since_the_start_is_refused_naming_line_and_field(field, value):
+    line = {"t": 1.0, "kind": "pod_add", "manifest": {}, field: value}
+    text = '{"kind": "trace", "version": 1}\n' + json.dumps(line) + "\n"
+    with pytest.raises(TraceError, match=rf"t.jsonl:2: {field} must be seconds since the start, got {value!r}"):
+        read_trace(text, "t.jsonl")
+
+
 def test_a_trace_line_of_an_unknown_kind_is_refused_with_its_line_number():
     text = '{"kind": "trace", "version": 1}\n{"kind": "nope"}\n'
     with pytest.raises(TraceError, match=r"t.jsonl:2: unknown kind 'nope'"):

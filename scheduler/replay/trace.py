@@ -135,8 +135,10 @@ def read_trace(text: str, filename: str = "<trace>") -> Trace:
             needs = {POD_ADD: ("manifest",), POD_DELETE: ("key",), NODE_ADD: ("manifest",), NODE_UPDATE: ("manifest",),
                      NODE_DELETE: ("name",), OBJECT_ADD: ("manifest",), CONFIG: ("config",), BOUND: ("key", "node")}[kind]
             _require(line, needs, where)
-            if not isinstance(line["t"], (int, float)) or line["t"] < 0:
-                raise TraceError(f"{where}: t must be seconds since the start, got {line['t']!r}")
+            for name in ("t", "first_attempt_t"):
+                value = line.get(name, 0)
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                    raise TraceError(f"{where}: {name} must be seconds since the start, got {value!r}")
             trace.events.append(line)
         else:
             raise TraceError(f"{where}: unknown kind {kind!r}")
