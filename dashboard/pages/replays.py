@@ -118,6 +118,8 @@ def replay_detail(request, run_id: int):
     run = get_object_or_404(ReplayRun, pk=run_id)
     report = run.report or {}
     configs = report.get("configs", [])
+    for c in configs:  # "hostname 3, zone 1": the table stays narrow (the full keys are in the JSON)
+        c["spread_short"] = ", ".join(f"{k.rsplit('/', 1)[-1]} {v}" for k, v in (c.get("spread_skew") or {}).items())
     differ = report.get("differ", [])
     rows = [{"key": key, "ns": key.split("/", 1)[0], "name": key.split("/", 1)[1],
              "nodes": [(n, c["placements"].get(key)) for n, c in enumerate(configs)]} for key in differ[:DIFFER_SHOWN]]

@@ -28,7 +28,7 @@ def test_a_replay_started_from_the_page_shows_most_against_least_allocated(admin
     html = admin_client.get(f"/replays/{run.pk}/").content.decode()
     std = dict(re.findall(r'<tr data-config="([^"]+)">.*?<td class="num cpu-std">([0-9.]+)</td>', html, re.S))
     assert float(std["most.yaml"]) > float(std["least.yaml"])  # packing against spreading
-    assert html.count('<td class="num preemptions">0</td>') == 2 and "kubernetes.io/hostname: " in html
+    assert html.count('<td class="num preemptions">0</td>') == 2 and re.search(r'<td class="spread-skew"[^>]*>hostname \d+, zone \d+</td>', html)
     assert 'id="replay-differ"' in html and 'data-pod="default/p01"' in html
     plots = json.loads(re.search(r'<script id="replay-plots" type="application/json">(.*?)</script>', html, re.S).group(1))
     assert [p["config"] for p in plots] == ["most.yaml", "least.yaml"] and len(plots[0]["nodes"]["cpu"]) == 6
