@@ -23,9 +23,12 @@ $(DEV_STAMP): $(STAMP) requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(DEV_STAMP)
 
+# `make run SCENARIO=scenarios/node-loss.yaml [TIME_SCALE=10]` plays a scenario in the background.
+SCENARIO ?=
+TIME_SCALE ?= 1
 run: $(STAMP)
 	$(BIN)/python manage.py migrate --verbosity 0
-	$(BIN)/python manage.py run
+	$(BIN)/python manage.py run $(if $(SCENARIO),--scenario $(SCENARIO) --time-scale $(TIME_SCALE))
 
 # The import contracts in .importlinter (docs/architecture.md): arrows only run down.
 lint: $(DEV_STAMP)

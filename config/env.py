@@ -132,3 +132,17 @@ def _show_seconds(seconds: float) -> str:
     h, rest = divmod(whole, 3600)
     m, s = divmod(rest, 60)
     return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v)
+
+
+def env_positive_float(name: str, default: float) -> float:
+    """A finite number above zero (a rate): "0", "-5", "nan" and "inf" are refused, naming the variable."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        parsed = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}: expected a number, got {value!r}") from None
+    if not (0.0 < parsed < float("inf")):
+        raise ImproperlyConfigured(f"{name}: must be a finite number above 0, got {value!r}")
+    return parsed

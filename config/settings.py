@@ -8,7 +8,7 @@ import os
 import warnings
 from pathlib import Path
 
-from .env import env_bool, env_choice, env_duration, env_hosts, env_int, env_retention, env_str
+from .env import env_bool, env_choice, env_duration, env_hosts, env_int, env_positive_float, env_retention, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -234,6 +234,11 @@ KUBECONFIG = env_str("KUBECONFIG", "")
 # The namespace of our Lease ("" = the pod's own namespace in a cluster, else "default").
 SCHEDBOARD_KUBE_NAMESPACE = env_str("SCHEDBOARD_KUBE_NAMESPACE", "")
 SCHEDBOARD_LEASE_NAME = env_str("SCHEDBOARD_LEASE_NAME", "schedboard")
+# The client's own rate limit on requests to the API server, as kube-scheduler's clientConnection.qps and
+# .burst (defaults 50 and 100): a token bucket of `burst` requests refilled at `qps` a second per client
+# (the replica has three, as kube-scheduler: the scheduler's requests, the Lease's, the events').
+SCHEDBOARD_KUBE_QPS = env_positive_float("SCHEDBOARD_KUBE_QPS", 50.0)
+SCHEDBOARD_KUBE_BURST = env_int("SCHEDBOARD_KUBE_BURST", 100, minimum=1)
 # kube-scheduler's leader election defaults (--leader-elect-lease-duration etc.).
 SCHEDBOARD_LEASE_DURATION = env_duration("SCHEDBOARD_LEASE_DURATION", 15.0)
 SCHEDBOARD_RENEW_DEADLINE = env_duration("SCHEDBOARD_RENEW_DEADLINE", 10.0)

@@ -13,6 +13,11 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-secret-key")
 os.environ.setdefault("SCHEDBOARD_LIVE_PREFIX", f"{os.environ['SCHEDBOARD_QUEUE_PREFIX']}:live-{os.getpid()}")
 # The test client and the browser tests' server speak plain HTTP (the deploy check turns it on).
 os.environ.setdefault("DJANGO_HTTPS", "0")
+# The kubernetes client's rate limit (SCHEDBOARD_KUBE_QPS/BURST, 50/100 as kube-scheduler's by default)
+# raised, as scheduler_perf raises kube-scheduler's: tests measure behaviour, not the throttle. The replicas
+# and workers the tests start inherit it; the rate limiter's own tests pass their own figures.
+os.environ.setdefault("SCHEDBOARD_KUBE_QPS", "5000")
+os.environ.setdefault("SCHEDBOARD_KUBE_BURST", "5000")
 # Metrics files of this test session only (worker processes it starts inherit the variable).
 os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="schedboard-test-metrics-"))
 

@@ -68,6 +68,8 @@ class Pod(models.Model):
     node_name = models.CharField(max_length=253, blank=True, default="", help_text="spec.nodeName once bound")
     assumed_node = models.CharField(max_length=253, blank=True, default="", help_text="reserved, not yet bound")
     assumed_at = models.DateTimeField(null=True, blank=True)
+    # status.nominatedNodeName: the node this pod's preemption made room on (the nominator counts it there).
+    nominated_node = models.CharField(max_length=253, blank=True, default="")
     # Set (conditionally, while the reservation still stands) just before the binder takes the
     # reservation to the backend: the reconciler never frees such a reservation at assumed_at's TTL.
     # Cleared by the binding's outcome or by the mirror seeing the pod bound; a mark older than
@@ -105,6 +107,8 @@ class Pod(models.Model):
             models.Index(fields=["node_name"], name="pod_node_name"),
             models.Index(fields=["assumed_node"], name="pod_assumed_node"),
             models.Index(fields=["phase", "node_name"], name="pod_pending"),
+            # The nominator's per-batch read: the few pods nominated and not yet placed.
+            models.Index(fields=["nominated_node"], name="pod_nominated", condition=~models.Q(nominated_node="")),
         ]
 
     def __str__(self) -> str:
@@ -120,10 +124,17 @@ class Pod(models.Model):
 NAMESPACE, SERVICE, REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER = (
     "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 CLUSTER_OBJECT_KINDS = (NAMESPACE, SERVICE, REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER)
+# ---- preemption's kinds (issue 12): what Priority admission and DefaultPreemption read ----
+PRIORITY_CLASS, POD_DISRUPTION_BUDGET = "PriorityClass", "PodDisruptionBudget"
+CLUSTER_OBJECT_KINDS += (PRIORITY_CLASS, POD_DISRUPTION_BUDGET)
+# ---- end of preemption's kinds ----
+# The workload kinds only the controllers read (scheduler/controllers/): a Deployment owns ReplicaSets.
+DEPLOYMENT = "Deployment"
+CLUSTER_OBJECT_KINDS += (DEPLOYMENT,)
 
 
 class ClusterObject(models.Model):
-    """A Namespace, Service, ReplicaSet, StatefulSet or ReplicationController, as applied or mirrored.
+    """A Namespace, Service, ReplicaSet, StatefulSet, ReplicationController or Deployment, as applied or mirrored.
 
     `selector` is the object's selector as stored, JSON null for a nil one (it selects nothing):
     a Service's or ReplicationController's map, a ReplicaSet's or StatefulSet's LabelSelector.
@@ -328,6 +339,23 @@ class DeletedNode(models.Model):
         return f"{self.name} (deleted {self.deleted_at})"
 
 
+class NodeRevision(models.Model):
+    """A node's manifest as it was until a change replaced it, written by a trigger on the node table
+    (migration 0014) only when the manifest changes (not on the request counters' updates), so a recorded
+    trace holds each node as it was at its start and every update with its time."""
+
+    name = models.CharField(max_length=253)
+    manifest = models.JSONField(help_text="the manifest before the change")
+    replaced_at = models.DateTimeField(help_text="when the change replaced it")
+
+    class Meta:
+        ordering = ["-replaced_at", "-id"]
+        indexes = [models.Index(fields=["replaced_at"], name="node_revision_by_time")]
+
+    def __str__(self) -> str:
+        return f"{self.name} (until {self.replaced_at})"
+
+
 class SchedulerConfigVersion(models.Model):
     """One saved version of the whole scheduler configuration; rows are never changed, only added.
 
@@ -365,4 +393,30 @@ class SchedulerConfigVersion(models.Model):
     def __str__(self) -> str:
         return f"version {self.number}" + (" (active)" if self.active else "")
 
-from .replay.models import ReplayRun  # noqa: E402,F401  (the replay app's one model, registered here)
+
+# ---- replay (scheduler/replay/) ---------------------------------------------------------------------------
+
+class ReplayRun(models.Model):
+    """A replay started from the dashboard: its inputs, its progress while the Celery task runs, its report."""
+
+    QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+    STATUS_CHOICES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED)]
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    trace_name = models.CharField(max_length=255)
+    trace = models.TextField(help_text="the trace as given (JSON lines, or a kubectl dump)")
+    configs = models.JSONField(help_text='[{"name": ..., "config": SchedulerConfig as stored, or null: recorded}]')
+    seed = models.IntegerField(null=True, blank=True)
+    status = models.CharField(max_length=8, choices=STATUS_CHOICES, default=QUEUED)
+    progress = models.FloatField(default=0.0, help_text="0..1 over all configurations")
+    report = models.JSONField(null=True, blank=True, help_text="the `replay --json` report")
+    error = models.TextField(blank=True, default="")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"replay {self.pk} of {self.trace_name} ({self.status})"

@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from .models import Attempt, Binding, ClusterEvent, DeletedNode, DeletedPod, Event
+from .models import Attempt, Binding, ClusterEvent, DeletedNode, DeletedPod, Event, NodeRevision
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,8 @@ KINDS = (
     # Deleted pods and nodes serve the rewind, which reaches back as far as the attempts do.
     Kind("deleted pods", DeletedPod, "deleted_at", "SCHEDBOARD_RETAIN_ATTEMPTS", "deleted_at"),
     Kind("deleted nodes", DeletedNode, "deleted_at", "SCHEDBOARD_RETAIN_ATTEMPTS", "deleted_at"),
+    # Node manifests before each change serve recorded traces, which reach back as far too.
+    Kind("node revisions", NodeRevision, "replaced_at", "SCHEDBOARD_RETAIN_ATTEMPTS", "replaced_at"),
 )
 
 

@@ -1,9 +1,12 @@
-"""Celery tasks: thin wrappers over scheduler/loop/."""
+"""Celery tasks: thin wrappers over scheduler/loop/ (and the controllers, retention, replays), sent by name
+(scheduler/dispatch.py): nothing in scheduler/ imports this module."""
 
 from celery import shared_task
 
 from . import loop, retention
+from .backends.bind_item import from_wire
 from .controllers import node_lifecycle as lifecycle, podgc as gc_controller, taint_eviction, workloads as workload_controllers
+from .replay import services as replay_services
 
 
 @shared_task(name="scheduler.schedule", ignore_result=True)
@@ -14,7 +17,12 @@ def schedule(token: str | None = None) -> dict:
 
 @shared_task(name="scheduler.bind", ignore_result=True)
 def bind(items: list[dict]) -> dict:
-    return loop.bind_batch(items)
+    return loop.bind_batch(from_wire(items))
+
+
+@shared_task(name="scheduler.preempt", ignore_result=True)
+def preempt(job: dict) -> dict:
+    return loop.run_preempt(job)
 
 
 @shared_task(name="scheduler.reconcile", ignore_result=True)
@@ -31,7 +39,12 @@ def purge_old_rows() -> dict:
 @shared_task(name="scheduler.recount", ignore_result=True)
 def recount() -> dict:
     return loop.recount()
-from .replay.tasks import replay_run  # noqa: E402,F401  (registers the replay task with the worker)
+
+
+@shared_task(name="scheduler.replay", ignore_result=True)
+def replay_run(run_id: int) -> None:
+    """A replay started from the dashboard (sent by name: replay/services.py)."""
+    replay_services.replay_execute(run_id=run_id)
 
 
 # The controllers of the simulated cluster (config/settings.py adds them to beat only for that backend).

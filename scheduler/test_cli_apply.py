@@ -90,6 +90,11 @@ def test_it_reads_a_kind_list_as_kubectl_get_o_yaml_prints_it(workdir):
     assert r.code == 0, r
     names = list(Node.objects.values_list("name", flat=True))
     assert r.out == "".join(f"node/{n} created\n" for n in names) and len(names) >= 2
+    # Its spec.priorityClassName must exist here too, as Priority admission wants (the pod came from a cluster that had it).
+    r = cli("apply", "-f", str(TESTDATA / "manifests" / "pod-kubectl-get.yaml"))
+    assert r.code == 1 and r.err.endswith("spec.priorityClassName: no PriorityClass with name shop-high was found\n"), r
+    write(workdir, "class.yaml", "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: shop-high}\nvalue: 1000\n")
+    assert cli("apply", "-f", str(workdir / "class.yaml")).out == "priorityclass.scheduling.k8s.io/shop-high created\n"
     r = cli("apply", "-f", str(TESTDATA / "manifests" / "pod-kubectl-get.yaml"))
     assert r.code == 0, r
     assert r.out.endswith(" created\n")
@@ -155,8 +160,8 @@ BAD_INPUTS = {
     ),
     "unknown kind": (
         "kind.yaml",
-        NODE_A + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec: {}\n",
-        ['kind.yaml: doc 2 (Deployment shop/web): kind: unsupported kind "Deployment" (only v1 Node, Pod, Namespace, Service and ReplicationController, and apps/v1 ReplicaSet and StatefulSet)'],
+        NODE_A + "---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: web, namespace: shop}\nspec: {}\n",
+        ['kind.yaml: doc 2 (DaemonSet shop/web): kind: unsupported kind "DaemonSet" (only v1 Node, Pod, Namespace, Service and ReplicationController, apps/v1 ReplicaSet, StatefulSet and Deployment, scheduling.k8s.io/v1 PriorityClass and policy/v1 PodDisruptionBudget)'],
     ),
     "bad quantity": (
         "pods.yaml",

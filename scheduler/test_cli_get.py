@@ -223,7 +223,7 @@ def test_get_nodes_and_events_as_json(cluster):
 
 
 def test_unknown_resource_type_and_names_across_namespaces_are_errors(cluster):
-    assert cli("get", "deployments").code == 1
+    assert cli("get", "daemonsets").code == 1
     assert cli("get", "pods", "web", "-A").code == 1
 
 
@@ -239,5 +239,5 @@ def test_through_manage_py(cluster):
     assert r.code == 0 and json.loads(r.out)["status"]["conditions"][0]["message"] == UNSCHEDULABLE
     r = manage("get", "pods", "nope", cwd=cluster)
     assert (r.code, r.out, r.err) == (1, "", 'Error from server (NotFound): pods "nope" not found\n'), r
-    r = manage("get", "deployments", cwd=cluster)
-    assert (r.code, r.out, r.err) == (1, "", 'error: the server doesn\'t have a resource type "deployments"\n'), r
+    r = manage("get", "daemonsets", cwd=cluster)
+    assert (r.code, r.out, r.err) == (1, "", 'error: the server doesn\'t have a resource type "daemonsets"\n'), r

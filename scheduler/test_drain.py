@@ -80,3 +80,14 @@ def test_drain_refuses_unmanaged_and_daemon_set_pods_with_kubectls_words_and_evi
 def test_eviction_is_allowed_while_the_cluster_has_no_disruption_budgets():
     apply(node("a"), pod("p", nodeName="a"))
     assert disruption.eviction_allowed(Pod.objects.get(name="p")) is True
+
+
+def test_eviction_is_refused_while_a_budget_selecting_the_pod_has_no_disruption_left():
+    budget = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": "default"},
+              "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}}
+    apply(node("a"), pod("db-0", nodeName="a", meta={"labels": {"app": "db"}}),
+          pod("db-1", nodeName="a", meta={"labels": {"app": "db"}}), pod("other", nodeName="a"), budget)
+    assert disruption.eviction_allowed(Pod.objects.get(name="db-0")) is True  # 2 healthy, 1 must stay
+    Pod.objects.filter(name="db-1").delete()
+    assert disruption.eviction_allowed(Pod.objects.get(name="db-0")) is False
+    assert disruption.eviction_allowed(Pod.objects.get(name="other")) is True

@@ -51,9 +51,9 @@ def core(api):
 @pytest.fixture
 def replica(kube_cluster, core):
     """One replica of ours, leading, with its watches synced; the test drives the loop and the committer."""
-    from scheduler.kube.controller import Controller
+    from scheduler.replica import Replica
 
-    controller = Controller(api_client=kube_cluster.api_client(), namespace=NS, lease_name=f"lease-{uuid.uuid4().hex[:6]}",
+    controller = Replica(api_client=kube_cluster.api_client(), namespace=NS, lease_name=f"lease-{uuid.uuid4().hex[:6]}",
                             lease_duration=15, renew_deadline=10, retry_period=2, watch_timeout=60)
     assert controller.elector.acquire()
     controller.start_leading()

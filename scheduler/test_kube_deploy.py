@@ -216,7 +216,7 @@ def test_the_deploy_roles_are_enough_to_schedule_and_kube_check_says_so(rbac_clu
 
     from scheduler.backends import reset_backend
     from scheduler.kube.client import call
-    from scheduler.kube.controller import Controller
+    from scheduler.replica import Replica
     from scheduler.testing.kube import node, pod, read_pod, schedule_loop, scheduled_condition, wait_for_cluster
 
     _grant_deploy_roles(rbac_cluster)
@@ -228,7 +228,7 @@ def test_the_deploy_roles_are_enough_to_schedule_and_kube_check_says_so(rbac_clu
     call(admin.create_node, node("node-a", cpu="2"))
     call(admin.create_namespaced_pod, "default", pod("fits", cpu="1"))
     call(admin.create_namespaced_pod, "default", pod("too-big", cpu="4"))
-    controller = Controller(api_client=rbac_cluster.api_client(USER), namespace=NAMESPACE,
+    controller = Replica(api_client=rbac_cluster.api_client(USER), namespace=NAMESPACE,
                             lease_name=f"schedboard-{uuid.uuid4().hex[:6]}", lease_duration=15, renew_deadline=10,
                             retry_period=2, watch_timeout=60)
     stop = threading.Event()

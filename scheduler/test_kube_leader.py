@@ -144,14 +144,14 @@ def _holder(coordination, name):
 
 def test_a_leader_that_loses_its_lease_stops_binding_at_once(kube_cluster, apis):
     from scheduler.backends import reset_backend
-    from scheduler.kube.controller import Controller
+    from scheduler.replica import Replica
 
     core, coordination = apis
     call(core.delete_collection_namespaced_pod, NS, grace_period_seconds=0)
     call(core.delete_collection_node)
     call(core.create_node, node("node-a"))
     lease = f"lease-{uuid.uuid4().hex[:6]}"
-    controller = Controller(api_client=kube_cluster.api_client(), namespace=NS, lease_name=lease,
+    controller = Replica(api_client=kube_cluster.api_client(), namespace=NS, lease_name=lease,
                             lease_duration=15, renew_deadline=10, retry_period=0.2, watch_timeout=60)
     assert controller.elector.acquire()
     controller.start_leading()

@@ -25,9 +25,9 @@ def running(kube_cluster):
     """One replica of ours, leading, with the committer and the scheduling loop in threads."""
     from django.db import connections
 
-    from scheduler.kube.controller import Controller
+    from scheduler.replica import Replica
 
-    controller = Controller(api_client=kube_cluster.api_client(), namespace=NS, lease_name=f"lease-{uuid.uuid4().hex[:6]}",
+    controller = Replica(api_client=kube_cluster.api_client(), namespace=NS, lease_name=f"lease-{uuid.uuid4().hex[:6]}",
                             lease_duration=15, renew_deadline=10, retry_period=2, watch_timeout=60)
     assert controller.elector.acquire()
     controller.start_leading()

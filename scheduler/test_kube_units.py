@@ -592,7 +592,7 @@ def test_one_pod_that_cannot_be_reported_does_not_hold_back_the_rest_of_its_repo
             return Reply({})
 
     events = FakeEvents()
-    committer = Committer(backend_with(Core()), EventRecorder(events, hostname="h"), redis=None)
+    committer = Committer(Core(), EventRecorder(events, hostname="h"), redis=None)
     failed = [{"namespace": "default", "name": n, "uid": uids[n], "resourceVersion": "1", "scheduler": "default-scheduler",
                "reason": "Unschedulable", "message": "0/1 nodes are available: 1 Insufficient cpu."} for n in ("bad", "good")]
 

@@ -67,8 +67,8 @@ BAD = [
         id="bad-yaml-tab",
     ),
     pytest.param(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\n",
-        ['pods.yaml: doc 1 (Deployment shop/web): kind: unsupported kind "Deployment" (only v1 Node, Pod, Namespace, Service and ReplicationController, and apps/v1 ReplicaSet and StatefulSet)'],
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: web, namespace: shop}\n",
+        ['pods.yaml: doc 1 (DaemonSet shop/web): kind: unsupported kind "DaemonSet" (only v1 Node, Pod, Namespace, Service and ReplicationController, apps/v1 ReplicaSet, StatefulSet and Deployment, scheduling.k8s.io/v1 PriorityClass and policy/v1 PodDisruptionBudget)'],
         id="unknown-kind",
     ),
     pytest.param(
@@ -273,7 +273,8 @@ BAD = [
         "ports: [{containerPort: 80, hostPort: 70000, protocol: HTTP}]}]}}\n",
         ["pods.yaml: doc 1: items[0]: expected a Kubernetes object (a map with apiVersion and kind), got number 5",
          'pods.yaml: doc 1 (ConfigMap s): items[1].kind: unsupported kind "ConfigMap" (only v1 Node, Pod, Namespace, '
-         "Service and ReplicationController, and apps/v1 ReplicaSet and StatefulSet)",
+         "Service and ReplicationController, apps/v1 ReplicaSet, StatefulSet and Deployment, scheduling.k8s.io/v1 "
+         "PriorityClass and policy/v1 PodDisruptionBudget)",
          "pods.yaml: doc 1 (Pod default/p): items[2].spec.containers[0].ports[0].hostPort: "
          "Invalid value: 70000: must be between 1 and 65535, inclusive",
          'pods.yaml: doc 1 (Pod default/p): items[2].spec.containers[0].ports[0].protocol: Unsupported value: "HTTP": '

@@ -80,7 +80,8 @@ def test_it_deletes_rows_past_their_horizon_and_keeps_the_young_ones(defaults):
     assert set(Event.objects.values_list("pk", flat=True)) == {young_event.pk, repeated.pk}
     assert set(ClusterEvent.objects.values_list("pk", flat=True)) == {young_ce.pk, newest_ce.pk}
     assert Binding.objects.filter(pk=ancient_binding.pk).exists()  # bindings: forever by default
-    assert report.deleted == {"attempts": 1, "events": 1, "cluster events": 1, "bindings": 0, "deleted pods": 0, "deleted nodes": 0}
+    assert report.deleted == {"attempts": 1, "events": 1, "cluster events": 1, "bindings": 0, "deleted pods": 0, "deleted nodes": 0,
+                              "node revisions": 0}
     assert report.done
     assert not Attempt.objects.filter(pk=old_attempt.pk).exists() and not Event.objects.filter(pk=old_event.pk).exists()
     assert not ClusterEvent.objects.filter(pk=old_ce.pk).exists()
@@ -155,7 +156,8 @@ def test_every_kind_can_be_kept_forever(defaults):
         setattr(defaults, name, None)
     attempt(900 * DAY), event(900 * DAY), cluster_event(900 * DAY), cluster_event(DAY)
     report = retention.purge(now=NOW)
-    assert report.deleted == {"attempts": 0, "events": 0, "cluster events": 0, "bindings": 0, "deleted pods": 0, "deleted nodes": 0}
+    assert report.deleted == {"attempts": 0, "events": 0, "cluster events": 0, "bindings": 0, "deleted pods": 0, "deleted nodes": 0,
+                              "node revisions": 0}
     assert (Attempt.objects.count(), Event.objects.count(), ClusterEvent.objects.count()) == (1, 1, 2)
 
 
@@ -299,7 +301,7 @@ def test_kube_run_inline_purges_as_beat_would(defaults):
     """`kube run --inline` has no beat: its scheduling loop runs retention itself."""
     import types
 
-    from scheduler.kube.controller import Controller
+    from scheduler.replica import Replica
 
     now = datetime.now(dt_timezone.utc)
     old, young = (Event.objects.create(dedup_key=key, type="Normal", reason="Scheduled", message="m", involved_kind="Pod",
@@ -307,11 +309,11 @@ def test_kube_run_inline_purges_as_beat_would(defaults):
                   for key, when in (("old", now - timedelta(days=3)), ("young", now)))
     replica = types.SimpleNamespace(stopping=threading.Event())
 
-    def run():  # as Controller._thread runs it: the thread's connection closed at the end
+    def run():  # as Replica._thread runs it: the thread's connection closed at the end
         from django.db import connections
 
         try:
-            Controller._schedule_loop(replica)
+            Replica._schedule_loop(replica)
         finally:
             connections.close_all()
 
@@ -342,5 +344,6 @@ def test_beat_runs_the_retention_task_every_period(defaults):
     Attempt.objects.create(namespace="default", pod_name="old", number=1, result="unschedulable",
                            started_at=real_now - 8 * DAY)
     assert tasks.purge_old_rows.apply().get() == {
-        "deleted": {"attempts": 1, "events": 0, "cluster events": 0, "bindings": 0, "deleted pods": 0, "deleted nodes": 0}, "done": True}
+        "deleted": {"attempts": 1, "events": 0, "cluster events": 0, "bindings": 0, "deleted pods": 0, "deleted nodes": 0,
+                              "node revisions": 0}, "done": True}
     assert not Attempt.objects.exists()

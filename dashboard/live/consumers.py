@@ -1,4 +1,4 @@
-"""The live websocket: one per open page. Logged-in users only (the origin check is in config/asgi.py).
+"""The live websocket: one per open page. Logged-in users only (the origin check is in routing.py).
 
 It joins the live group, folds every message into its Coalescer, and a ticker sends at most
 SCHEDBOARD_LIVE_FPS frames a second, each made by the page's feed; a gap makes the next one a snapshot.

@@ -140,7 +140,7 @@ def schedule_batch_done(attempts: list, popped: int) -> None:
 
 
 def bind_batch_done(bound: list, refused: list, now) -> None:
-    """A binding batch committed: bound = [(item, pod, seconds)], refused = [(item, pod, error, seconds)]."""
+    """A binding batch committed: bound = [(node, pod, seconds)], refused = [(node, pod, message, seconds)]."""
     if bound or refused:
         _publisher.publish(bind_message(bound, refused, now))
 
@@ -162,11 +162,11 @@ def bind_message(bound: list, refused: list, now) -> dict:
     t = time.time()  # just after the commit: the bench measures bind -> frame from here
     e2e = []
     rows = []
-    for item, pod, _seconds in bound:
+    for node, pod, _seconds in bound:
         first = pod.queued_at or pod.created_at
         ms = round(max(0.0, (now - first).total_seconds()) * 1000.0, 3) if first else None
         e2e.append(ms)
-        rows.append([pod.namespace, pod.name, item["node"], ms, t])
+        rows.append([pod.namespace, pod.name, node, ms, t])
     return {
         "bound": len(bound), "bind_failed": len(refused), "failures": len(refused),
         "moves": {"backoff": len(refused)},

@@ -14,18 +14,19 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
-from config.asgi import application, websocket_application
 from scheduler.testing.deploy import deploy_settings
 from scheduler.models import Binding, Node, Pod
 from scheduler.queue.queues import get_queue
 
 from . import publish, state
+from .routing import websocket_application
 from .tally import LAST_ITEMS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 ORIGIN = b"http://localhost"
 FRAME_BYTES = 16_384  # an overview frame's bound, whatever the burst
+APPLICATION = websocket_application()  # what config/asgi.py serves on websockets, as the deploy's settings allow
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +59,7 @@ def socket(view="overview", cookie=None, origin=ORIGIN):
     headers = [(b"host", b"localhost"), (b"origin", origin)]
     if cookie:
         headers.append((b"cookie", f"sessionid={cookie}".encode()))
-    return WebsocketCommunicator(application, f"/ws/live/{view}/", headers=headers)
+    return WebsocketCommunicator(APPLICATION, f"/ws/live/{view}/", headers=headers)
 
 
 async def frame(ws, timeout=30):
@@ -73,7 +74,7 @@ def _bind_rows(start: int, n: int) -> list:
                                     for i in range(start, start + n)])
     Binding.objects.bulk_create([Binding(pod=p, namespace="live", pod_name=p.name, pod_uid=p.uid, node_name="n1",
                                          bound_at=now) for p in pods])
-    return [({"node": "n1"}, p, 0.001) for p in pods]
+    return [("n1", p, 0.001) for p in pods]
 
 
 async def test_an_anonymous_socket_is_closed_with_4401_and_nothing_else():
@@ -254,7 +255,7 @@ class NodesPage:
             self.incoming = None
         for name, *u in f.get("changed", ()):
             if name in self.rows:
-                self.rows[name] = [*self.rows[name][:7], u]
+                self.rows[name] = [*self.rows[name][:8], u]
 
     @property
     def complete(self):
@@ -275,7 +276,8 @@ async def test_the_nodes_view_sends_every_node_once_then_only_changed_rows(cooki
     first = await frame(ws)
     assert first["full"] is True and first["start"] == 30 and len(first["nodes"]) == 30
     assert first["nodes"][1][0] == "node-0001" and first["nodes"][1][5] == ["gpu:NoSchedule"]
-    assert first["nodes"][1][6] == {"zone": "a"} and first["nodes"][1][7] == [0, 0, 0, 0]
+    assert first["nodes"][1][6] == {"zone": "a"} and first["nodes"][1][7] == "Ready"
+    assert first["nodes"][1][8] == [0, 0, 0, 0]
     await sync_to_async(lambda: Node.objects.filter(name="node-0007").update(req_cpu=1500, req_pods=3))()
     f = await frame(ws)
     await ws.disconnect()
@@ -308,7 +310,7 @@ async def test_at_5000_nodes_every_frame_is_bounded_and_the_page_gets_every_row(
         page.apply(json.loads(raw))
     await ws.disconnect()
     assert max(sizes) <= NODE_FRAME_LIMIT
-    assert len(page.rows) == 4999 and "node-0000" not in page.rows and page.rows["node-0002"][7][0] == 700
+    assert len(page.rows) == 4999 and "node-0000" not in page.rows and page.rows["node-0002"][8][0] == 700
 
 
 async def test_viewers_in_a_process_share_one_read_of_the_node_manifests(cookie, monkeypatch):

@@ -72,7 +72,7 @@ def test_a_failed_delivery_is_counted_and_the_sender_keeps_going():
 def test_messages_are_bounded_whatever_the_batch():
     now = timezone.now()
     pods = [Pod(namespace="ns", name=f"p{i}", queued_at=now - timedelta(seconds=1)) for i in range(5000)]
-    bound = [({"node": f"n{i % 700}"}, pod, 0.002) for i, pod in enumerate(pods)]
+    bound = [(f"n{i % 700}", pod, 0.002) for i, pod in enumerate(pods)]
     message = publish.bind_message(bound, [], now)
     assert message["bound"] == 5000 and len(message["bindings"]) == 15
     assert message["bindings"][-1][:3] == ["ns", "p4999", "n99"]

@@ -69,6 +69,7 @@ def test_the_audit_says_how_long_each_kind_of_row_is_kept_and_the_oldest_still_p
         ["Bindings", "forever", "2026-11-30 10:00:00", "SCHEDBOARD_RETAIN_BINDINGS"],
         ["Deleted pods", "7 days", "none", "SCHEDBOARD_RETAIN_ATTEMPTS"],
         ["Deleted nodes", "7 days", "none", "SCHEDBOARD_RETAIN_ATTEMPTS"],
+        ["Node revisions", "7 days", "none", "SCHEDBOARD_RETAIN_ATTEMPTS"],
     ]
 
 
@@ -81,7 +82,8 @@ def test_the_retention_follows_the_settings(admin_client, shipped):
     kept = {row[0]: (row[1], row[2]) for row in table(admin_client.get("/bindings/").content.decode(), "retention")}
     assert kept == {"Attempts": ("forever", "none"), "Events": ("1 hour 30 minutes", "2026-11-30 10:00:07"),
                     "Cluster events": ("10 minutes", "none"), "Bindings": ("400 days", "none"),
-                    "Deleted pods": ("forever", "none"), "Deleted nodes": ("forever", "none")}
+                    "Deleted pods": ("forever", "none"), "Deleted nodes": ("forever", "none"),
+                    "Node revisions": ("forever", "none")}
 
 
 def test_a_binding_whose_attempt_retention_deleted_is_still_listed_by_its_bound_time(admin_client, shipped):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
+from .bind_item import BindItem
+
 
 class Backend(Protocol):
     """What the loop asks of a backend (simulated.py, kubernetes.py, and the tests' doubles)."""
@@ -22,12 +24,17 @@ class Backend(Protocol):
         """Whether binding this pod needs its previous_bind_failures (a count the loop reads from the audit)."""
         ...
 
-    def hand_off(self, items: list[dict]) -> None:
+    def hand_off(self, items: list[BindItem]) -> None:
         """Placed pods, to be bound by whichever process binds for this backend."""
         ...
 
     def report(self, *, failed: list, scheduled: list) -> None:
         """Tell the cluster what the batch decided (events, conditions), if it keeps its own."""
+        ...
+
+    def preempt(self, job: dict) -> list[str] | None:
+        """Evict a preemption's victims (state/nominations.preemption_job): the keys evicted now, or None when
+        the eviction was handed on (to the kubernetes backend's leader). Idempotent."""
         ...
 
 

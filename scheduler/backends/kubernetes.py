@@ -2,8 +2,9 @@
 
 Any worker process schedules (against the Postgres mirror of the cluster); only the process that
 holds the Lease talks to the API server. Workers hand placed pods and scheduling failures to it
-through a Redis list (`<queue prefix>:kube:jobs`); the leader's committer (scheduler/kube/controller.py)
-binds them and records the events and PodScheduled conditions.
+through a Redis list (`<queue prefix>:kube:jobs`, kube/jobs.py); the leader's committer
+(scheduler/kube/controller.py, given the loop's binder by scheduler/replica.py) binds them and records the
+events and PodScheduled conditions.
 """
 
 from __future__ import annotations
@@ -12,17 +13,13 @@ import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from django.conf import settings
-
+from ..kube.jobs import jobs_key
+from .bind_item import BindItem, to_wire
 from .errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
 
 log = logging.getLogger(__name__)
 
 BIND_PARALLELISM = 16  # bindings in flight at once, as the binding goroutines
-
-
-def jobs_key() -> str:
-    return f"{settings.SCHEDBOARD_QUEUE_PREFIX}:kube:jobs"
 
 
 def _pod_ref(pod) -> dict:
@@ -56,8 +53,8 @@ class KubernetesBackend:
                 raise RuntimeError("SCHEDBOARD_BACKEND=kubernetes needs REDIS_URL (workers hand bindings to the leader)")
         return self._redis
 
-    def hand_off(self, items: list[dict]) -> None:
-        self.redis.rpush(jobs_key(), json.dumps({"op": "bind", "items": items}))
+    def hand_off(self, items: list[BindItem]) -> None:
+        self.redis.rpush(jobs_key(), json.dumps({"op": "bind", "items": to_wire(items)}))
 
     def report(self, *, failed: list, scheduled: list) -> None:
         """failed: (Pod row, condition reason or None for an event only, message); scheduled: (Pod row, node)."""
@@ -67,6 +64,10 @@ class KubernetesBackend:
                "failed": [{**_pod_ref(pod), "reason": reason, "message": message} for pod, reason, message in failed],
                "scheduled": [{**_pod_ref(pod), "node": node} for pod, node in scheduled]}
         self.redis.rpush(jobs_key(), json.dumps(job))
+
+    def preempt(self, job: dict) -> None:
+        """Only the lease holder talks to the API: the victims go to it with the other jobs (None: deferred)."""
+        self.redis.rpush(jobs_key(), json.dumps({"op": "preempt", **job}))
 
     # ---- leader side: the API calls ---------------------------------------------------------------
     @property

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from .. import dispatch
+from .bind_item import BindItem, to_wire
 from .errors import BindError
 
 __all__ = ["BindError", "FAIL_BINDS_ANNOTATION", "SimulatedBackend"]
@@ -53,9 +54,15 @@ class SimulatedBackend:
         annotations = (pod_manifest.get("metadata") or {}).get("annotations") or {}
         return isinstance(annotations, dict) and FAIL_BINDS_ANNOTATION in annotations  # bind() says what is wrong
 
-    def hand_off(self, items: list[dict]) -> None:
+    def hand_off(self, items: list[BindItem]) -> None:
         """Placed pods go to the bind task (any worker)."""
-        dispatch.send(dispatch.BIND, items)
+        dispatch.send(dispatch.BIND, to_wire(items))
+
+    def preempt(self, job: dict) -> list[str]:
+        """Evict the victims of a preemption (the rows are the cluster): the keys evicted now."""
+        from ..cluster.preemption import preempt_victims
+
+        return preempt_victims(job)
 
     def report(self, *, failed: list, scheduled: list) -> None:
         """Nothing to tell: the events and conditions are already the rows the loop wrote."""

@@ -2,8 +2,18 @@
 production shape (one `kube run` replica holding the Lease, Celery workers, beat), watched until bound.
 
 Reported, never asserted: pods/s from the first pod created to the last seen bound (by our own
-watch, as a user would see it), the binding call's latency (pods/binding, from the Attempt rows)
-and create→bound latency per pod. It works in its own database and Redis prefix, and drops them.
+watch, as a user would see it), the binding call's latency (pods/binding, from the Attempt rows),
+create→bound latency per pod, the mirror's lag (the create call's answer → the pod's row queued in
+Postgres, `Pod.queued_at`) and how often the replica's client dropped a connection for want of room in
+its pool ("Connection pool is full" in its log). It works in its own database and Redis prefix, and
+drops them.
+
+With `backlog`, the pods are created while no replica runs (after the warm-up it stops, releasing its
+Lease), then one starts: pods/s, create→bound and the mirror lag count from its start, and
+`kube_first_bound_s` says when its first binding was seen.
+
+The replica runs with the client rate limit raised (SCHEDBOARD_KUBE_QPS/BURST, as scheduler_perf raises
+kube-scheduler's clientConnection.qps/burst): the bench measures the scheduler, not the throttle.
 """
 
 from __future__ import annotations
@@ -22,6 +32,9 @@ from ..testing.workers import BASE_DIR, WorkerProcesses, purge_broker, worker_en
 NODE_ALLOCATABLE = {"cpu": "4", "memory": "32Gi", "pods": "110"}
 POD_REQUESTS = {"cpu": "100m", "memory": "500Mi"}
 NAMESPACE = "sched-test"
+# The replica's client rate limit in the bench, as scheduler_perf runs kube-scheduler (qps/burst 5000).
+BENCH_QPS = BENCH_BURST = 5000
+POOL_FULL = b"Connection pool is full"
 
 
 def _node(name):
@@ -72,14 +85,27 @@ class _BoundWatcher:
                 time.sleep(0.05)
 
 
-def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeout: float = 900.0) -> dict:
+def _stop(proc) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.terminate()  # a clean stop: the replica releases its Lease
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False, progress=None,
+                   timeout: float = 900.0) -> dict:
+    """Pods created live while the replica schedules; with `backlog`, all created while no replica runs,
+    then one started (timed from its start: its list is mirrored, then the pods bound)."""
     from django.core.management import call_command
     from kubernetes import client
 
     from .. import loop
     from ..kube.client import call
     from ..testing.kube_apiserver import local_kube_cluster
-    from ..models import Attempt
+    from ..models import Attempt, Binding, Pod
     from ..queue.queues import get_redis
 
     say = progress or (lambda msg: None)
@@ -104,11 +130,16 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
                     list(pool.map(lambda i: call(core.create_node, _node(f"node-{i}")), range(nodes)))
                 env = worker_env(database_url=url, redis_url=settings.REDIS_URL, queue_prefix=prefix,
                                  SCHEDBOARD_BACKEND="kubernetes", KUBECONFIG=str(cluster.kubeconfig),
-                                 SCHEDBOARD_KUBE_NAMESPACE="default", SCHEDBOARD_RECONCILE_MS="500")
+                                 SCHEDBOARD_KUBE_NAMESPACE="default", SCHEDBOARD_RECONCILE_MS="500",
+                                 SCHEDBOARD_KUBE_QPS=str(BENCH_QPS), SCHEDBOARD_KUBE_BURST=str(BENCH_BURST))
                 wp = WorkerProcesses(workers, env, beat=True).start()
                 replica_log = open(wp.log_dir / "replica.log", "ab")
-                replica = subprocess.Popen([sys.executable, "manage.py", "kube", "run"], cwd=BASE_DIR, env=env,
-                                           stdout=replica_log, stderr=subprocess.STDOUT, start_new_session=True)
+
+                def start_replica():
+                    return subprocess.Popen([sys.executable, "manage.py", "kube", "run"], cwd=BASE_DIR, env=env,
+                                            stdout=replica_log, stderr=subprocess.STDOUT, start_new_session=True)
+
+                replica = start_replica()
                 # Warm-up (not measured): leader elected, watches synced, workers loaded.
                 warm = [f"warm-{i}" for i in range(20)]
                 start_rv = call(core.list_namespaced_pod, NAMESPACE)["metadata"]["resourceVersion"]
@@ -116,30 +147,63 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
                 for p in warm:
                     call(core.create_namespaced_pod, NAMESPACE, _pod(p))
                 wait(lambda: all(p in watcher.bound_at for p in warm), timeout, wp, "warm-up pods bound")
-                say(f"warm; creating {pods} pods through the API")
+                if backlog:
+                    say("warm; stopping the replica")
+                    _stop(replica)
+                say(f"creating {pods} pods through the API")
                 names = [f"pod-{i}" for i in range(pods)]
                 created_at: dict[str, float] = {}
+                created_wall: dict[str, float] = {}  # the mirror's rows carry wall-clock times
 
                 def create(p):
                     call(core.create_namespaced_pod, NAMESPACE, _pod(p))
                     created_at[p] = time.perf_counter()
+                    created_wall[p] = time.time()
 
                 t0 = time.perf_counter()
                 with ThreadPoolExecutor(8) as pool:
                     list(pool.map(create, names))
                 created_s = time.perf_counter() - t0
+                if backlog:
+                    say("starting the replica on the backlog")
+                    t0 = time.perf_counter()
+                    started_wall = time.time()
+                    created_at = dict.fromkeys(names, t0)  # each pod waits from the replica's start
+                    created_wall = dict.fromkeys(names, started_wall)
+                    replica = start_replica()
                 wait(lambda: all(p in watcher.bound_at for p in names), timeout, wp, "all pods bound")
                 elapsed = max(watcher.bound_at[p] for p in names) - t0
+                first_bound_s = min(watcher.bound_at[p] for p in names) - t0
                 watcher.stop.set()
+                # The figures below come from our own tables: wait for the audit to hold every binding (the
+                # mirror or the binder writes it just after the API has it) and for the binder's timings.
+                wait(lambda: Binding.objects.filter(namespace=NAMESPACE, pod_name__in=names).count() == len(names),
+                     timeout, wp, "every binding recorded")
+                settled = time.monotonic() + 10.0
+                while time.monotonic() < settled and Attempt.objects.filter(
+                        namespace=NAMESPACE, pod_name__in=names, result="scheduled", binding_ms__isnull=True).exists():
+                    time.sleep(0.1)
                 e2e = [(watcher.bound_at[p] - created_at[p]) * 1000.0 for p in names]
                 rows = list(Attempt.objects.filter(namespace=NAMESPACE, pod_name__in=names, result="scheduled")
                             .values_list("binding_ms", "attempt_ms"))
+                # Where the time goes after the mirror: in the queue (queue_wait_ms), and from first queued
+                # to bound as the scheduler saw it (e2e_ms, kube-scheduler's SLI).
+                waits = list(Attempt.objects.filter(namespace=NAMESPACE, pod_name__in=names)
+                             .values_list("queue_wait_ms", flat=True))
+                sli = list(Attempt.objects.filter(namespace=NAMESPACE, pod_name__in=names, result="scheduled")
+                           .values_list("e2e_ms", flat=True))
                 per_node: dict[str, int] = {}
                 for p in names:
                     per_node[watcher.nodes[p]] = per_node.get(watcher.nodes[p], 0) + 1
                 over = sum(1 for n in per_node.values() if n * 100 > 4000)
+                queued = dict(Pod.objects.filter(namespace=NAMESPACE, name__in=names, queued_at__isnull=False)
+                              .values_list("name", "queued_at"))
+                lag = [(queued[p].timestamp() - created_wall[p]) * 1000.0 for p in names if p in queued]
+                replica_log.flush()
+                pool_full = (wp.log_dir / "replica.log").read_bytes().count(POOL_FULL)
                 return {
-                    "backend": "kubernetes",
+                    "backend": "kubernetes", "kube_backlog": backlog,
+                    "kube_first_bound_s": round(first_bound_s, 3),
                     "kube_nodes": nodes, "kube_pods": pods, "kube_workers": workers,
                     "kube_pods_per_s": round(pods / elapsed, 1),
                     "kube_seconds": round(elapsed, 3),
@@ -147,17 +211,20 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, progress=None, timeou
                     "kube_bind_p50_ms": pct([b for b, _ in rows if b is not None], 50),
                     "kube_bind_p99_ms": pct([b for b, _ in rows if b is not None], 99),
                     "kube_attempt_p50_ms": pct([a for _, a in rows if a is not None], 50),
+                    "kube_queue_wait_p50_ms": pct([w for w in waits if w is not None], 50),
+                    "kube_queue_wait_p99_ms": pct([w for w in waits if w is not None], 99),
+                    "kube_queued_to_bound_p50_ms": pct([e for e in sli if e is not None], 50),
+                    "kube_queued_to_bound_p99_ms": pct([e for e in sli if e is not None], 99),
                     "kube_create_to_bound_p50_ms": pct(e2e, 50),
                     "kube_create_to_bound_p99_ms": pct(e2e, 99),
+                    "kube_mirror_lag_p50_ms": pct(lag, 50),
+                    "kube_mirror_lag_p99_ms": pct(lag, 99),
+                    "kube_pool_full_warnings": pool_full,
+                    "kube_client_qps": BENCH_QPS, "kube_client_burst": BENCH_BURST,
                     "kube_overcommitted_nodes": over,
                 }
         finally:
-            if replica is not None and replica.poll() is None:
-                replica.terminate()
-                try:
-                    replica.wait(15)
-                except subprocess.TimeoutExpired:
-                    replica.kill()
+            _stop(replica)
             if wp is not None:
                 wp.stop()
             for key in r.scan_iter(match=prefix + "*", count=1000):

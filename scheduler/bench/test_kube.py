@@ -15,17 +15,20 @@ BASE_DIR = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 
 KEYS = {"kube_pods_per_s", "kube_bind_p50_ms", "kube_bind_p99_ms", "kube_create_to_bound_p50_ms",
-        "kube_create_to_bound_p99_ms", "simulated_e2e_pods_per_s", "simulated_binding_p50_ms", "simulated_binding_p99_ms"}
+        "kube_create_to_bound_p99_ms", "kube_mirror_lag_p50_ms", "kube_mirror_lag_p99_ms", "kube_pool_full_warnings",
+        "kube_first_bound_s", "kube_client_qps", "kube_client_burst",
+        "simulated_e2e_pods_per_s", "simulated_binding_p50_ms", "simulated_binding_p99_ms"}
 
 
-def test_bench_kubernetes_prints_both_backends_figures_and_overcommits_nothing():
+@pytest.mark.parametrize("backlog", [False, True], ids=["live", "backlog"])
+def test_bench_kubernetes_prints_both_backends_figures_and_overcommits_nothing(backlog):
     env = dict(os.environ)
     env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "REDIS_URL": settings.REDIS_URL,
                 "DJANGO_SECRET_KEY": "bench-test", "SCHEDBOARD_EAGER": "0"})
     # A database of its own: the bench drops and recreates "<name>_bench" next to this one.
     env["DATABASE_URL"] = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/schedboard_kbenchtest"
     result = subprocess.run([sys.executable, "manage.py", "bench", "--backend", "kubernetes", "--nodes", "10",
-                             "--pods", "60", "--workers", "1", "--json"],
+                             "--pods", "60", "--workers", "1", "--json", *(["--backlog"] if backlog else [])],
                             cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     figures = json.loads(result.stdout)
@@ -34,3 +37,7 @@ def test_bench_kubernetes_prints_both_backends_figures_and_overcommits_nothing()
     assert figures["kube_overcommitted_nodes"] == 0 and figures["simulated_overcommitted_nodes"] == 0
     assert figures["kube_pods_per_s"] > 0 and figures["simulated_e2e_pods_per_s"] > 0
     assert figures["kube_bind_p50_ms"] <= figures["kube_bind_p99_ms"]
+    assert figures["kube_backlog"] is backlog
+    assert figures["kube_mirror_lag_p50_ms"] <= figures["kube_mirror_lag_p99_ms"]
+    # The client's pool has room for every call in flight: no connection is dropped and reopened.
+    assert figures["kube_pool_full_warnings"] == 0

@@ -42,15 +42,16 @@ def set_disruption_target(pod: Pod, reason: str, message: str, *, mark_failed: b
 
 
 def evict(*, namespace: str, name: str, reason: str, message: str, mark_failed: bool = False,
-          events: list[EventSpec] = (), now=None) -> bool:
-    """Condition, events and deletion in one transaction; False when the pod is already gone.
+          events: list[EventSpec] = (), now=None, uid: str | None = None) -> bool:
+    """Condition, events and deletion in one transaction; False when the pod is already gone (or, given
+    `uid`, replaced by another pod of that name).
 
     The simulated cluster has no kubelet to wait for, so the deletion is immediate whatever the grace
     period (as `kubectl delete --grace-period=0 --force`)."""
     with transaction.atomic():
         pod = Pod.objects.select_for_update().filter(namespace=namespace, name=name).first()
-        if pod is None:
-            return False
+        if pod is None or (uid is not None and pod.uid != uid):
+            return False  # gone, or another pod under the name now (`uid`: only that one may go)
         set_disruption_target(pod, reason, message, mark_failed=mark_failed, now=now)
         events_record(list(events), now=now)
         node_name = pod.node_name or pod.assumed_node
@@ -66,7 +67,11 @@ PDB_VIOLATION = "Cannot evict pod as it would violate the pod's disruption budge
 
 
 def eviction_allowed(pod: Pod) -> bool:
-    """Whether the Eviction API would let this pod go now. The simulated cluster has no
-    PodDisruptionBudget kind yet, so every eviction is allowed; once it has, this is where the budgets'
-    disruptionsAllowed is checked (and spent)."""
-    return True
+    """Whether the Eviction API would let this pod go now: no PodDisruptionBudget selecting it (an empty
+    or nil selector selects nothing here, as the eviction subresource reads them) is out of disruptions.
+    Spending one is implicit: the budget's status is computed from the pods (state/budgets.py)."""
+    from ..engine.preemption.pdb import pdb_matches
+    from ..state.budgets import live_budgets
+
+    labels = (pod.manifest.get("metadata") or {}).get("labels") or {}
+    return all(b.disruptions_allowed > 0 for b in live_budgets() if pdb_matches(b, pod.namespace, labels, pod.name))

@@ -11,6 +11,46 @@ from ..manifests.files import parse_files
 from ..manifests.objects import ParsedNode, ParsedPod
 from ..manifests.cluster_objects import ParsedObject
 from ..state.placed_pods import cluster_objects_from_rows
+from ..engine.disruption_budget import BudgetPod, budget_status
+from ..manifests.cluster_objects import POD_DISRUPTION_BUDGET, PRIORITY_CLASS
+from ..manifests.errors import Problem
+from ..manifests.priority import admit_priority, priority_class_info
+from ..manifests.stored import label_selector
+from ..state.budgets import engine_budget
+
+
+def admit_files(cluster_objs: list, target: ParsedPod) -> list[str]:
+    """Priority admission for the files' pods, against the files' PriorityClasses (a pod that already
+    carries spec.priority, as `kubectl get -o yaml` prints one, is checked against its class too)."""
+    classes = {o.name: priority_class_info(o.manifest) for o in cluster_objs
+               if isinstance(o, ParsedObject) and o.kind == PRIORITY_CLASS}
+    lines = []
+    for p in [o for o in cluster_objs if isinstance(o, ParsedPod)] + [target]:
+        file, doc, prefix = p.origin
+        for path, message in admit_priority(p, classes):
+            lines.append(str(Problem(file, doc, "Pod", p.spec.key, f"{prefix}.{path}" if prefix else path, message)))
+    return lines
+
+
+def file_budgets(cluster_objs: list) -> list:
+    """The files' PodDisruptionBudgets: their status.disruptionsAllowed when the file gives it (as
+    `kubectl get -o yaml` prints one), else computed from the files' pods as the disruption controller would."""
+    pods = [BudgetPod(o.spec.namespace, o.spec.name, o.spec.labels, bool(o.spec.node_name) and not o.spec.deleting,
+                      (o.spec.controller.kind, o.spec.controller.name) if o.spec.controller else None)
+            for o in cluster_objs if isinstance(o, ParsedPod)]
+    scales = {(o.namespace, o.kind, o.name): o.replicas if o.replicas is not None else 1 for o in cluster_objs
+              if isinstance(o, ParsedObject) and o.replicas is not None}
+    out = []
+    for o in cluster_objs:
+        if not isinstance(o, ParsedObject) or o.kind != POD_DISRUPTION_BUDGET:
+            continue
+        status = o.manifest.get("status") or {}
+        if "disruptionsAllowed" not in status:
+            owned = {(kind, name): n for (ns, kind, name), n in scales.items() if ns == o.namespace}
+            status = {**status, **budget_status(o.manifest.get("spec") or {}, o.namespace,
+                                                label_selector(o.selector) if o.selector else None, pods, owned)}
+        out.append(engine_budget(o.namespace, o.name, o.selector, status))
+    return out
 
 
 class DryRunError(Exception):
@@ -43,6 +83,9 @@ def explain_files(*, cluster: str, pod: str, profile: str | None = None, schedul
             raise DryRunError(str(e).splitlines()) from None
     else:
         config = default_config()
+    problems = admit_files(cluster_objs, pods[0])
+    if problems:
+        raise DryRunError(problems)
     target = pods[0].spec
     name = scheduler_name or target.scheduler_name
     profiles = {p.scheduler_name: p for p in config.profiles}
@@ -67,6 +110,7 @@ def explain_cycle(cluster_objs: list, target, profile, *, seed: int | None = Non
                     if isinstance(o, ParsedPod) and o.spec.node_name in table.index)
     table.objects = cluster_objects_from_rows((o.kind, o.namespace, o.name, o.labels, o.selector)
                                               for o in cluster_objs if isinstance(o, ParsedObject))
+    table.objects.pdbs = file_budgets(cluster_objs)
     decision = Algorithm(seed).schedule(profile, target, table, all_nodes=True)
     if not preempt:
         return explain(decision, table)

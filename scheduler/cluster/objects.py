@@ -3,25 +3,59 @@ ClusterObject table): what the scheduler's snapshot reads for namespaceSelector 
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from django.db import transaction
 from django.utils import timezone
 
-from ..manifests.cluster_objects import KINDS, ParsedObject
+from ..manifests.cluster_objects import KINDS, POD_DISRUPTION_BUDGET, PRIORITY_CLASS, ParsedObject
+from ..manifests.errors import ManifestError, Problem
+from ..manifests.priority import priority_class_info
 from ..models import ClusterObject
 
 # As kubectl names a resource in its output ("replicaset.apps/web created").
 _RESOURCE = {"Namespace": "namespace", "Service": "service", "ReplicationController": "replicationcontroller",
-             "ReplicaSet": "replicaset.apps", "StatefulSet": "statefulset.apps"}
+             "ReplicaSet": "replicaset.apps", "StatefulSet": "statefulset.apps",
+             "Deployment": "deployment.apps"}
+# ---- preemption's kinds ----
+_RESOURCE.update({"PriorityClass": "priorityclass.scheduling.k8s.io", "PodDisruptionBudget": "poddisruptionbudget.policy"})
+# ---- end of preemption's kinds ----
 
 
 def resource_name(kind: str) -> str:
     return _RESOURCE.get(kind, kind.lower())
 
 
+def _admit(parsed: ParsedObject) -> None:
+    """What the API server's admission refuses of a PriorityClass (in the caller's transaction): a second
+    globalDefault class (plugin/pkg/admission/priority's validatePriorityClass)."""
+    if parsed.kind != PRIORITY_CLASS:
+        return
+    file, doc, prefix = parsed.origin
+
+    def refuse(path: str, message: str):
+        raise ManifestError([Problem(file, doc, parsed.kind, parsed.name, f"{prefix}.{path}" if prefix else path, message)])
+
+    old = ClusterObject.objects.filter(kind=PRIORITY_CLASS, name=parsed.name).values_list("manifest", flat=True).first()
+    if old is not None:
+        # As ValidatePriorityClassUpdate: the value and the policy are fixed once the class exists.
+        if (old.get("value") or 0) != (parsed.manifest.get("value") or 0):
+            refuse("value", "Forbidden: may not be changed in an update.")
+        if old.get("preemptionPolicy") != parsed.manifest.get("preemptionPolicy"):
+            refuse("preemptionPolicy", f"Invalid value: {json.dumps(parsed.manifest.get('preemptionPolicy'))}: "
+                                       "field is immutable")
+    if not parsed.manifest.get("globalDefault"):
+        return
+    for other in ClusterObject.objects.filter(kind=PRIORITY_CLASS).exclude(name=parsed.name):
+        if other.manifest.get("globalDefault"):
+            refuse("globalDefault", f"Forbidden: PriorityClass {other.name} is already marked as default. "
+                                    "Only one default can exist")
+
+
 def cluster_object_apply(parsed: ParsedObject, result) -> None:
     """Create or update one object (in the caller's transaction); recorded in `result` as kubectl says it."""
+    _admit(parsed)
     meta = parsed.manifest.setdefault("metadata", {})
     row = (ClusterObject.objects.select_for_update()
            .filter(kind=parsed.kind, namespace=parsed.namespace, name=parsed.name).first())
@@ -39,6 +73,8 @@ def cluster_object_apply(parsed: ParsedObject, result) -> None:
         return
     meta["uid"] = row.uid
     meta["creationTimestamp"] = (row.manifest.get("metadata") or {}).get("creationTimestamp")
+    if parsed.kind == POD_DISRUPTION_BUDGET and "status" in row.manifest:
+        parsed.manifest["status"] = row.manifest["status"]  # the status is the controller's, not the file's
     if row.manifest == parsed.manifest:
         result.unchanged.append(label)
         result.statuses[(parsed.kind, parsed.namespace, parsed.name)] = "unchanged"
@@ -62,3 +98,9 @@ def cluster_object_upsert_mirrored(*, kind: str, namespace: str, name: str, uid:
     ClusterObject.objects.update_or_create(
         kind=kind, namespace=namespace, name=name,
         defaults={"uid": uid, "labels": labels, "selector": selector, "replicas": replicas, "manifest": manifest})
+
+
+def priority_classes() -> dict:
+    """The stored PriorityClasses by name (what Priority admission resolves a pod's class against)."""
+    return {info.name: info for info in (priority_class_info(m) for m in
+                                         ClusterObject.objects.filter(kind=PRIORITY_CLASS).values_list("manifest", flat=True))}

@@ -25,7 +25,8 @@ from ..state.reservations import (add_node_usage, node_recount, pod_usage_fields
 from ..versions.profiles import scheduler_names
 from ..manifests.cluster_objects import ParsedObject
 from ..state.placed_pods import placed_pod_changed
-from .objects import cluster_object_apply
+from .objects import cluster_object_apply, priority_classes
+from ..manifests.priority import admit_priority, keep_priority
 
 
 @dataclass
@@ -85,9 +86,10 @@ def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
                 cluster_object_apply(obj, result)
         # Which pods already hold the uids this apply names: one query, not one per pod.
         uid_owners = _uid_owners({obj.spec.uid for obj in objects if isinstance(obj, ParsedPod) and obj.spec.uid})
+        classes = priority_classes() if any(isinstance(obj, ParsedPod) for obj in objects) else {}
         for obj in objects:
             if isinstance(obj, ParsedPod):
-                problem = _pod_apply(obj, result, to_queue, ours, uid_owners)
+                problem = _pod_apply(obj, result, to_queue, ours, uid_owners, classes)
                 if problem:
                     problems.append(problem)
         if problems:
@@ -163,11 +165,17 @@ def _problem(parsed: ParsedPod, field_path: str, message: str) -> Problem:
 
 
 def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set[str],
-               uid_owners: dict[str, str]) -> Problem | None:
+               uid_owners: dict[str, str], classes: dict) -> Problem | None:
+    pod = Pod.objects.select_for_update().filter(namespace=parsed.spec.namespace, name=parsed.spec.name).first()
+    if pod is None:
+        # As the Priority admission plugin, on creation only (a pod's priority is immutable after).
+        for path, message in admit_priority(parsed, classes):
+            return _problem(parsed, path, message)
+    else:
+        keep_priority(parsed, pod.manifest)
     spec = parsed.spec
     manifest = parsed.manifest
     meta = manifest.setdefault("metadata", {})
-    pod = Pod.objects.select_for_update().filter(namespace=spec.namespace, name=spec.name).first()
     usage = pod_usage_fields(spec)
     if pod is None:
         owner = uid_owners.get(spec.uid)

@@ -1,6 +1,8 @@
 """The ReplicaSet controller (pkg/controller/replicaset): keep spec.replicas active pods, creating them from
 the template (SuccessfulCreate "Created pod: NAME") or deleting the least useful first (SuccessfulDelete
-"Deleted pod: NAME"), as manageReplicas and getPodsToDelete rank them."""
+"Deleted pod: NAME"), as manageReplicas and getPodsToDelete rank them. Upstream's ReplicationController
+manager is this same controller run over ReplicationControllers (replication/replication_controller.go):
+see replication.py."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ def _deletion_rank(pod: OwnedPod) -> tuple:
     return (bool(pod.node_name), pod.phase == "Running", -pod.created_at.timestamp())
 
 
-def sync(rs: ClusterObject) -> dict:
+def sync(rs: ClusterObject, controller: str = CONTROLLER) -> dict:
     """One syncReplicaSet: the pods created and deleted (names)."""
     pods = [p for p in owned_pods(rs) if is_active(p)]
     want = rs.replicas if rs.replicas is not None else 1
@@ -32,21 +34,26 @@ def sync(rs: ClusterObject) -> dict:
             create_pods(rs, manifests)
         except ManifestError as e:
             # As FailedCreate: the template is refused; say why on the ReplicaSet and try again next sync.
-            events_record([owner_event(rs, "FailedCreate", f"Error creating: {e.problems[0]}", CONTROLLER,
+            events_record([owner_event(rs, "FailedCreate", f"Error creating: {e.problems[0]}", controller,
                                        Event.WARNING)])
             return {"created": [], "deleted": [], "error": str(e.problems[0])}
         created = [m["metadata"]["name"] for m in manifests]
-        events_record([owner_event(rs, "SuccessfulCreate", f"Created pod: {name}", CONTROLLER) for name in created])
+        events_record([owner_event(rs, "SuccessfulCreate", f"Created pod: {name}", controller) for name in created])
     elif diff < 0:
         deleted = delete_pods(sorted(pods, key=_deletion_rank)[:-diff])
-        events_record([owner_event(rs, "SuccessfulDelete", f"Deleted pod: {name}", CONTROLLER) for name in deleted])
+        events_record([owner_event(rs, "SuccessfulDelete", f"Deleted pod: {name}", controller) for name in deleted])
     return {"created": created, "deleted": deleted}
 
 
-def sync_all() -> dict:
+def sync_kind(kind: str, controller: str) -> dict:
     out = {}
-    for rs in ClusterObject.objects.filter(kind=REPLICA_SET):
-        result = sync(rs)
+    for rs in ClusterObject.objects.filter(kind=kind):
+        result = sync(rs, controller)
         if result["created"] or result["deleted"] or result.get("error"):
             out[f"{rs.namespace}/{rs.name}"] = result
     return out
+
+
+def sync_all() -> dict:
+    return sync_kind(REPLICA_SET, CONTROLLER)
+

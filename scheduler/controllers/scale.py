@@ -3,10 +3,8 @@ workload controllers run once so the pods follow at once (beat would within a se
 
 from __future__ import annotations
 
-from django.db import transaction
-
-from ..models import ClusterObject
 from . import workloads
+from .owned_objects import set_replicas
 
 # kubectl's resource names -> (kind, how kubectl prints it)
 SCALABLE = {}
@@ -23,13 +21,7 @@ for _kind, _printed, _names in (
 
 def scale(*, kind: str, namespace: str, name: str, replicas: int) -> bool:
     """False when there is no such object."""
-    with transaction.atomic():
-        row = ClusterObject.objects.select_for_update().filter(kind=kind, namespace=namespace, name=name).first()
-        if row is None:
-            return False
-        manifest = dict(row.manifest)
-        manifest["spec"] = {**(manifest.get("spec") or {}), "replicas": replicas}
-        row.manifest, row.replicas = manifest, replicas
-        row.save(update_fields=["manifest", "replicas", "updated_at"])
+    if set_replicas(kind=kind, namespace=namespace, name=name, replicas=replicas) is None:
+        return False
     workloads.sync_all()
     return True

@@ -30,7 +30,7 @@ from .pods import (
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
 )
-from scheduler.testing.engine import FILTERS, GI, PODS, SCORES, cases, clusters
+from scheduler.engine.testing import FILTERS, GI, PODS, SCORES, cases, clusters
 
 from .reference import resources as ref_resources
 from .reference.pipeline import reference_pipeline, reference_schedule

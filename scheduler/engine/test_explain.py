@@ -13,7 +13,7 @@ from .framework import Algorithm, FilterResult, Profile
 from .nodes import NodeSpec, NodeTable
 from .pods import Container, PodSpec
 from .reference.pipeline import reference_pipeline
-from scheduler.testing.engine import POD, small_cluster
+from scheduler.engine.testing import POD, small_cluster
 
 
 def test_explain_has_the_issue_shape_for_a_scheduled_pod():

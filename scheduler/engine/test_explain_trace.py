@@ -11,8 +11,8 @@ from .explain import TRACE_MAX_NODES, filtered_nodes, score_matrix, trace, trace
 from .framework import Algorithm
 from .nodes import NodeSpec, NodeTable, NodeUsage
 from .pods import Container, PodSpec
-from scheduler.testing.engine import cases
-from scheduler.testing.engine import GI, POD, small_cluster
+from scheduler.engine.testing import cases
+from scheduler.engine.testing import GI, POD, small_cluster
 
 
 def _stored(t: dict) -> dict:

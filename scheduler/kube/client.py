@@ -3,6 +3,11 @@
 Every call goes out with `_preload_content=False` and its reply is read as plain JSON: the 37.x
 client's models fail on some of the server's replies (a `Status` from pods/binding), and plain
 dicts are all the mirror needs.
+
+The client is built as kube-scheduler's: its connection pool holds a connection for every call that can
+be in flight at once (the binder's calls, every watch, the rest), so none is dropped and reopened (a TLS
+handshake) for want of room; and every request first takes a token from the process's rate limiter, as
+client-go's token bucket of clientConnection.qps/burst (SCHEDBOARD_KUBE_QPS/BURST).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -35,19 +41,120 @@ class ApiError(Exception):
         super().__init__(f"{status} {reason}: {message}" if message else f"{status} {reason}")
 
 
-def api_client(kubeconfig: str | None = None):
-    """A `kubernetes.client.ApiClient`: KUBECONFIG's current context, else the in-cluster config."""
+# Bindings in flight at once, as kube-scheduler's binding goroutines: the binder's pool
+# (scheduler/backends/kubernetes.py) and the connection pool below are sized from it.
+BIND_PARALLELISM = 16
+# Calls besides the binder's and the watches' that can be in flight together: the Lease's renewal, the
+# event recorder, PodScheduled status patches, the committer's reads and a re-list.
+OTHER_CALLS = 8
+# The leader's watches: nodes, pods and the five kinds of cluster objects pod (anti-)affinity and spreading
+# read (kube/objects.py's WATCHED; a test keeps the two equal: objects.py needs Django's models loaded, and
+# a client can be built before that).
+WATCHES = 2 + 5
+
+
+def connection_pool_size() -> int:
+    """Connections the client keeps open: one per call that can be in flight at once.
+
+    urllib3 keeps `maxsize` connections per host and drops any returned beyond that ("Connection pool is
+    full, discarding connection"); the next call then opens a new one with a new TLS handshake. The
+    client's default (5 per CPU: 10 here) is less than the binder's calls plus one per watch.
+    """
+    return BIND_PARALLELISM + WATCHES + OTHER_CALLS
+
+
+def api_client(kubeconfig: str | None = None, *, qps: float | None = None, burst: int | None = None):
+    """A `kubernetes.client.ApiClient`: KUBECONFIG's current context, else the in-cluster config; its pool
+    sized by `connection_pool_size()`, its requests limited to `qps`/`burst` (default: the settings)."""
     from kubernetes import client, config
     from django.conf import settings
 
     path = kubeconfig if kubeconfig is not None else settings.KUBECONFIG
+    configuration = client.Configuration()
     if path:
-        api = config.new_client_from_config(config_file=path, persist_config=False)
+        config.load_kube_config(config_file=path, client_configuration=configuration, persist_config=False)
     else:
-        configuration = client.Configuration()
         config.load_incluster_config(client_configuration=configuration)
-        api = client.ApiClient(configuration)
+    configuration.connection_pool_maxsize = connection_pool_size()
+    api = client.ApiClient(configuration)
+    rate_limit(api, TokenBucket(settings.SCHEDBOARD_KUBE_QPS if qps is None else qps,
+                                settings.SCHEDBOARD_KUBE_BURST if burst is None else burst))
     _warn_once_if_unverified(api.configuration)
+    return api
+
+
+class TokenBucket:
+    """client-go's token bucket rate limiter (flowcontrol.NewTokenBucketRateLimiter): `burst` tokens at
+    first, refilled at `qps` a second up to `burst`; each request takes one, waiting for it if none is left.
+
+    Waiters are served in turn: a taker that finds the bucket empty reserves the next token (the count goes
+    below zero) and sleeps until it is due, as golang.org/x/time/rate's Wait does.
+    """
+
+    def __init__(self, qps: float, burst: int, *, clock=time.monotonic, sleep=time.sleep):
+        if not qps > 0 or qps == float("inf"):
+            raise ValueError(f"qps: must be a finite number above 0, got {qps!r}")
+        if int(burst) < 1:
+            raise ValueError(f"burst: must be at least 1, got {burst!r}")
+        self.qps, self.burst = float(qps), int(burst)
+        self._clock, self._sleep = clock, sleep
+        self._tokens = float(self.burst)
+        self._last = clock()
+        self._lock = threading.Lock()
+        self.waited = 0.0  # seconds spent waiting for tokens, all takers together
+
+    def reserve(self, *, latest: float | None = None) -> float | None:
+        """Take a token; the seconds to wait before using it, or None (nothing taken) if that is past
+        `latest` (on the bucket's clock)."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            wait = 0.0 if self._tokens >= 1.0 else (1.0 - self._tokens) / self.qps
+            if latest is not None and now + wait > latest:
+                return None
+            self._tokens -= 1.0
+            self.waited += wait
+            return wait
+
+    def take(self, *, latest: float | None = None) -> bool:
+        """Wait for a token; False (none taken, no wait) if it would come after `latest`."""
+        wait = self.reserve(latest=latest)
+        if wait is None:
+            return False
+        if wait > 0:
+            self._sleep(wait)
+        return True
+
+
+# The deadline of the call() running on this thread (on time.monotonic), for the rate limiter: a request
+# whose token would come after it is not sent, as client-go's limiter refuses a wait past its context's.
+_call_deadline = threading.local()
+
+
+class _RateLimitedRest:
+    """The ApiClient's REST client with a token taken before every request (watches and lists too, as
+    client-go's rest.Request does); everything else is the wrapped client's."""
+
+    def __init__(self, rest, bucket: TokenBucket):
+        self._rest = rest
+        self.bucket = bucket
+
+    def request(self, *args, **kwargs):
+        latest = getattr(_call_deadline, "at", None)
+        if not self.bucket.take(latest=latest):
+            raise ApiError(0, DEADLINE_EXCEEDED, "not sent: the client rate limit (SCHEDBOARD_KUBE_QPS/BURST) "
+                                                 "would hold it past its deadline")
+        return self._rest.request(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._rest, name)
+
+
+def rate_limit(api, bucket: TokenBucket):
+    """Make every request of `api` (a kubernetes ApiClient) take a token from `bucket` first."""
+    rest = api.rest_client._rest if isinstance(api.rest_client, _RateLimitedRest) else api.rest_client
+    api.rest_client = _RateLimitedRest(rest, bucket)
     return api
 
 
@@ -156,7 +263,12 @@ def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, deadline: 
             connect, read = kwargs["_request_timeout"]
             kwargs["_request_timeout"] = (min(connect, left / 2), min(read, left / 2))
         try:
-            response = fn(*args, **kwargs)
+            # The rate limiter reads the deadline (on its own clock: what is left of ours).
+            _call_deadline.at = None if deadline is None else time.monotonic() + (deadline - clock())
+            try:
+                response = fn(*args, **kwargs)
+            finally:
+                _call_deadline.at = None
             data = response.data
             return json.loads(data) if data else {}
         except ApiException as exc:

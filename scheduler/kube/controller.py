@@ -6,6 +6,9 @@
 Every replica runs this; only the Lease holder gets past `acquire()`. When the lease is lost the
 committer stops before its next API call (the backend checks `is_leader()` at every binding) and the
 replica stops, as kube-scheduler exits on "leaderelection lost".
+
+What binds is not this module's: scheduler/replica.py composes a replica from this controller, the
+kubernetes backend and the loop's binder (and, inline, its scheduler), so that kube/ imports neither.
 """
 
 from __future__ import annotations
@@ -15,15 +18,15 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 from django.db import InterfaceError, OperationalError, close_old_connections, connections
 from psycopg.errors import DeadlockDetected
 
-from ..backends import set_backend
-from ..backends.kubernetes import KubernetesBackend, jobs_key
 from .client import ApiError, Backoff, call
 from .events import STRATEGIC_MERGE_PATCH, EventRecorder, pod_reference
+from .jobs import jobs_key
 from .leader import LeaderElector
 from .mirror import NodeStore, PodStore
 from .objects import reflectors as object_reflectors
@@ -41,10 +44,16 @@ def _now() -> str:
 
 
 class Committer:
-    """Turns the workers' jobs into API calls, one job at a time, never dropping one it has not finished."""
+    """Turns the workers' jobs into API calls, one job at a time, never dropping one it has not finished.
 
-    def __init__(self, backend: KubernetesBackend, recorder: EventRecorder, redis, *, is_leader=lambda: True):
-        self.backend = backend
+    `core` (a CoreV1Api) patches pods/status; `bind` binds a batch of bind items in their wire form (the
+    replica gives it the loop's binder; without one the committer only reports).
+    """
+
+    def __init__(self, core, recorder: EventRecorder, redis, *, bind: Callable[[list[dict]], object] | None = None,
+                 is_leader=lambda: True):
+        self.core = core
+        self.bind = bind
         self.recorder = recorder
         self.redis = redis
         self.is_leader = is_leader
@@ -88,23 +97,41 @@ class Committer:
         for job in jobs:
             if job.get("op") == "report":
                 self._reports.put(job)
+            elif job.get("op") == "preempt":
+                self._preempt(job)
         for raw in raws:
             self.redis.lrem(self.processing, 1, raw)
         self.jobs_done += len(raws)
         return True
 
+    def _preempt(self, job: dict) -> None:
+        """A preemption's victims deleted through the API (kube/preemption.py); an error leaves the job to the
+        preemptor's next attempt, which preempts again."""
+        from ..queue import preempting
+        from .preemption import preempt_through_api
+
+        try:
+            deleted = preempt_through_api(self.core, self.recorder, job)
+            if deleted:
+                log.info("pod %s/%s preempted %s on node %s", job["preemptor"]["namespace"],
+                         job["preemptor"]["name"], ", ".join(deleted), job["node"])
+        except Exception:  # noqa: BLE001 - one preemption failing never stops the bindings
+            log.exception("preemption by %s/%s failed", job["preemptor"]["namespace"], job["preemptor"]["name"])
+        finally:
+            preempting.clear(job["preemptor"]["uid"])  # the preemptor may be attempted again
+
     def _bind(self, items: list[dict], tries: int = 3) -> None:
-        """bind_batch, again when Postgres breaks a deadlock by aborting it.
+        """The binder, again when Postgres breaks a deadlock by aborting it.
 
         The mirror's watch batches and this binder update the same pod rows in orders neither controls;
         Postgres then aborts one transaction. The whole batch rolled back, and binding again is
         idempotent (the API answers 409 for the same node, which counts as bound).
         """
-        from ..loop import bind_batch
-
+        if self.bind is None:
+            raise RuntimeError("this committer was given no binder: it cannot take binding jobs")
         for attempt in range(1, tries + 1):
             try:
-                bind_batch(items)
+                self.bind(items)
                 return
             except OperationalError as exc:
                 if not isinstance(exc.__cause__, DeadlockDetected) or attempt == tries:
@@ -190,7 +217,7 @@ class Committer:
         # The UID goes in as a precondition, as PatchPodStatus does.
         patch = {"metadata": {"uid": uid}, "status": {"conditions": [condition]}}
         try:
-            call(self.backend.core.patch_namespaced_pod_status, name, namespace, patch,
+            call(self.core.patch_namespaced_pod_status, name, namespace, patch,
                  _content_type=STRATEGIC_MERGE_PATCH, backoff=Backoff(attempts=4))
             return True
         except ApiError as exc:
@@ -199,12 +226,15 @@ class Committer:
 
 
 class Controller:
-    """One replica: elect, then mirror and commit while leading. `run()` blocks; `stop()` ends it."""
+    """One replica: elect, then mirror and commit while leading. `run()` blocks; `stop()` ends it.
 
-    def __init__(self, *, api_client=None, namespace: str | None = None, lease_name: str | None = None,
-                 identity: str | None = None, lease_duration: float | None = None, renew_deadline: float | None = None,
-                 retry_period: float | None = None, redis=None, install_backend: bool = True,
-                 schedule_inline: bool = False, watch_timeout: int | None = None):
+    `bind` is the committer's binder (scheduler/replica.py gives it the loop's).
+    """
+
+    def __init__(self, *, bind: Callable[[list[dict]], object], api_client=None, namespace: str | None = None,
+                 lease_name: str | None = None, identity: str | None = None, lease_duration: float | None = None,
+                 renew_deadline: float | None = None, retry_period: float | None = None, redis=None,
+                 watch_timeout: int | None = None, election_client=None, events_client=None):
         from django.conf import settings
         from kubernetes import client
 
@@ -212,21 +242,23 @@ class Controller:
         from .client import api_client as make_api_client, own_namespace
 
         self.api_client = api_client or make_api_client()
+        # As kube-scheduler's createClients: the Lease and the events have clients of their own, each with its
+        # own SCHEDBOARD_KUBE_QPS/BURST bucket, so a renewal never waits behind the bindings' tokens.
+        # (A caller that gives only `api_client` gets it used for all three.)
+        election_client = election_client or api_client or make_api_client()
+        events_client = events_client or api_client or make_api_client()
         self.redis = redis or get_redis()
         if self.redis is None:
             raise RuntimeError("SCHEDBOARD_BACKEND=kubernetes needs REDIS_URL")
         self.elector = LeaderElector(
-            client.CoordinationV1Api(self.api_client), namespace=namespace or own_namespace(),
+            client.CoordinationV1Api(election_client), namespace=namespace or own_namespace(),
             name=lease_name or settings.SCHEDBOARD_LEASE_NAME, identity=identity,
             lease_duration=lease_duration or settings.SCHEDBOARD_LEASE_DURATION,
             renew_deadline=renew_deadline or settings.SCHEDBOARD_RENEW_DEADLINE,
             retry_period=retry_period or settings.SCHEDBOARD_RETRY_PERIOD)
-        self.backend = KubernetesBackend(api_client=self.api_client, elector=self.elector, redis=self.redis)
-        if install_backend:
-            set_backend(self.backend)
-        self.recorder = EventRecorder(client.EventsV1Api(self.api_client))
-        self.committer = Committer(self.backend, self.recorder, self.redis, is_leader=self.elector.is_leader)
+        self.recorder = EventRecorder(client.EventsV1Api(events_client))
         core = client.CoreV1Api(self.api_client)
+        self.committer = Committer(core, self.recorder, self.redis, bind=bind, is_leader=self.elector.is_leader)
         self.stopping = threading.Event()
         self.nodes = Reflector("nodes", core.list_node, NodeStore(), kind="Node", stop=self.stopping,
                                watch_timeout=watch_timeout)
@@ -234,7 +266,6 @@ class Controller:
                               field_selector=POD_FIELD_SELECTOR, stop=self.stopping, watch_timeout=watch_timeout)
         # Namespaces, Services and controllers: what pod (anti-)affinity and default spreading read.
         self.objects = object_reflectors(self.api_client, stop=self.stopping, watch_timeout=watch_timeout)
-        self.schedule_inline = schedule_inline
         self.threads: list[threading.Thread] = []
         self.leading = threading.Event()
         self.lost = False  # the lease was lost (not given up)
@@ -267,7 +298,7 @@ class Controller:
             self.stop_leading()
 
     def start_leading(self) -> None:
-        """What the lease holder runs besides the committer: renewal, the watches, optionally the loop."""
+        """What the lease holder runs besides the committer: renewal and the watches."""
         log.info("%s: started leading", self.identity)
         self.leading.set()
         self.committer.recover()
@@ -281,8 +312,6 @@ class Controller:
             self._wait_synced(reflector)
         self.threads.append(self._thread("reflector-pods", self.pods.run))
         self._wait_synced(self.pods)
-        if self.schedule_inline:
-            self.threads.append(self._thread("schedule-inline", self._schedule_loop))
 
     def _wait_synced(self, reflector: Reflector) -> None:
         while not reflector.synced.wait(0.1) and not self.stopping.is_set():
@@ -308,27 +337,6 @@ class Controller:
 
     def _renew(self) -> None:
         self.elector.renew()
-
-    def _schedule_loop(self) -> None:
-        """A single process that also schedules (embedded style): reconcile + batches, polling; and
-        retention, as beat would run it."""
-        from django.conf import settings
-
-        from .. import loop, retention
-
-        last_reconcile = last_retention = 0.0
-        while not self.stopping.is_set():
-            if time.monotonic() - last_reconcile > 0.5:
-                loop.reconcile()
-                last_reconcile = time.monotonic()
-            if not last_retention or time.monotonic() - last_retention >= settings.SCHEDBOARD_RETENTION_PERIOD:
-                last_retention = time.monotonic()
-                try:
-                    retention.purge()
-                except Exception:  # noqa: BLE001 - housekeeping: never the reason this replica stops leading
-                    log.exception("retention failed; the next run tries again")
-            if not loop.run_schedule_task().popped:
-                self.stopping.wait(0.02)
 
     def _thread(self, name: str, target) -> threading.Thread:
         def run():

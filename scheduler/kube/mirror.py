@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 # that node, arriving at once, must not miss each other (the pod looks for the node row, the node
 # recounts the pods): their mirror writes take turns.
 MIRROR_LOCK = threading.RLock()
+# Pods of a (re)list applied per transaction: as many as a watch batch at most (reflector.MAX_BATCH).
+RELIST_BATCH = 500
 
 # What of a Node the scheduler reads. The kubelet rewrites the rest (heartbeats, conditions) every
 # few seconds; mirroring that would rebuild every worker's node table each time.
@@ -147,14 +149,36 @@ class NodeStore:
         names = set()
         for obj in items:
             names.add((obj.get("metadata") or {}).get("name"))  # listed, even if it cannot be applied: never deleted
-            _isolated("Node", obj, lambda obj=obj: self._apply("ADDED", obj))
+        for start in range(0, len(items), RELIST_BATCH):
+            self._apply_many([("ADDED", obj) for obj in items[start:start + RELIST_BATCH]])
         for name in Node.objects.exclude(name__in=names).values_list("name", flat=True):
             node_delete(name=name)
 
     def apply(self, event_type: str, obj: dict) -> None:
+        self.apply_many([(event_type, obj)])
+
+    def apply_many(self, events: list[tuple[str, dict]]) -> None:
         with MIRROR_LOCK:
             _usable_connection()
-            _isolated("Node", obj, lambda: self._apply(event_type, obj))
+            self._apply_many(events)
+
+    def _apply_many(self, events: list[tuple[str, dict]]) -> None:
+        """Node events that arrived together (or a list's page) in one transaction: one commit, not one per
+        node (a list of 1,000 nodes was a thousand commits before the first pod could be mirrored). If it
+        raises, the events are applied one by one, each in its own transaction, and only the one that raises
+        again is skipped (loudly)."""
+        try:
+            with transaction.atomic():
+                for event_type, obj in events:
+                    self._apply(event_type, obj)
+            return
+        except SYSTEMIC_ERRORS:
+            raise
+        except Exception:  # noqa: BLE001 - find the event that raises
+            if len(events) > 1:
+                log.exception("a watch batch of %d node events raised: applying them one by one", len(events))
+        for event_type, obj in events:
+            _isolated("Node", obj, lambda event_type=event_type, obj=obj: self._apply(event_type, obj))
 
     def _apply(self, event_type: str, obj: dict) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""
@@ -195,7 +219,10 @@ class PodStore:
         for obj in items:
             meta = obj.get("metadata") or {}
             listed.add((meta.get("namespace"), meta.get("name")))  # listed, even if it cannot be applied: kept
-            _isolated("Pod", obj, lambda obj=obj: self._apply("ADDED", obj, ours))
+        # A (re)list is applied as watch batches are: after a restart with a backlog, the binder's first
+        # binding waits for the whole list to be mirrored.
+        for start in range(0, len(items), RELIST_BATCH):
+            self._apply_many([("ADDED", obj) for obj in items[start:start + RELIST_BATCH]], ours)
         for namespace, name in Pod.objects.values_list("namespace", "name"):
             if (namespace, name) not in listed:
                 pod_remove(namespace=namespace, name=name, uid=None, queue=self.queue)
@@ -204,26 +231,31 @@ class PodStore:
         self.apply_many([(event_type, obj)])
 
     def apply_many(self, events: list[tuple[str, dict]]) -> None:
-        """Events that arrived together, in one transaction: a busy watch costs a round trip per pod, not six.
+        """Events that arrived together, in one transaction and set-based (scheduler/kube/pod_batch.py): a
+        busy watch costs a few statements per batch, not several per pod.
 
         If that transaction raises, the events are applied again one by one, each in its own transaction,
         and only the one that raises again is skipped (loudly): the rest of the batch is mirrored.
         """
         with MIRROR_LOCK:
             _usable_connection()
-            ours = scheduler_names()
-            try:
-                with transaction.atomic():
-                    for event_type, obj in events:
-                        self._apply(event_type, obj, ours)
-                return
-            except SYSTEMIC_ERRORS:
-                raise
-            except Exception:  # noqa: BLE001 - find the event that raises
-                if len(events) > 1:
-                    log.exception("a watch batch of %d pod events raised: applying them one by one", len(events))
-            for event_type, obj in events:
-                _isolated("Pod", obj, lambda event_type=event_type, obj=obj: self._apply(event_type, obj, ours))
+            self._apply_many(events, scheduler_names())
+
+    def _apply_many(self, events: list[tuple[str, dict]], ours: set[str]) -> None:
+        from .pod_batch import pods_apply_batch  # it builds on this module's per-pod helpers
+
+        try:
+            with transaction.atomic():
+                pods_apply_batch(events, queue=self.queue, ours=ours,
+                                 apply_one=lambda event_type, obj: self._apply(event_type, obj, ours))
+            return
+        except SYSTEMIC_ERRORS:
+            raise
+        except Exception:  # noqa: BLE001 - find the event that raises
+            if len(events) > 1:
+                log.exception("a watch batch of %d pod events raised: applying them one by one", len(events))
+        for event_type, obj in events:
+            _isolated("Pod", obj, lambda event_type=event_type, obj=obj: self._apply(event_type, obj, ours))
 
     def _apply(self, event_type: str, obj: dict, ours: set[str] | None = None) -> None:
         meta = obj.get("metadata") or {}
@@ -427,13 +459,17 @@ def _readable_quantity(value, resource: str) -> int | None:
     return scaled if scaled < 2 ** 63 else None
 
 
-def _copy(row: Pod, spec, manifest: dict, usage: dict, phase: str, condition: dict) -> None:
+def _copy(row: Pod, spec, manifest: dict, usage: dict, phase: str, condition: dict, *, new: bool | None = None) -> None:
+    """The API object's fields onto the row; a new row (`new`, default: not saved yet) takes its usage too."""
     row.manifest = manifest
     row.scheduler_name = spec.scheduler_name
     row.priority = spec.priority
     row.deleting = row.deleting or spec.deleting
     row.phase = phase
-    if row.pk is None:
+    if spec.nominated_node_name:
+        # Nominated by a scheduler (ours, once the leader patched it, or another): counted by every nominator.
+        row.nominated_node = spec.nominated_node_name
+    if row.pk is None if new is None else new:
         for field, value in usage.items():
             setattr(row, field, value)
     if condition:

@@ -1,12 +1,15 @@
 """kubectl's printers for the cluster objects the scheduler reads (printers/internalversion/printers.go):
-namespaces, services, replicasets, statefulsets and replicationcontrollers, with `-o wide` and `-A`.
+namespaces, services, replicasets, statefulsets, replicationcontrollers and deployments, with `-o wide`
+and `-A`.
 
-There are no controllers here: a controller's CURRENT counts the pods it owns (as its status would), READY
-those of them bound to a node.
+The counts are what the controllers' status would say, read from the pods: a controller's CURRENT counts
+the pods it owns, READY those of them bound to a node; a Deployment's READY, UP-TO-DATE and AVAILABLE count
+the pods of its ReplicaSets (UP-TO-DATE: of the one whose pod-template-hash is the current template's).
 """
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime
 
 from .printers import human_duration, table
@@ -19,9 +22,18 @@ for _kind, _plural, _names in (
         ("Service", "services", ("service", "services", "svc")),
         ("ReplicaSet", "replicasets.apps", ("replicaset", "replicasets", "rs")),
         ("StatefulSet", "statefulsets.apps", ("statefulset", "statefulsets", "sts")),
+        ("Deployment", "deployments.apps", ("deployment", "deployments", "deploy")),
         ("ReplicationController", "replicationcontrollers", ("replicationcontroller", "replicationcontrollers", "rc"))):
     for _name in _names:
         RESOURCES[_name] = (_kind, _plural)
+# ---- preemption's kinds ----
+for _kind, _plural, _names in (
+        ("PriorityClass", "priorityclasses.scheduling.k8s.io", ("priorityclass", "priorityclasses", "pc")),
+        ("PodDisruptionBudget", "poddisruptionbudgets.policy", ("poddisruptionbudget", "poddisruptionbudgets", "pdb"))):
+    for _name in _names:
+        RESOURCES[_name] = (_kind, _plural)
+# ---- end of preemption's kinds ----
+CLUSTER_SCOPED = ("Namespace", "PriorityClass")
 
 
 def _selector_text(selector) -> str:
@@ -51,6 +63,25 @@ def _owned(obj: ClusterObject) -> tuple[int, int]:
     return current, ready
 
 
+def _deployment_counts(obj: ClusterObject) -> tuple[int, int, int]:
+    """(ready, up-to-date, available) as DeploymentStatus: minReadySeconds 0 and no probes, so a bound pod
+    is ready and available."""
+    rses = [rs for rs in ClusterObject.objects.filter(kind="ReplicaSet", namespace=obj.namespace)
+            if any(ref.get("controller") and ref.get("uid") == obj.uid
+                   for ref in (rs.manifest.get("metadata") or {}).get("ownerReferences") or [])]
+    current = (obj.manifest.get("spec") or {}).get("template") or {}
+    ready = up_to_date = 0
+    for rs in rses:
+        pods, bound = _owned(rs)
+        ready += bound
+        # The new ReplicaSet: its template is the Deployment's but for the hash label (EqualIgnoreHash).
+        tmpl = copy.deepcopy((rs.manifest.get("spec") or {}).get("template") or {})
+        ((tmpl.get("metadata") or {}).get("labels") or {}).pop("pod-template-hash", None)
+        if tmpl == current:
+            up_to_date += pods
+    return ready, up_to_date, ready
+
+
 def _service_ports(spec: dict) -> str:
     ports = []
     for p in spec.get("ports") or []:
@@ -66,6 +97,10 @@ def _containers(spec: dict) -> tuple[str, str]:
     return ",".join(str(c.get("name") or "") for c in containers), ",".join(str(c.get("image") or "") for c in containers)
 
 
+def _int_or_na(value) -> str:
+    return "N/A" if value is None else str(value)
+
+
 def objects_table(kind: str, objs: list[ClusterObject], *, all_namespaces: bool, wide: bool, now: datetime) -> str:
     rows = []
     for obj in objs:
@@ -73,6 +108,16 @@ def objects_table(kind: str, objs: list[ClusterObject], *, all_namespaces: bool,
         age = human_duration((now - obj.created_at).total_seconds())
         if kind == "Namespace":
             headers, row = ["NAME", "STATUS", "AGE"], [obj.name, "Active", age]
+        elif kind == "PriorityClass":  # printPriorityClass
+            m = obj.manifest
+            headers = ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+            row = [obj.name, str(m.get("value") or 0), "true" if m.get("globalDefault") else "false", age,
+                   m.get("preemptionPolicy") or "PreemptLowerPriority"]
+        elif kind == "PodDisruptionBudget":  # printPodDisruptionBudget (the caller put the status in)
+            status = obj.manifest.get("status") or {}
+            headers = ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]
+            row = [obj.name, _int_or_na(spec.get("minAvailable")), _int_or_na(spec.get("maxUnavailable")),
+                   str(status.get("disruptionsAllowed") or 0), age]
         elif kind == "Service":
             headers = ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
             row = [obj.name, spec.get("type") or "ClusterIP", spec.get("clusterIP") or "<none>",
@@ -85,6 +130,14 @@ def objects_table(kind: str, objs: list[ClusterObject], *, all_namespaces: bool,
             if wide:
                 names, images = _containers(spec)
                 headers, row = headers + ["CONTAINERS", "IMAGES"], row + [names, images]
+        elif kind == "Deployment":
+            ready, up_to_date, available = _deployment_counts(obj)
+            want = obj.replicas if obj.replicas is not None else 1
+            headers = ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+            row = [obj.name, f"{ready}/{want}", str(up_to_date), str(available), age]
+            if wide:
+                names, images = _containers(spec)
+                headers, row = headers + ["CONTAINERS", "IMAGES", "SELECTOR"], row + [names, images, _selector_text(obj.selector)]
         else:  # ReplicaSet, ReplicationController
             current, ready = _owned(obj)
             headers = ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
@@ -92,7 +145,7 @@ def objects_table(kind: str, objs: list[ClusterObject], *, all_namespaces: bool,
             if wide:
                 names, images = _containers(spec)
                 headers, row = headers + ["CONTAINERS", "IMAGES", "SELECTOR"], row + [names, images, _selector_text(obj.selector)]
-        if all_namespaces and kind != "Namespace":
+        if all_namespaces and kind not in CLUSTER_SCOPED:
             headers, row = ["NAMESPACE"] + headers, [obj.namespace] + row
         rows.append(row)
     if not rows:

@@ -10,26 +10,31 @@ import logging
 import os
 import socket
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from ..backends import get_backend
+from ..backends.bind_item import BindItem
 from ..engine import schedule_one as cycle
 from ..engine.config import SchedulerConfig
-from ..engine.explain import top_candidates, trace
+from ..engine.explain import preemption, top_candidates, trace
 from ..engine.framework import Algorithm
+from ..engine.nominator import Nominator
 from ..engine.pods import PodSpec
 from ..engine.queue import QueuedPodInfo
 from ..manifests import stored as pod_terms
 from ..manifests.errors import ManifestError
 from ..manifests.objects import pod_from_manifest
 from ..models import RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Pod
+from ..queue import preempting as preempting_marks
 from ..queue.kick import kick, slot_release
 from ..queue.queues import get_queue, set_queue_backoff
+from .. import dispatch
 from ..state.events import EventSpec, events_record
+from ..state.nominations import nominations_write, preemption_job
 from ..state import topology_claims
 from ..state.reservations import SYSTEMIC_ERRORS, release_assumed, row_usage
 from ..state.snapshot import Snapshot
@@ -42,6 +47,7 @@ log = logging.getLogger(__name__)
 
 
 POD_SPEC_CACHE_SIZE = 50_000
+PREEMPTION_TRACE_NODES = 100
 
 
 @dataclass
@@ -52,7 +58,7 @@ class BatchStats:
     errors: int = 0
     skipped: int = 0
     conflicts: int = 0
-    bind_items: list = field(default_factory=list)
+    bind_items: list[BindItem] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -74,6 +80,11 @@ class _Scheduled:
     algorithm_seconds: float = 0.0
     cycle_seconds: float = 0.0
     written: bool = False
+    # Preemption (the PostFilter's NominatingInfo): None leaves the pod's nomination as it is, "" clears
+    # it, a node sets it; the victims are evicted by the preempt task once this batch is written.
+    nominate: str | None = None
+    victims: tuple = ()
+    cleared: tuple = ()
 
 
 _CONDITION = ["scheduled_status", "scheduled_reason", "scheduled_message", "scheduled_transition_at", "attempts"]
@@ -91,6 +102,10 @@ def _write_scheduled(outcomes: list[_Scheduled]) -> None:
     update_from_values(Pod, _CONDITION, [(o.pod.pk, *(getattr(o.pod, f) for f in _CONDITION)) for o in outcomes if o.failed],
                        where="scheduler_pod.node_name = ''")
     update_from_values(Pod, ["attempts"], [(o.pod.pk, o.pod.attempts) for o in outcomes if o.placed])
+    nominations = [(o.pod.pk, o.nominate) for o in outcomes if o.failed and o.nominate is not None]
+    nominations += [(p, "") for o in outcomes if o.failed for p in o.cleared]
+    if nominations:
+        nominations_write(nominations)
 
 
 class _DbCluster:
@@ -129,6 +144,8 @@ class Worker:
         self.identity = f"{socket.gethostname()}-{os.getpid()}"
         self._pod_specs: OrderedDict[tuple, PodSpec] = OrderedDict()
         self._templates: OrderedDict[str, PodSpec] = OrderedDict()
+        # Upstream's nominator: the pods nominated by preemption, counted on their node by later cycles.
+        self.algorithm.nominator = Nominator()
 
     def _use_config(self, version: int, config: SchedulerConfig) -> None:
         self.version, self.config = version, config
@@ -179,16 +196,24 @@ class Worker:
         now = timezone.now()
         rows = _pods_by_key([i.key for i in infos])
         cache = self.snapshot.refresh()
+        # After the snapshot: room a preemption freed (victims deleted after the nomination committed) is
+        # never seen here without the nomination that claims it.
+        self._sync_nominator()
         outcomes: list[_Scheduled] = []
 
         batch: list[tuple[PodSpec, object]] = []
         batch_rows: dict[str, Pod] = {}
         batch_infos: dict[str, QueuedPodInfo] = {}
         timings = metrics.BatchTimings()  # metrics: plugin calls timed, observed once per batch below
+        held = preempting_marks.marked([p.uid for p in rows.values() if p.nominated_node])
         for info in infos:
             pod = rows.get(info.key)
             if pod is None or pod.node_name or pod.assumed_node or pod.scheduler_name not in self.profiles:
                 self.queue.done(info.key)  # deleted, already placed, or not ours any more
+                continue
+            if pod.uid in held:
+                # As DefaultPreemption's PreEnqueue: its victims are still going; the task activates it after.
+                self.queue.add_unschedulable_if_not_present(info, unschedulable=True, message=pod.scheduled_message)
                 continue
             try:
                 spec = self.pod_spec(pod)
@@ -228,18 +253,28 @@ class Worker:
                 self.queue.add(o.info.key, o.pod.priority)
             elif o.requeue is not None:
                 self.queue.add_unschedulable_if_not_present(o.info, unschedulable=o.requeue[0], message=o.requeue[1])
+        preempting = [o for o in outcomes if o.written and o.victims and o.nominate]
+        if preempting:  # as prepareCandidateAsync: the victims go in another task, the loop goes on
+            jobs = [preemption_job(o.pod, o.nominate, o.victims, o.attempt.pk if o.attempt else None, o.cleared)
+                    for o in preempting]
+            metrics.observe_many(metrics.preemption_victims, [len(o.victims) for o in preempting])
+            uids = [o.pod.uid for o in preempting]
+
+            def send_jobs():
+                preempting_marks.mark(uids)  # held back until the task is done (or the mark expires)
+                for job in jobs:
+                    dispatch.send(dispatch.PREEMPT, job)
+
+            transaction.on_commit(send_jobs)
         placed = [o for o in outcomes if o.placed and o.written]
         attempts = [o.attempt for o in outcomes if o.attempt is not None and o.written]
         stats.skipped = sum(o.skipped for o in outcomes)
         stats.scheduled = len(placed)
         stats.unschedulable = sum(a.result == RESULT_UNSCHEDULABLE for a in attempts)
         stats.errors = sum(a.result == RESULT_ERROR for a in attempts) + sum(not o.written for o in outcomes)
-        stats.bind_items = [
-            # "cycle_s" carries the scheduling cycle's time to the binder for scheduling_attempt_duration_seconds.
-            {"attempt": o.attempt.pk, "pod": o.pod.pk, "node": o.attempt.node_name, "info": asdict(o.info),
-             "cycle_s": (o.attempt.attempt_ms or 0.0) / 1000.0}
-            for o in placed
-        ]
+        stats.bind_items = [BindItem(attempt=o.attempt.pk, pod=o.pod.pk, node=o.attempt.node_name,
+                                     info=dataclasses.replace(o.info),  # as popped: the queue's own record moves on
+                                     cycle_seconds=(o.attempt.attempt_ms or 0.0) / 1000.0) for o in placed]
         # Metrics, once per batch: failed attempts (scheduled ones count when bound), algorithm and
         # extension point latencies (the queue counts the pods it takes back itself).
         failed_seconds: dict[tuple[str, str], list[float]] = {}  # (result, profile) -> attempt seconds
@@ -267,7 +302,21 @@ class Worker:
             return _Scheduled(pod, info, attempt=attempt, placed=True, node=result.node_name,
                               algorithm_seconds=result.algorithm_seconds, cycle_seconds=result.cycle_seconds)
         unschedulable = result.status == cycle.UNSCHEDULABLE
-        return self._failure(pod, info, attempt, unschedulable, result.message, now, result.cycle_seconds)
+        out = self._failure(pod, info, attempt, unschedulable, result.message, now, result.cycle_seconds)
+        if result.decision is not None and result.decision.post_filter is not None:
+            metrics.preemption_attempts.inc()
+            # The nodes preemption could not use, at most PREEMPTION_TRACE_NODES names (the rest counted): a
+            # failed attempt's row stays small on a big cluster.
+            outcome = preemption(result.decision, max_nodes=PREEMPTION_TRACE_NODES)
+            if outcome is not None and settings.SCHEDBOARD_TRACE == "off":
+                # Untraced, an attempt keeps only a preemption's outcome (what its victims' pages link to).
+                outcome = {k: outcome[k] for k in ("nominated", "victims", "message", "code", "plugin")
+                           } if outcome["nominated"] else None
+            if outcome is not None:
+                attempt.trace = {**(attempt.trace or {}), "preemption": outcome}
+            out.nominate, out.victims = result.nominated_node, result.victims
+            out.cleared = tuple(p for p in (self._pk_of(c) for c in result.cleared_nominations) if p)
+        return out
 
     def _failure(self, pod: Pod, info: QueuedPodInfo, attempt: Attempt, unschedulable: bool, message: str, now,
                  cycle_seconds: float = 0.0) -> _Scheduled:
@@ -277,6 +326,22 @@ class Worker:
         _set_condition(pod, False, "Unschedulable" if unschedulable else "SchedulerError", message, now)
         return _Scheduled(pod, info, attempt=attempt, events=[event], failed=True, requeue=(unschedulable, message),
                           reported=(pod, pod.scheduled_reason, message), cycle_seconds=cycle_seconds)
+
+    def _sync_nominator(self) -> None:
+        """The nominated pods as the shared state has them (nominated, not yet placed), once per batch."""
+        nominator = Nominator()
+        self._nominated_pks: dict[str, int] = {}
+        for pod in Pod.objects.filter(node_name="", assumed_node="", deleting=False).exclude(nominated_node=""):
+            try:
+                spec = self.pod_spec(pod)
+            except Exception:  # noqa: BLE001 - an unreadable pod fails in its own cycle, not here
+                continue
+            nominator.add(spec, pod.nominated_node)
+            self._nominated_pks[pod.key] = pod.pk
+        self.algorithm.nominator = nominator
+
+    def _pk_of(self, spec: PodSpec) -> int | None:
+        return getattr(self, "_nominated_pks", {}).get(spec.key)
 
     def _error_attempt(self, pod: Pod, info: QueuedPodInfo, message: str, now, popped_at: float) -> Attempt:
         profile = self.profiles.get(pod.scheduler_name)

@@ -26,6 +26,16 @@ KINDS = {
     REPLICA_SET: ("apps/v1", True),
     STATEFUL_SET: ("apps/v1", True),
 }
+# ---- preemption's kinds (issue 12): PriorityClass and PodDisruptionBudget --------------------------
+PRIORITY_CLASS, POD_DISRUPTION_BUDGET = "PriorityClass", "PodDisruptionBudget"
+KINDS.update({
+    PRIORITY_CLASS: ("scheduling.k8s.io/v1", False),
+    POD_DISRUPTION_BUDGET: ("policy/v1", True),
+})
+# ---- end of preemption's kinds -------------------------------------------------------------------
+# The workload kinds only the controllers read (scheduler/controllers/): validated as a ReplicaSet is.
+DEPLOYMENT = "Deployment"
+KINDS[DEPLOYMENT] = ("apps/v1", True)
 LIST_KINDS = {f"{kind}List": kind for kind in KINDS}
 
 
@@ -93,7 +103,15 @@ def parse_cluster_object(o, obj: dict, kind: str, namespace: str, name: str, lab
             o.add("spec.template.metadata.labels",
                   f"Invalid value: {_go_json(template_labels)}: `selector` does not match template `labels`")
         selector = got
-    elif kind in (REPLICA_SET, STATEFUL_SET):
+    elif kind == PRIORITY_CLASS:
+        from .priority import parse_priority_class
+
+        parse_priority_class(o, obj, name)
+    elif kind == POD_DISRUPTION_BUDGET:
+        from .priority import parse_pdb
+
+        selector = parse_pdb(o, obj, spec)
+    elif kind in (REPLICA_SET, STATEFUL_SET, DEPLOYMENT):
         replicas = _replicas(o, spec, "spec.replicas")
         template_labels = _template_labels(o, spec, "spec.template")
         raw = spec.get("selector")
@@ -101,7 +119,8 @@ def parse_cluster_object(o, obj: dict, kind: str, namespace: str, name: str, lab
         if raw is None:
             o.add("spec.selector", "Required value")
         elif parsed is not None:
-            what = "deployment" if kind == REPLICA_SET else "statefulset"  # sic: upstream's ReplicaSet words
+            # sic: upstream's ReplicaSet validation says "deployment" too
+            what = "statefulset" if kind == STATEFUL_SET else "deployment"
             try:
                 compiled = as_selector(parsed)
             except SelectorError:

@@ -113,7 +113,8 @@ def parse_object(obj, prefix: str = "", implied_kind: str | None = None, *, from
 
 
 SUPPORTED_KINDS = ("only v1 Node, Pod, Namespace, Service and ReplicationController, "
-                   "and apps/v1 ReplicaSet and StatefulSet")
+                   "apps/v1 ReplicaSet, StatefulSet and Deployment, scheduling.k8s.io/v1 PriorityClass "
+                   "and policy/v1 PodDisruptionBudget")
 
 
 def _cluster_object(o: ObjectDecoder, obj: dict, kind: str, api_version: str) -> ParsedObject | None:

@@ -259,8 +259,8 @@ def decode_pod(o: ObjectDecoder, obj: dict) -> PodSpec:
     pod_affinity, pod_anti_affinity = topology.pod_affinities(o, spec.get("affinity"), pod_labels=merged_from)
     spread = topology.topology_spread_constraints(o, spec.get("topologySpreadConstraints"), pod_labels=merged_from)
     tolerations = _tolerations(o, spec.get("tolerations"), "spec.tolerations")
-    # Without the PriorityClass objects we cannot resolve spec.priorityClassName: a pod that names a
-    # class but carries no spec.priority (the admission plugin would have set it) gets priority 0.
+    # The decoder has no PriorityClass objects: apply and explain resolve spec.priorityClassName after it,
+    # as the Priority admission plugin (manifests/priority.py); until then a pod without spec.priority reads 0.
     priority = o.int(spec.get("priority"), "spec.priority", 0)
     class_name = o.str(spec.get("priorityClassName"), "spec.priorityClassName")
     if class_name:

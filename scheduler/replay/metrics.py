@@ -17,6 +17,8 @@ from scheduler.engine.nodes import NodeTable
 from scheduler.engine.pods import PodSpec
 from scheduler.engine.resources import CPU, MEMORY
 
+from .natural import natural_key, natural_sorted
+
 RESOURCES = (CPU, MEMORY)
 # The keys spread skew is reported for when nodes carry them (the well-known topology labels).
 TOPOLOGY_KEYS = ("kubernetes.io/hostname", "topology.kubernetes.io/zone", "topology.kubernetes.io/region")
@@ -56,11 +58,12 @@ def utilization(table: NodeTable) -> dict[str, dict[str, float]]:
 
 def per_node(table: NodeTable) -> dict:
     """Each node's utilisation per resource, for the distribution plot (0 where a node has none of it)."""
-    out: dict = {"names": list(table.names)}
+    order = sorted(range(table.n), key=lambda i: natural_key(table.names[i]))  # node-2 before node-10
+    out: dict = {"names": [table.names[i] for i in order]}
     for r in RESOURCES:
         alloc = table.allocatable_of(r)
         ratio = np.divide(table.requested_of(r), alloc, out=np.zeros(table.n, dtype=np.float64), where=alloc > 0)
-        out[r] = [round(float(v), 6) for v in ratio]
+        out[r] = [round(float(ratio[i]), 6) for i in order]
     return out
 
 
@@ -123,7 +126,7 @@ def percentile(values: list[float], q: float) -> float | None:
 def run_report(run, recorded: dict[str, str] | None = None) -> dict:
     """One configuration's entry in the replay JSON."""
     pods = run.pods
-    placements = {key: p.node for key, p in sorted(pods.items())}
+    placements = {key: pods[key].node for key in natural_sorted(pods)}
     pending = [p for p in pods.values() if p.node is None]
     waits = [p.bound_at - p.arrived for p in pods.values() if p.arrived is not None and p.bound_at is not None]
     reasons = Counter(p.message or "never attempted (no profile for its schedulerName)" for p in pending)
@@ -138,11 +141,12 @@ def run_report(run, recorded: dict[str, str] | None = None) -> dict:
         "spread_skew": spread_skew(run.table),
         "preemptions": run.preemptions,  # victims evicted
         "preemptors": run.preemptors,  # cycles that evicted some
-        "evicted": sorted(run.evicted),
+        "evicted": natural_sorted(run.evicted),
         "time_to_bind_p50_s": percentile(waits, 50),
         "time_to_bind_p99_s": percentile(waits, 99),
         "attempts": run.attempts,
         "lost_with_node": run.lost_with_node,
+        "bind_failures": run.bind_failures,
         "skipped_events": run.skipped_events,
         "virtual_seconds": round(run.virtual_seconds, 6),
         "wall_seconds": round(run.wall_seconds, 3),
@@ -152,7 +156,7 @@ def run_report(run, recorded: dict[str, str] | None = None) -> dict:
     if recorded:
         # Bindings, not final placements: a pod bound then deleted within the trace counts too.
         made = run.bindings
-        differs = sorted(k for k, node in recorded.items() if made.get(k) != node)
+        differs = natural_sorted(k for k, node in recorded.items() if made.get(k) != node)
         report["recorded_matches"] = sum(1 for k, node in recorded.items() if made.get(k) == node)
         report["recorded_differs"] = differs
     return report
@@ -166,4 +170,14 @@ def differ(reports: list[dict]) -> list[str]:
     keys = set(first)
     for r in reports[1:]:
         keys |= set(r["placements"])
-    return sorted(k for k in keys if any(r["placements"].get(k) != first.get(k) for r in reports[1:]))
+    return natural_sorted(k for k in keys if any(r["placements"].get(k) != first.get(k) for r in reports[1:]))
+
+
+def attempt_of(run, key: str) -> dict:
+    """One pod's replayed attempt under one configuration, for the placements that differ: where it went,
+    when (virtual seconds), after how many attempts, what the binding cycle weighed or why it still waits."""
+    pod = run.pods.get(key)
+    if pod is None:
+        return {"node": None, "gone": "evicted by preemption" if key in run.evicted else "deleted"}
+    return {"node": pod.node, "arrived_s": pod.arrived, "bound_s": pod.bound_at, "attempts": pod.attempts,
+            "message": pod.message, "decision": pod.decision}

@@ -4,26 +4,36 @@ From the database, for a window [start, end]:
   start state: the nodes that existed at the start, the pods bound by then (on their node) and the
                pods queued by then and not yet bound (pending, they arrive at t=0);
   events:      pods queued after the start (Pod.queued_at), pods created already bound (Pod.bound_at),
-               nodes created after it, node updates and bound-pod deletions (ClusterEvent), each saved
-               configuration version (it became the active one when saved), and, to compare against,
-               every binding the live run made (Binding).
-What the tables cannot say is left out and said in the README: a node's earlier manifests (only its
-current one is kept), a deleted pod's spec, unbound pods deleted, nodes deleted.
+               pod deletions (DeletedPod, migration 0011), nodes created, changed (NodeRevision, migration
+               0014: each node is recorded with the manifest it had then) and deleted (DeletedNode), each
+               saved configuration version (it became the active one when saved), and, to compare
+               against, every binding the live run made (Binding).
+What the tables cannot say (pods and nodes deleted, and node changes, before retention dropped their
+rows or before those migrations) is left out.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
 
 from scheduler.engine.config import config_to_dict
-from scheduler.models import Binding, ClusterEvent, Node, Pod, SchedulerConfigVersion
+from scheduler.manifests.errors import ManifestError
+from scheduler.manifests.objects import node_from_manifest
+from scheduler.models import (NAMESPACE, REPLICA_SET, REPLICATION_CONTROLLER, RESULT_BIND_FAILED, SERVICE,
+                              STATEFUL_SET, Attempt, Binding, ClusterObject, DeletedNode, DeletedPod, Node, NodeRevision, Pod,
+                              SchedulerConfigVersion)
 from scheduler.versions.profiles import INITIAL_VERSION, initial_config
 
 from . import trace as tr
+from .natural import natural_key
 
+
+OBJECT_API_VERSIONS = {NAMESPACE: "v1", SERVICE: "v1", REPLICATION_CONTROLLER: "v1", REPLICA_SET: "apps/v1",
+                       STATEFUL_SET: "apps/v1"}
 
 # As kubectl's --since: a Go duration (1h, 30m, 1h30m, 90s).
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -49,26 +59,34 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
     trace = tr.Trace(header=header)
     events: list[tuple[datetime, int, dict]] = []  # (when, order within an instant, line)
 
-    for name, manifest, created in Node.objects.filter(created_at__lte=end).order_by("name").values_list(
-            "name", "manifest", "created_at"):
-        if created <= start:
-            trace.nodes.append(manifest)
+    for life in _node_lives(end):
+        if life.deleted_at is not None and life.deleted_at <= start:
+            continue
+        if life.created_at <= start:
+            trace.nodes.append(life.manifest_at(start))
         else:
-            events.append((created, 0, {"kind": tr.NODE_ADD, "manifest": manifest}))
-    manifests = dict(Node.objects.values_list("name", "manifest"))
-    for kind, name, when in ClusterEvent.objects.filter(created_at__gt=start, created_at__lte=end).values_list(
-            "kind", "object_name", "created_at"):
-        if kind == ClusterEvent.NODE_UPDATE and name in manifests:
-            events.append((when, 0, {"kind": tr.NODE_UPDATE, "manifest": manifests[name]}))
-        elif kind == ClusterEvent.ASSIGNED_POD_DELETE:
-            events.append((when, 2, {"kind": tr.POD_DELETE, "key": name}))
+            events.append((life.created_at, 0, {"kind": tr.NODE_ADD, "manifest": life.manifest_at(life.created_at)}))
+        for when, manifest in life.changes():
+            if start < when <= end:
+                events.append((when, 0, {"kind": tr.NODE_UPDATE, "manifest": manifest}))
+        if life.deleted_at is not None and life.deleted_at <= end:
+            events.append((life.deleted_at, 4, {"kind": tr.NODE_DELETE, "name": life.name}))
 
-    pods = Pod.objects.order_by("queued_at", "created_at", "namespace", "name")
-    for manifest, node_name, queued_at, bound_at, created in pods.values_list(
-            "manifest", "node_name", "queued_at", "bound_at", "created_at"):
+    attempts_of: dict[tuple[str, str], list[datetime]] = {}
+    for ns, name, started in Attempt.objects.filter(started_at__gt=start, started_at__lte=end).order_by(
+            "started_at").values_list("namespace", "pod_name", "started_at"):
+        attempts_of.setdefault((ns, name), []).append(started)
+    columns = ("namespace", "name", "manifest", "node_name", "queued_at", "bound_at")
+    pods = [(*row, None) for row in Pod.objects.filter(created_at__lte=end).values_list(*columns)]
+    # Deleted pods too (migration 0011's trigger keeps them): their room counts until their deletion.
+    pods += DeletedPod.objects.filter(created_at__lte=end, deleted_at__gt=start).values_list(*columns, "deleted_at")
+    pods.sort(key=lambda p: (p[4] or p[5] or end, p[0], p[1]))
+    for ns, name, manifest, node_name, queued_at, bound_at, deleted_at in pods:
+        if queued_at is None and (bound_at is None or not node_name):
+            continue  # not ours, never queued: neither it nor its deletion is anything to the replay
+        if deleted_at is not None and deleted_at <= end:
+            events.append((deleted_at, 2, {"kind": tr.POD_DELETE, "key": f"{ns}/{name}"}))
         if queued_at is None:  # created bound (spec.nodeName): it never waited in our queue
-            if bound_at is None or not node_name:
-                continue  # not ours, never queued
             if bound_at <= start:
                 trace.pods.append((manifest, node_name))
             elif bound_at <= end:
@@ -79,7 +97,27 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
         elif queued_at <= start:
             trace.pods.append((_unbound(manifest), None))
         elif queued_at <= end:
-            events.append((queued_at, 1, {"kind": tr.POD_ADD, "manifest": _unbound(manifest), "node": None}))
+            line = {"kind": tr.POD_ADD, "manifest": _unbound(manifest), "node": None}
+            first = next((a for a in attempts_of.get((ns, name), ()) if a >= queued_at), None)
+            if first is not None:
+                line["first_attempt_t"] = _t(first, start)  # when the live loop picked it up (simulator.picked_up)
+            events.append((queued_at, 1, line))
+
+    # The objects the plugins read (Services, ReplicaSets... for spreading; Namespaces for affinity), as the
+    # table keeps them: each with its current manifest, from its creation (those deleted are not kept).
+    for kind, manifest, created in ClusterObject.objects.filter(created_at__lte=end).order_by(
+            "created_at", "kind", "namespace", "name").values_list("kind", "manifest", "created_at"):
+        obj = {**manifest, "apiVersion": OBJECT_API_VERSIONS[kind], "kind": kind}
+        if created <= start:
+            trace.objects.append(obj)
+        else:
+            events.append((created, 0, {"kind": tr.OBJECT_ADD, "manifest": obj}))
+
+    # Bindings the live binder had refused (an API server's no, an injected failure): the replay refuses them too.
+    for ns, name in Attempt.objects.filter(result=RESULT_BIND_FAILED, started_at__gt=start, started_at__lte=end).values_list(
+            "namespace", "pod_name"):
+        key = f"{ns}/{name}"
+        trace.bind_failures[key] = trace.bind_failures.get(key, 0) + 1
 
     for number, config, when in SchedulerConfigVersion.objects.filter(
             created_at__gt=start, created_at__lte=end).values_list("number", "config", "created_at"):
@@ -90,7 +128,61 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
 
     events.sort(key=lambda e: (e[0], e[1]))
     trace.events = [{"t": _t(when, start), **line} for when, _, line in events]
+    trace.nodes.sort(key=lambda m: natural_key((m.get("metadata") or {}).get("name", "")))
     return trace
+
+
+@dataclass
+class _NodeLife:
+    """One node from its creation to its deletion (or now), with the manifests it had: `revisions` are
+    (replaced_at, manifest before) from migration 0014's trigger, oldest first; `final` is the last one."""
+
+    name: str
+    created_at: datetime
+    deleted_at: datetime | None
+    final: dict
+    revisions: list[tuple[datetime, dict]] = field(default_factory=list)
+
+    def manifest_at(self, when: datetime) -> dict:
+        return next((m for replaced, m in self.revisions if replaced > when), self.final)
+
+    def changes(self):
+        """(when, the manifest from then on) for each change that a scheduler sees: one to the labels, taints,
+        allocatable, cordon or images. A kubelet's status heartbeat (conditions' times) changes none and is
+        left out, or a real cluster's trace would hold one per node every few minutes, each rebuilding the
+        replay's node table."""
+        later = [m for _, m in self.revisions[1:]] + [self.final]
+        out = []
+        for (replaced, before), after in zip(self.revisions, later):
+            if _seen(before) != _seen(after):
+                out.append((replaced, after))
+        return out
+
+
+def _seen(manifest: dict):
+    """What the scheduler reads of a node (its NodeSpec); the manifest itself where it cannot be read."""
+    try:
+        return node_from_manifest(manifest)
+    except ManifestError:
+        return manifest
+
+
+def _node_lives(end: datetime) -> list[_NodeLife]:
+    lives = [_NodeLife(name, created, None, manifest) for name, created, manifest in
+             Node.objects.filter(created_at__lte=end).values_list("name", "created_at", "manifest")]
+    lives += [_NodeLife(name, created, deleted, manifest) for name, created, deleted, manifest in
+              DeletedNode.objects.filter(created_at__lte=end).values_list("name", "created_at", "deleted_at", "manifest")]
+    by_name: dict[str, list[_NodeLife]] = {}
+    for life in lives:
+        by_name.setdefault(life.name, []).append(life)
+    # A name used again after a deletion is another life: a revision belongs to the one it fell in.
+    for name, replaced, manifest in NodeRevision.objects.filter(name__in=by_name).order_by("replaced_at", "id").values_list(
+            "name", "replaced_at", "manifest"):
+        life = next((x for x in by_name[name] if x.created_at <= replaced
+                     and (x.deleted_at is None or replaced <= x.deleted_at)), None)
+        if life is not None:
+            life.revisions.append((replaced, manifest))
+    return sorted(lives, key=lambda x: (x.created_at, x.name))
 
 
 def _unbound(manifest: dict) -> dict:
@@ -128,8 +220,7 @@ def record_from_cluster(api_client, *, now: datetime) -> tr.Trace:
     # Through the apply decoders, so a cluster's objects are read exactly as `apply` reads them.
     listing = {"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Node", **n} for n in nodes] + [
-        {"apiVersion": "v1", "kind": "Pod", **p} for p in pods
-        if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]}
+        {"apiVersion": "v1", "kind": "Pod", **p} for p in pods]}
     trace = tr.trace_from_manifests(json.dumps(listing), "<cluster>", source="cluster")
     trace.header.update({"start": now.isoformat(), "end": now.isoformat()})
     for api_version, kind, reply in text_objects:

@@ -1,5 +1,5 @@
-"""Replays started from the dashboard: replay_start (a row, then the Celery task after commit) and
-replay_execute (the task's body: progress written as it goes, the report at the end)."""
+"""Replays started from the dashboard: replay_start (a row, then the Celery task, by name, after commit) and
+replay_execute (the task's body, tasks.replay_run: progress written as it goes, the report at the end)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import time
 from django.db import transaction
 from django.utils import timezone
 
+from scheduler import dispatch
 from scheduler.engine.config import SchedulerConfig, config_from_dict, config_to_dict
+from scheduler.models import ReplayRun
 
-from .models import ReplayRun
 from .run import replay_trace
 from .trace import read_trace
 
@@ -28,14 +29,8 @@ def replay_start(*, trace_name: str, trace_text: str, configs: list[tuple[str, S
         run = ReplayRun.objects.create(
             trace_name=trace_name, trace=trace_text, seed=seed, created_by=user,
             configs=[{"name": name, "config": None if c is None else config_to_dict(c)} for name, c in configs])
-        transaction.on_commit(lambda: _send(run.pk))
+        transaction.on_commit(lambda: dispatch.send(dispatch.REPLAY, run.pk))
     return run
-
-
-def _send(run_id: int) -> None:
-    from .tasks import replay_run
-
-    replay_run.delay(run_id)
 
 
 def replay_execute(*, run_id: int) -> None:

@@ -1,9 +1,11 @@
 """`record --from-cluster` against a real kube-apiserver on loopback: the start state it reads replays."""
 
+import io
 import json
 from datetime import datetime, timezone
 
 import pytest
+from django.core.management import call_command
 
 from scheduler.replay.record import record_from_cluster
 from scheduler.replay.run import replay_trace
@@ -51,3 +53,31 @@ def test_a_live_snapshot_holds_the_nodes_the_pods_and_the_objects_plugins_read(k
     # node-a is empty and four times node-b, which holds the other app=web pod: every score prefers node-a.
     assert run["placements"]["shop/waiting"] == "node-a" and run["placements"]["shop/running"] == "node-b"
     json.dumps(report)  # the report is plain JSON
+
+
+def test_record_from_cluster_writes_a_trace_replay_reads(kube_cluster, settings, tmp_path):
+    """As a user runs it: `record --from-cluster -o trace.jsonl` (KUBECONFIG), then `replay trace.jsonl --json`;
+    node-10 listed after node-2."""
+    from kubernetes import client
+
+    api = kube_cluster.api_client()
+    core = client.CoreV1Api(api)
+    for name in ("node-10", "node-2"):
+        allocatable = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+        core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=name, labels={"kubernetes.io/hostname": name}),
+                                       status=client.V1NodeStatus(allocatable=allocatable, capacity=allocatable)))
+    core.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "waiting"},
+                                           "spec": {"containers": [{"name": "c", "image": "nginx",
+                                                                    "resources": {"requests": {"cpu": "3"}}}]}})
+    api.close()
+    settings.KUBECONFIG = str(kube_cluster.kubeconfig)
+    path = tmp_path / "trace.jsonl"
+    out = io.StringIO()
+    call_command("record", "--from-cluster", "-o", str(path), stdout=out)
+    assert "nodes and" in out.getvalue() and "pods at the start" in out.getvalue()  # the module's cluster: more
+    out = io.StringIO()
+    call_command("replay", str(path), "--json", stdout=out)
+    run = json.loads(out.getvalue())["configs"][0]
+    assert run["config"] == "default"  # a snapshot records no configuration: kube-scheduler's default
+    assert run["placements"]["default/waiting"] in ("node-2", "node-10", "node-a")
+    assert run["nodes"]["names"][:2] == ["node-2", "node-10"]

@@ -9,7 +9,7 @@ the same (the test moves both by hand), so backoff waits line up with the record
 
 import io
 import json
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime, timedelta, timezone as dt_timezone
 
 import pytest
 import yaml
@@ -22,10 +22,12 @@ from scheduler.telemetry import metrics
 from scheduler.queue import queues
 from scheduler.engine.config import load_config
 from scheduler.manifests.files import parse_documents
-from scheduler.models import Binding, Pod
+from scheduler.controllers.drain import cordon
+from scheduler.models import Binding, DeletedNode, DeletedPod, NodeRevision, Pod
+from scheduler.replay.record import record_from_database
 from scheduler.versions.services import config_version_create
 from scheduler.queue.redis_queue import RedisQueue
-from scheduler.cluster.services import cluster_apply
+from scheduler.cluster.services import cluster_apply, node_delete, pod_delete
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,8 +77,8 @@ def node(name, cpu, memory="16Gi", zone="z1"):
             "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}}
 
 
-def pod(name, cpu, memory="1Gi"):
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+def pod(name, cpu, memory="1Gi", labels=None):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
             "spec": {"containers": [{"name": "c", "image": "nginx",
                                      "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}
 
@@ -98,8 +100,7 @@ def drain(clock):
 
 
 def live_run(clock):
-    """Ties (four identical nodes), failures that wait for a node, a configuration switch. No deletions
-    and no node updates: the tables keep neither a deleted pod nor a node's earlier manifests (README)."""
+    """Ties (four identical nodes), failures that wait for a node, a configuration switch."""
     apply(*[node(f"a{i}", "4", zone=f"z{i % 2}") for i in range(4)], node("b0", "8", "32Gi"), node("c0", "2", "4Gi"))
     clock.advance(1)
     apply(*[pod(f"p{i:02d}", cpu) for i, cpu in enumerate(["500m", "1", "250m", "2", "1500m", "750m"] * 3)])
@@ -121,6 +122,60 @@ def live_run(clock):
     clock.advance(10)
 
 
+def stamp(clock):
+    """The triggers (migrations 0011, 0014) stamp their rows with the database's clock; this test runs on
+    its own, so the rows of what it just did get its time."""
+    when = clock.datetime()
+    DeletedPod.objects.filter(deleted_at__lt=when - timedelta(days=1)).update(deleted_at=when)
+    DeletedNode.objects.filter(deleted_at__lt=when - timedelta(days=1)).update(deleted_at=when)
+    NodeRevision.objects.filter(replaced_at__lt=when - timedelta(days=1)).update(replaced_at=when)
+
+
+def changes_run(clock):
+    """After live_run: a node cordoned (an update) while pods arrive, bound pods and a pending one deleted
+    (room freed, the queue moved), a node added then deleted before the next pods, the node uncordoned."""
+    live_run(clock)
+    cordon("b0")
+    stamp(clock)
+    clock.advance(3)
+    for name in ("p00", "p03", "q01", "huge"):
+        pod_delete(namespace="default", name=name)
+        stamp(clock)
+        clock.advance(1)
+    apply(node("x0", "32", "128Gi"))
+    clock.advance(5)
+    node_delete(name="x0")
+    stamp(clock)
+    clock.advance(1)
+    flaky = pod("flaky", "100m", "64Mi")  # the simulated backend refuses its first binding: the replay must too
+    flaky["metadata"]["annotations"] = {"schedboard.io/fail-binds": "1"}
+    apply(flaky)
+    drain(clock)
+    clock.advance(1)
+    # A Service from now on: default spreading (PodTopologySpread's system defaults) counts the pods it selects.
+    apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+           "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    clock.advance(1)
+    apply(*[pod(f"s{i:02d}", "500m", "1Gi", labels={"app": "web"}) for i in range(12)])
+    drain(clock)
+    clock.advance(15)
+    cordon("b0", False)
+    stamp(clock)
+    clock.advance(1)
+    apply(*[pod(f"t{i:02d}", "2", "1Gi") for i in range(4)])
+    drain(clock)
+    clock.advance(10)
+
+
+def live_tables():
+    from scheduler.models import Attempt, ClusterEvent, Event, Node
+
+    rows = {m.__name__: sorted(m.objects.values_list("pk", flat=True)) for m in (Pod, Node, Binding, Attempt, Event, ClusterEvent)}
+    pods = sorted(Pod.objects.values_list("namespace", "name", "node_name", "assumed_node"))
+    nodes = sorted(Node.objects.values_list("name", "req_cpu", "req_memory", "req_pods"))
+    return rows, pods, nodes, queues.get_queue().lengths()
+
+
 def record_and_replay(tmp_path, *replay_args):
     path = tmp_path / "trace.jsonl"
     call_command("record", "--since", "1h", "-o", str(path), stdout=io.StringIO())
@@ -135,7 +190,9 @@ def test_replaying_a_recorded_run_under_its_own_configuration_reproduces_every_b
     pods = {p.key: p.node_name or None for p in Pod.objects.all()}
     assert len(bindings) >= 30 and list(pods.values()).count(None) >= 1  # the run had work, and a pod left pending
 
+    tables = live_tables()
     _, report = record_and_replay(tmp_path)
+    assert live_tables() == tables  # nothing live touched: rows, and the queue
 
     run = report["configs"][0]
     assert run["config"] == "recorded" and report["trace"]["recorded_bindings"] == len(bindings)
@@ -156,3 +213,65 @@ def test_replay_under_another_seed_or_configuration_does_not_reproduce_it(clock,
     out = io.StringIO()
     call_command("replay", str(path), "--json", "--config", str(least), stdout=out)
     assert json.loads(out.getvalue())["configs"][0]["recorded_differs"] != []
+
+
+def test_a_run_with_deletions_node_updates_and_a_node_removed_replays_to_the_same_bindings(clock, tmp_path):
+    changes_run(clock)
+    bindings = {f"{ns}/{name}": node for ns, name, node in Binding.objects.values_list("namespace", "pod_name", "node_name")}
+    pods = {p.key: p.node_name or None for p in Pod.objects.all()}
+
+    path, report = record_and_replay(tmp_path)
+
+    kinds = [json.loads(line)["kind"] for line in path.read_text().splitlines()]
+    # Each cordon is two updates: spec.unschedulable, then the node lifecycle's unschedulable taint.
+    assert kinds.count("pod_delete") == 4 and kinds.count("node_update") == 4
+    assert kinds.count("node_delete") == 1 and kinds.count("node_add") == 8 and kinds.count("object_add") == 1
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [x["pods"] for x in lines if x["kind"] == "bind_failures"] == [{"default/flaky": 1}]
+    assert all("first_attempt_t" in x for x in lines if x["kind"] == "pod_add" and x["manifest"]["metadata"]["name"] == "flaky")
+    run = report["configs"][0]
+    assert run["recorded_differs"] == [] and run["recorded_matches"] == len(bindings)
+    assert run["bind_failures"] == 1
+    assert run["placements"] == pods  # the deleted ones gone, pending "huge" too
+    assert run["pending"] == list(pods.values()).count(None)
+
+
+def test_a_trace_starts_with_each_node_as_it_was_then_and_each_change_after(clock):
+    changes_run(clock)
+    cordoned_at = Pod.objects.get(name="s00").queued_at  # b0 was cordoned then, uncordoned since
+    trace = record_from_database(start=cordoned_at, end=clock.datetime())
+    b0 = next(m for m in trace.nodes if m["metadata"]["name"] == "b0")
+    assert b0["spec"]["unschedulable"] is True
+    assert "x0" not in {m["metadata"]["name"] for m in trace.nodes}  # deleted before the start
+    updates = [e for e in trace.events if e["kind"] == "node_update"]
+    assert {e["manifest"]["metadata"]["name"] for e in updates} == {"b0"} and len(updates) == 2  # uncordon, untaint
+    assert not updates[-1]["manifest"]["spec"].get("unschedulable") and not updates[-1]["manifest"]["spec"].get("taints")
+    assert [e for e in trace.events if e["kind"] in ("pod_delete", "node_delete")] == []  # all before the start
+    # The Service came before the start: among the objects the plugins read, as a v1 Service.
+    [service] = trace.objects
+    assert (service["apiVersion"], service["kind"], service["metadata"]["name"]) == ("v1", "Service", "web")
+    assert service["spec"]["selector"] == {"app": "web"}
+
+
+
+def test_a_node_status_heartbeat_is_no_node_update_but_a_label_change_is():
+    from scheduler.cluster.services import node_manifest_update
+
+    start = timezone.now()
+    apply(node("n1", "4"))
+
+    def heartbeat(m):
+        m.setdefault("status", {})["conditions"] = [{"type": "Ready", "status": "True",
+                                                      "lastHeartbeatTime": "2026-12-01T10:00:00Z"}]
+
+    def relabel(m):
+        m["metadata"]["labels"]["disktype"] = "nvme"
+
+    assert node_manifest_update(name="n1", mutate=heartbeat) is not None
+    assert node_manifest_update(name="n1", mutate=relabel)
+    assert NodeRevision.objects.filter(name="n1").count() == 2  # the trigger keeps both
+    trace = record_from_database(start=start, end=timezone.now())
+    updates = [e for e in trace.events if e["kind"] == "node_update"]
+    assert len(updates) == 1 and updates[0]["manifest"]["metadata"]["labels"]["disktype"] == "nvme"
+    [added] = [e for e in trace.events if e["kind"] == "node_add"]
+    assert "disktype" not in added["manifest"]["metadata"]["labels"]  # as it was when added

@@ -3,6 +3,7 @@ determinism, and MostAllocated against LeastAllocated on the same trace."""
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -11,6 +12,7 @@ from django.core.management import call_command
 from scheduler.engine.config import default_config, load_config
 from scheduler.engine.nodes import NodeSpec, NodeTable
 from scheduler.engine.pods import Container, PodSpec
+from scheduler.kubectl.printers import KubectlError
 from scheduler.replay import metrics
 from scheduler.replay.run import replay_trace
 from scheduler.replay.trace import TraceError, read_trace
@@ -107,6 +109,105 @@ def test_a_replay_is_deterministic_for_a_seed_and_the_seed_decides_the_ties(spre
     assert placements("--seed", "3") != placements("--seed", "4")  # ten identical nodes: many ties
 
 
+class WallClock:
+    """monotonic() and sleep() for the pacer: sleeping moves it."""
+
+    def __init__(self):
+        self.now, self.slept = 100.0, []
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(round(seconds, 6))
+        self.now += seconds
+
+
+@pytest.mark.parametrize("speed, expected_sleeps", [
+    ("realtime", [2.0, 8.0]),   # virtual 2 s, then 10 s: wall follows one to one
+    ("4", [0.5, 2.0]),          # four times real time
+    ("0.5", [4.0, 16.0]),       # half
+])
+def test_speed_paces_virtual_time_against_the_wall_clock(speed, expected_sleeps):
+    from scheduler.replay.simulator import pacer
+
+    wall = WallClock()
+    pace = pacer(speed, monotonic=wall.monotonic, sleep=wall.sleep)
+    pace(2.0)
+    pace(2.0)  # already there: no sleep
+    pace(10.0)
+    assert wall.slept == expected_sleeps
+
+
+def test_speed_max_does_not_pace_and_a_bad_speed_is_refused_naming_the_option(spread_trace):
+    from scheduler.replay.simulator import pacer
+
+    assert pacer("max") is None
+    for bad in ("0", "-2", "fast", "inf", "nan"):
+        with pytest.raises(ValueError, match=rf"--speed '{bad}': expected max, realtime or a positive number"):
+            pacer(bad)
+    err = io.StringIO()
+    with pytest.raises(KubectlError):
+        call_command("replay", str(spread_trace), "--speed", "fast", stdout=io.StringIO(), stderr=err)
+    assert "--speed 'fast'" in err.getvalue()
+
+
+def without_wall_time(report):
+    for c in report["configs"]:
+        c.pop("wall_seconds", None)
+    return report
+
+
+def test_a_paced_replay_decides_as_the_unpaced_one(spread_trace):
+    """Pacing only sleeps: 40 virtual seconds at 2,000 x real time, the same report as --speed max."""
+    assert without_wall_time(replay_json(spread_trace, "--speed", "2000")) == without_wall_time(replay_json(spread_trace))
+
+
+def test_an_object_added_mid_trace_counts_from_then_on():
+    """A Service created in the window: from its instant, default spreading (PodTopologySpread's system
+    defaults) counts the pods it selects, so packing gives way to spreading them; before it, nothing."""
+    most = load_config(FIT.format(strategy="MostAllocated"), "most.yaml")
+    nodes = [node("n1", cpu="8", memory="32Gi"), node("n2", cpu="8", memory="32Gi")]
+
+    def web(i):
+        m = pod(f"w{i}", cpu="500m")
+        m["metadata"]["labels"] = {"app": "web"}
+        return m
+
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"selector": {"app": "web"}}}
+    arrivals = [{"t": float(i + 1), "kind": "pod_add", "manifest": web(i)} for i in range(8)]
+    packed = run(trace(nodes, [], arrivals), config=most)
+    assert len(set(packed["placements"].values())) == 1
+    spread = run(trace(nodes, [], [{"t": 0.5, "kind": "object_add", "manifest": service}, *arrivals]), config=most)
+    assert sorted(spread["placements"].values()) == ["n1"] * 4 + ["n2"] * 4
+    late = run(trace(nodes, [], [*arrivals, {"t": 100.0, "kind": "object_add", "manifest": service}]), config=most)
+    assert late["placements"] == packed["placements"]
+
+
+def test_a_binding_the_live_run_saw_refused_is_refused_in_the_replay_and_the_pod_backs_off():
+    t = trace([node("n1", cpu="4")], [], [{"t": 2.0, "kind": "pod_add", "manifest": pod("flaky", cpu="1")}])
+    t.bind_failures = {"default/flaky": 1}
+    out = run(t)
+    assert out["bind_failures"] == 1 and out["placements"] == {"default/flaky": "n1"}
+    assert out["attempts"] == 2 and out["time_to_bind_p50_s"] == 1.0  # refused at 2, bound after its 1 s backoff
+    text = '{"kind": "trace", "version": 1}\n{"kind": "bind_failures", "pods": {"default/flaky": -1}}\n'
+    with pytest.raises(TraceError, match="t.jsonl:2: 'bind_failures' needs pods, a map of pod key to a count"):
+        read_trace(text, "t.jsonl")
+
+
+def test_a_pod_is_queued_when_the_live_loop_first_tried_it_and_what_happened_meanwhile_counts():
+    """Created at 1.0, first tried live at 1.05; a deletion at 1.02 freed the room it needed then."""
+    events = [{"t": 1.0, "kind": "pod_add", "manifest": pod("new", cpu="3"), "first_attempt_t": 1.05},
+              {"t": 1.02, "kind": "pod_delete", "key": "default/old"}]
+    t = trace([node("n1", cpu="4")], [pod("old", cpu="2", node_name="n1")], events)
+    out = run(t)
+    assert out["placements"] == {"default/new": "n1"} and out["attempts"] == 1
+    assert out["time_to_bind_p50_s"] == pytest.approx(0.05)  # from its creation
+    events[0].pop("first_attempt_t")  # without it: tried at 1.0, fails, waits for the deletion's move
+    assert run(trace([node("n1", cpu="4")], [pod("old", cpu="2", node_name="n1")], events))["attempts"] == 2
+
+
 def test_a_kubectl_dump_of_nodes_and_pods_is_a_starting_state():
     dump = {"apiVersion": "v1", "kind": "List", "items": [
         node("a"), node("b"), {**pod("running", node_name="a"), "status": {"phase": "Running"}}, pod("waiting")]}
@@ -115,6 +216,36 @@ def test_a_kubectl_dump_of_nodes_and_pods_is_a_starting_state():
     out = run(t)
     assert out["placements"] == {"default/running": "a", "default/waiting": "b"}  # b is emptier
     assert out["scheduled"] == 1
+
+
+DUMP = Path(__file__).parent / "testdata" / "kubectl-get-nodes-pods.yaml"  # as kubectl writes it: managedFields...
+
+
+def test_a_real_kubectl_get_nodes_pods_dump_replays_as_is_and_through_record(tmp_path):
+    """`kubectl get nodes,pods -A -o yaml` output (a List with status, managedFields, ownerReferences, a
+    finished Job pod): replayed directly, or recorded first with `record --from-yaml`, the same start."""
+    direct = replay_json(DUMP)
+    out = io.StringIO()
+    call_command("record", "--from-yaml", str(DUMP), "-o", str(tmp_path / "t.jsonl"), stdout=out)
+    assert "recorded 5 lines: 2 nodes and 2 pods at the start, no events" in out.getvalue()
+    recorded = replay_json(tmp_path / "t.jsonl")
+    assert without_wall_time(direct)["configs"] == without_wall_time(recorded)["configs"]
+    run = direct["configs"][0]
+    # The Succeeded pod holds no room (kube-scheduler's informer leaves finished pods out): node-2 has 1 CPU
+    # free, node-10 a taint api-0 does not tolerate, so api-0 waits, and says why.
+    assert run["placements"] == {"shop/api-0": None, "shop/web-7d4b9c8f6d-x2k9p": "node-2"}
+    assert run["nodes"]["names"] == ["node-2", "node-10"] and run["nodes"]["cpu"] == [0.75, 0.0]
+    [reason] = run["pending_reasons"]
+    assert reason.startswith("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint")
+
+
+def test_replay_output_lists_nodes_and_pods_in_natural_order():
+    t = trace([node(f"node-{i}", cpu="1") for i in (10, 2, 1)], [],
+              [{"t": 0.0, "kind": "pod_add", "manifest": pod(f"p{i}", cpu="1")} for i in (10, 9, 1, 11)])
+    out = run(t)
+    assert out["nodes"]["names"] == ["node-1", "node-2", "node-10"]
+    assert list(out["placements"]) == ["default/p1", "default/p9", "default/p10", "default/p11"]
+    assert out["pending"] == 1
 
 
 def test_a_dump_the_apply_decoder_refuses_is_refused_with_its_words():
@@ -154,9 +285,8 @@ def test_a_trace_line_of_an_unknown_kind_is_refused_with_its_line_number():
 
 
 def test_a_pod_of_higher_priority_preempts_lower_ones_and_gets_their_room():
-    """With DefaultPreemption as the profile's PostFilter (the engine has it; the configuration loader does
-    not put it in profiles yet, so the test adds it): victims leave, the preemptor gets the kept room."""
-    from scheduler.engine.plugins.default_preemption import DefaultPreemption
+    """DefaultPreemption is the default profile's PostFilter: the replay runs it, victims leave, the
+    preemptor gets the room its nomination kept."""
     from scheduler.replay.metrics import run_report
     from scheduler.replay.simulator import Replayer
 
@@ -167,7 +297,7 @@ def test_a_pod_of_higher_priority_preempts_lower_ones_and_gets_their_room():
         *[{"t": float(i), "kind": "pod_add", "manifest": m} for i, m in enumerate(low)],
         {"t": 10.0, "kind": "pod_add", "manifest": urgent}])
     replayer = Replayer(t, config=default_config(), name="default", seed=0)
-    replayer.profiles["default-scheduler"].post_filters = [DefaultPreemption(seed=0, clock=replayer.clock)]
+    assert [p.name for p in replayer.profiles["default-scheduler"].post_filters] == ["DefaultPreemption"]
     out = run_report(replayer.run())
     assert out["placements"]["default/urgent"] == "only"
     assert out["preemptions"] == 2 and out["preemptors"] == 1 and len(out["evicted"]) == 2
@@ -175,3 +305,23 @@ def test_a_pod_of_higher_priority_preempts_lower_ones_and_gets_their_room():
     # Failed (and nominated) at 10, its victims gone at once: back after its 1 s backoff, into the kept room.
     urgent_run = replayer.pods["default/urgent"]
     assert (urgent_run.arrived, urgent_run.bound_at, urgent_run.attempts) == (10.0, 11.0, 2)
+
+
+def test_preemption_picks_its_victims_node_from_the_seed_and_the_same_seed_picks_the_same():
+    """Four equal full nodes: every one is an equal candidate, so upstream's random offset among them
+    (getOffsetRand) decides; the replay seeds it, so a seed always evicts from the same node."""
+    nodes = [node(f"n{i}", cpu="2") for i in range(4)]
+    low = [pod(f"low{i}", cpu="2") for i in range(4)]
+    urgent = pod("urgent", cpu="2")
+    urgent["spec"]["priority"] = 1000
+    t = trace(nodes, [], [*[{"t": 0.0, "kind": "pod_add", "manifest": m} for m in low],
+                          {"t": 5.0, "kind": "pod_add", "manifest": urgent}])
+
+    def urgent_node(seed):
+        out = run(t, seed=seed)
+        assert out["preemptions"] == 1 and out["scheduled"] == 4
+        return out["placements"]["default/urgent"]
+
+    chosen = [urgent_node(seed) for seed in range(8)]
+    assert chosen == [urgent_node(seed) for seed in range(8)]
+    assert len(set(chosen)) > 1

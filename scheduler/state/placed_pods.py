@@ -17,21 +17,28 @@ from django.db.models import Count, Max, Q
 
 from ..engine.cluster_objects import ClusterObjects
 from ..engine.nodes import NodeTable
-from ..engine.pods import PodSpec
-from ..models import NAMESPACE, REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET, ClusterObject, Pod
-from ..manifests.stored import label_selector, pod_affinities_shared
+from ..engine.pods import HostPort, PodSpec
+from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from ..models import (NAMESPACE, POD_DISRUPTION_BUDGET, REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET,
+                      ClusterObject, Pod)
+from .budgets import LazyBudgets
+from ..manifests.stored import label_selector, pod_affinities_shared, status_fields
 
 # Beyond this share of the nodes changed, one bulk read is cheaper than the per-node filter.
 BULK_SHARE = 0.5
 
-# A placed pod's row: (id, version, node_name, assumed_node, namespace, name, deleting, labels, affinity),
-# labels and affinity as JSON text; the version is what the index depends on, (deleting, labels,
-# affinity), compared as text so an unchanged pod on a node read again costs no decoding.
+# A placed pod's row: (id, version, node_name, assumed_node, namespace, name, deleting, labels, affinity,
+# and what preemption reads: uid, priority, requests, host ports, start time, conditions), JSON as text;
+# the version is what the index depends on, every field after the node, compared as text so an
+# unchanged pod on a node read again costs no decoding.
 _FIELDS = ("pk", "node_name", "assumed_node", "namespace", "name", "deleting", "manifest__metadata__labels",
-           "manifest__spec__affinity")
+           "manifest__spec__affinity", "uid", "priority", "req_cpu", "req_memory", "req_ephemeral", "req_scalar",
+           "host_ports", "manifest__status__startTime", "manifest__status__conditions", "bound_at")
 _SELECT = """
 SELECT id, node_name, assumed_node, namespace, name, deleting,
-       (manifest->'metadata'->'labels')::text, (manifest->'spec'->'affinity')::text
+       (manifest->'metadata'->'labels')::text, (manifest->'spec'->'affinity')::text,
+       uid, priority, req_cpu, req_memory, req_ephemeral, req_scalar::text, host_ports::text,
+       manifest->'status'->>'startTime', (manifest->'status'->'conditions')::text, bound_at
 FROM scheduler_pod
 """
 # The node list is one array parameter: psycopg splits a query with hundreds of placeholders
@@ -41,8 +48,7 @@ _ALL_PLACED = _SELECT + "WHERE node_name <> '' OR assumed_node <> ''"
 
 
 def _with_versions(rows) -> list[tuple]:
-    return [(pk, (deleting, labels, affinity), node, assumed, ns, name, deleting, labels, affinity)
-            for pk, node, assumed, ns, name, deleting, labels, affinity in rows]
+    return [(r[0], tuple(r[5:]), *r[1:]) for r in rows]
 
 
 def _rows(names: list[str] | None) -> list[tuple]:
@@ -50,7 +56,9 @@ def _rows(names: list[str] | None) -> list[tuple]:
     if connection.vendor != "postgresql":
         pods = Pod.objects.exclude(node_name="", assumed_node="") if names is None else \
             Pod.objects.filter(Q(node_name__in=names) | Q(node_name="", assumed_node__in=names))
-        return _with_versions((*r[:6], json.dumps(r[6]), json.dumps(r[7])) for r in pods.values_list(*_FIELDS))
+        return _with_versions((*r[:6], json.dumps(r[6]), json.dumps(r[7]), *r[8:13], json.dumps(r[13]),
+                               json.dumps(r[14]), r[15], json.dumps(r[16]), r[17])
+                              for r in pods.values_list(*_FIELDS))
     with connection.cursor() as cursor:
         if names is None:
             cursor.execute(_ALL_PLACED)
@@ -59,12 +67,26 @@ def _rows(names: list[str] | None) -> list[tuple]:
         return _with_versions(cursor.fetchall())
 
 
-def _placed(pk, version, node_name, assumed_node, namespace, name, deleting, labels, affinity) -> PodSpec:
+def _placed(pk, version, node_name, assumed_node, namespace, name, deleting, labels, affinity, uid, priority,
+            req_cpu, req_memory, req_ephemeral, req_scalar, host_ports, start_time, conditions, bound_at) -> PodSpec:
     labels = json.loads(labels) if labels else None
     pod_affinity, pod_anti_affinity = pod_affinities_shared(json.loads(affinity) if affinity else None)
-    return PodSpec(namespace=namespace, name=name, deleting=deleting,
+    status = {"startTime": start_time, "conditions": json.loads(conditions) if conditions else None}
+    spec = PodSpec(namespace=namespace, name=name, uid=uid or "", deleting=deleting, priority=priority or 0,
                    labels=labels if isinstance(labels, dict) else {},
-                   pod_affinity=pod_affinity, pod_anti_affinity=pod_anti_affinity)
+                   pod_affinity=pod_affinity, pod_anti_affinity=pod_anti_affinity,
+                   **{k: v for k, v in status_fields({"status": status}).items() if k != "nominated_node_name"})
+    if spec.start_time is None and bound_at is not None:
+        # The simulated cluster has no kubelet to write status.startTime: its pods start when bound.
+        spec.start_time = bound_at.timestamp()
+    # What the pod takes from its node, as its row records it (preemption's dry run gives it back).
+    scalar = json.loads(req_scalar) if req_scalar else None
+    spec.requests = {CPU: req_cpu or 0, MEMORY: req_memory or 0, EPHEMERAL_STORAGE: req_ephemeral or 0, PODS: 1,
+                     **(scalar if isinstance(scalar, dict) else {})}
+    ports = json.loads(host_ports) if host_ports else None
+    if ports:
+        spec.host_ports = tuple(HostPort(port=int(port), protocol=proto, ip=ip) for proto, port, ip in ports)
+    return spec
 
 
 class PlacedPods:
@@ -188,22 +210,32 @@ class FollowedObjects:
         self.objects = ClusterObjects()
 
     def sync(self) -> ClusterObjects:
-        seen = ClusterObject.objects.aggregate(n=Count("id"), newest=Max("updated_at"))
+        seen = ClusterObject.objects.aggregate(n=Count("id"), newest=Max("updated_at"),
+                                               budgets=Count("id", filter=Q(kind=POD_DISRUPTION_BUDGET)))
         version = (seen["n"], seen["newest"])
         if version != self.version:
             self.objects = cluster_objects_from_rows(
                 ClusterObject.objects.values_list("kind", "namespace", "name", "labels", "selector"))
             self.version = version
+        # A budget's status follows its pods, not its row: read again each batch while there is one, when
+        # preemption first looks at it.
+        self.objects.pdbs = LazyBudgets() if seen["budgets"] else []
         return self.objects
 
 
 def _topology_view(manifest) -> tuple:
+    """What the index holds of a placed pod from its manifest: labels and affinity (topology), and what
+    preemption reads (terminating, status.startTime, the DisruptionTarget condition)."""
     manifest = manifest if isinstance(manifest, dict) else {}
-    return ((manifest.get("metadata") or {}).get("labels"), (manifest.get("spec") or {}).get("affinity"))
+    meta, status = manifest.get("metadata") or {}, manifest.get("status") or {}
+    status = status if isinstance(status, dict) else {}
+    return (meta.get("labels"), (manifest.get("spec") or {}).get("affinity"), bool(meta.get("deletionTimestamp")),
+            status.get("startTime"), [c for c in status.get("conditions") or () if isinstance(c, dict)
+                                      and c.get("type") == "DisruptionTarget"])
 
 
 def placed_pod_changed(row: Pod, old_manifest) -> None:
-    """A placed pod's labels or affinity changed in place: bump its node's generation (in the caller's
+    """A placed pod's labels, affinity or what preemption reads changed in place: bump its node's generation (in the caller's
     transaction), so every worker's snapshot reads that node's pods again."""
     node = row.node_name or row.assumed_node
     if node and _topology_view(old_manifest) != _topology_view(row.manifest):

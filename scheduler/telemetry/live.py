@@ -31,7 +31,8 @@ def schedule_batch_done(attempts: list, popped: int) -> None:
 
 
 def bind_batch_done(bound: list, refused: list, now) -> None:
-    """A bind batch committed: the pods bound, the bindings refused, and when."""
+    """A bind batch committed, and when: bound = [(node, Pod row, seconds)], refused = [(node, Pod row, message,
+    seconds)]."""
     for subscriber in _subscribers:
         subscriber.bind_batch_done(bound, refused, now)
 

@@ -74,6 +74,14 @@ plugin_execution_duration = Histogram(
 queue_incoming_pods = Counter(
     "queue_incoming_pods", "Number of pods added to scheduling queues by event and queue type.",
     ["queue", "event"], subsystem=SUBSYSTEM)
+# Preemption (metrics.go): attempts counted where DefaultPreemption's PostFilter runs, victims observed
+# when a preemption's victims are chosen (as prepareCandidate / prepareCandidateAsync).
+preemption_attempts = Counter(
+    "preemption_attempts", "Total preemption attempts in the cluster till now", subsystem=SUBSYSTEM)
+preemption_victims = Histogram(
+    "preemption_victims", "Number of selected preemption victims", subsystem=SUBSYSTEM,
+    # As upstream: #victims > 64 is rare, so [64, +Inf) is one bucket.
+    buckets=exponential_buckets(1, 2, 7))
 # A live gauge: each process's own in-flight bindings, summed over the processes still alive.
 goroutines = Gauge(
     "goroutines", "Number of running goroutines split by the work they do such as binding.", ["operation"],

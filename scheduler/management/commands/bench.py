@@ -43,6 +43,9 @@ class Command(BaseCommand):
         parser.add_argument("--backend", choices=("simulated", "kubernetes"), default="simulated",
                             help="kubernetes: pods through a loopback kube-apiserver (default 1000 pods on 100 nodes), "
                                  "and the simulated backend on the same shape for comparison")
+        parser.add_argument("--backlog", action="store_true",
+                            help="--backend kubernetes: create every pod before the replica starts, and time it from "
+                                 "its start (a restart with a backlog)")
 
     def handle(self, *args, nodes, pods, placed, workers, reference_sample, skip_e2e, seed, **options):
         as_json = options["json"]
@@ -64,7 +67,7 @@ class Command(BaseCommand):
             return
         if options["backend"] == "kubernetes":
             return self.kubernetes(nodes=nodes or 100, pods=pods or 1000, workers=workers, seed=seed, say=say,
-                                   as_json=as_json)
+                                   as_json=as_json, backlog=options["backlog"])
         nodes, pods = nodes or 5000, pods or 10000
 
         say(f"engine: {pods} pods on {nodes} nodes, {options['engine_runs']} runs")
@@ -127,11 +130,11 @@ class Command(BaseCommand):
             for key, value in result.items():
                 self.stdout.write(f"{key:>32}: {value}")
 
-    def kubernetes(self, *, nodes, pods, workers, seed, say, as_json):
+    def kubernetes(self, *, nodes, pods, workers, seed, say, as_json, backlog=False):
         """The kubernetes backend end to end, then the simulated backend on the same shape (nothing placed before)."""
         say(f"kubernetes: {pods} pods on {nodes} nodes, {workers} worker processes, one leading replica")
         result = {"workload": "SchedulingBasic-kube", "nodes": nodes, "pods": pods, "workers": workers}
-        result.update(kube.run_kubernetes(nodes=nodes, pods=pods, workers=workers, progress=say))
+        result.update(kube.run_kubernetes(nodes=nodes, pods=pods, workers=workers, backlog=backlog, progress=say))
         say(f"simulated: the same {pods} pods on {nodes} nodes")
         simulated = e2e.run_e2e(nodes=nodes, placed=0, pods=pods, workers=workers, seed=seed, progress=say)
         result.update({f"simulated_{k}": v for k, v in simulated.items()

@@ -1,9 +1,10 @@
 """`manage.py delete pod NS/NAME` (or NAME with -n), `delete node NAME`, and the Namespaces, Services,
-ReplicaSets, StatefulSets and ReplicationControllers the scheduler reads."""
+ReplicaSets, StatefulSets, ReplicationControllers and Deployments (with their dependents, as kubectl's
+default background propagation has the garbage collector do)."""
 
 from scheduler.kubectl.printers import KubectlCommand, KubectlError
 from scheduler.cluster.services import node_delete, pod_delete
-from scheduler.cluster.objects import cluster_object_delete
+from scheduler.controllers.garbage import delete_with_dependents
 
 # kubectl's names for the cluster objects: resource -> (kind, plural as kubectl prints it, namespaced)
 OBJECTS = {}
@@ -12,10 +13,26 @@ for _kind, _plural, _names, _namespaced in (
         ("Service", "services", ("service", "services", "svc"), True),
         ("ReplicaSet", "replicasets.apps", ("replicaset", "replicasets", "rs"), True),
         ("StatefulSet", "statefulsets.apps", ("statefulset", "statefulsets", "sts"), True),
+        ("Deployment", "deployments.apps", ("deployment", "deployments", "deploy"), True),
         ("ReplicationController", "replicationcontrollers", ("replicationcontroller", "replicationcontrollers", "rc"),
          True)):
     for _name in _names:
         OBJECTS[_name] = (_kind, _plural, _namespaced)
+# ---- preemption's kinds ----
+for _kind, _plural, _names, _namespaced in (
+        ("PriorityClass", "priorityclasses.scheduling.k8s.io", ("priorityclass", "priorityclasses", "pc"), False),
+        ("PodDisruptionBudget", "poddisruptionbudgets.policy", ("poddisruptionbudget", "poddisruptionbudgets", "pdb"),
+         True)):
+    for _name in _names:
+        OBJECTS[_name] = (_kind, _plural, _namespaced)
+# ---- end of preemption's kinds ----
+
+
+def _singular(plural: str) -> str:
+    """As kubectl names the deleted object: "priorityclass.scheduling.k8s.io", "service"."""
+    head, dot, group = plural.partition(".")
+    one = head[:-2] if head.endswith("sses") else head[:-1]
+    return f"{one}.{group}" if dot and group not in ("apps",) else one
 
 
 class Command(KubectlCommand):
@@ -33,8 +50,8 @@ class Command(KubectlCommand):
             if kind in OBJECTS:
                 object_kind, plural, namespaced = OBJECTS[kind]
                 ns, _, object_name = name.rpartition("/") if namespaced else ("", "", name)
-                resource = plural.split(".")[0][:-1]
-                if cluster_object_delete(kind=object_kind, namespace=ns or namespace, name=object_name):
+                resource = _singular(plural)
+                if delete_with_dependents(kind=object_kind, namespace=ns or namespace, name=object_name):
                     self.stdout.write(f'{resource} "{object_name}" deleted')
                 else:
                     self.stderr.write(f'Error from server (NotFound): {plural} "{object_name}" not found')

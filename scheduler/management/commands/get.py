@@ -1,11 +1,13 @@
-"""`manage.py get pods|nodes|events [NAME ...] [-n NS | -A] [-o wide|json]`, as kubectl get prints them."""
+"""`manage.py get pods|nodes|events|KIND [NAME ...] [-n NS | -A] [-o wide|json]`, as kubectl get prints them
+(KIND: the cluster objects, priorityclasses and poddisruptionbudgets included)."""
 
 from django.utils import timezone
 
 from scheduler.kubectl import printers as kubectl
 from scheduler.models import Event, Node, Pod
-from scheduler.kubectl.objects import RESOURCES, objects_table
-from scheduler.models import ClusterObject
+from scheduler.kubectl.objects import CLUSTER_SCOPED, RESOURCES, objects_table
+from scheduler.models import POD_DISRUPTION_BUDGET, ClusterObject
+from scheduler.state.budgets import with_status
 
 # As kubectl's resource names and short names.
 KINDS = {"pod": "pods", "pods": "pods", "po": "pods", "node": "nodes", "nodes": "nodes", "no": "nodes",
@@ -70,12 +72,15 @@ class Command(kubectl.KubectlCommand):
     def _objects(self, resource, names, namespace, all_namespaces, output):
         """Namespaces, Services, ReplicaSets, StatefulSets, ReplicationControllers."""
         object_kind, plural = RESOURCES[resource]
-        namespaced = object_kind != "Namespace"
+        namespaced = object_kind not in CLUSTER_SCOPED
         objs = ClusterObject.objects.filter(kind=object_kind)
         if namespaced and not all_namespaces:
             objs = objs.filter(namespace=namespace)
         objs = list(objs.filter(name__in=names) if names else objs.order_by("namespace", "name"))
         objs = self._in_order(objs, names)
+        if object_kind == POD_DISRUPTION_BUDGET:
+            for obj, status in with_status(objs):  # as the disruption controller keeps it
+                obj.manifest = {**obj.manifest, "status": status}
         if output == "json":
             self._json([o.manifest for o in objs], names)
         elif objs:

@@ -61,13 +61,15 @@ class Command(BaseCommand):
     def run(self, *, inline: bool):
         from django.conf import settings
 
-        from scheduler.kube.controller import Controller
+        from scheduler.replica import Replica
         from scheduler.metrics_server import serve_metrics
 
         if settings.SCHEDBOARD_BACKEND != "kubernetes":
             raise CommandError("kube run needs SCHEDBOARD_BACKEND=kubernetes")
         try:
-            controller = Controller(api_client=self._client(), schedule_inline=inline)
+            # Three clients, three rate-limit buckets, as kube-scheduler's: the scheduler's, the Lease's, the events'.
+            controller = Replica(api_client=self._client(), election_client=self._client(),
+                                 events_client=self._client(), schedule_inline=inline)
         except ValueError as exc:  # lease timings
             raise CommandError(f"SCHEDBOARD_LEASE_DURATION / RENEW_DEADLINE / RETRY_PERIOD: {exc}") from exc
 

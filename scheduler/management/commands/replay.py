@@ -34,7 +34,7 @@ class Command(KubectlCommand):
             configs = [config_from_file(path) for path in (config or [RECORDED])]
             if not config and not recorded.header.get("config"):
                 configs = [("default", default_config())]  # a dump records none: kube-scheduler's default
-            pace = pacer(speed)
+            pacer(speed)  # refused before any work
         except (TraceError, ConfigError, OSError, ValueError) as exc:
             self.stderr.write(f"error: {exc}")
             raise KubectlError() from None
@@ -43,7 +43,7 @@ class Command(KubectlCommand):
             progress = lambda n, done, total: sys.stderr.write(f"\r{configs[n][0]}: {done}/{total} events")  # noqa: E731
         try:
             report = replay_trace(recorded, configs, seed=seed, batch_size=batch_size, cycle_seconds=cycle_ms / 1000.0,
-                                  pace=pace, on_progress=progress)
+                                  speed=speed, on_progress=progress)
         except ValueError as exc:
             self.stderr.write(f"error: {exc}")
             raise KubectlError() from None

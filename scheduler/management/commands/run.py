@@ -1,5 +1,7 @@
 """`manage.py run`: the whole service in one process (embedded mode): web server, scheduling loop,
-reconciler and the demo trickle of pods, on SQLite with an in-memory queue by default."""
+reconciler, the simulated cluster's controllers (what beat runs in the full stack) and the demo trickle of
+pods, on SQLite with an in-memory queue by default. `--scenario FILE` plays a scenario in the background
+instead of the demo (its cluster comes from its own steps)."""
 
 import logging
 import random
@@ -13,6 +15,10 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from scheduler import loop, retention
+from scheduler.controllers.control_plane import ControlPlane
+from scheduler.controllers.scenario.runner import play
+from scheduler.controllers.scenario.spec import ScenarioError, load
+from scheduler.kubectl.printers import KubectlError
 from scheduler.manifests.errors import ManifestError
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Node, Pod
@@ -29,12 +35,27 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--addr", default="127.0.0.1:8000", help="address:port for the web server")
-        parser.add_argument("--rate", type=float, default=2.0, help="demo pods per second (0: none)")
+        parser.add_argument("--rate", type=float, default=None,
+                            help="demo pods per second (0: none; default 2, or 0 with --scenario)")
         parser.add_argument("--lifetime", type=float, default=60.0, help="seconds a demo pod runs before it finishes")
         parser.add_argument("--no-seed", action="store_true", help="do not create the demo nodes")
         parser.add_argument("--no-web", action="store_true", help="run the loop only")
+        parser.add_argument("--scenario", default="", help="a scenario file to play in the background (no demo "
+                                                           "nodes or trickle unless asked)")
+        parser.add_argument("--time-scale", type=float, default=1.0, help="the scenario's seconds per wall second")
 
-    def handle(self, *args, addr, rate, lifetime, no_seed, no_web, **options):
+    def handle(self, *args, addr, rate, lifetime, no_seed, no_web, scenario, time_scale, **options):
+        played = None
+        if scenario:
+            try:
+                played = load(scenario)  # checked whole before anything starts
+            except ScenarioError as e:
+                for problem in e.problems:
+                    self.stderr.write(problem)
+                raise KubectlError(f"{len(e.problems)} problem(s) in {scenario}; nothing was run") from None
+            no_seed = True
+        if rate is None:
+            rate = 0.0 if scenario else 2.0
         # One process owns the metrics directory here: start it empty, as prometheus_client asks.
         for stale in Path(settings.PROMETHEUS_MULTIPROC_DIR).glob("*.db"):
             stale.unlink()
@@ -53,6 +74,10 @@ class Command(BaseCommand):
         threading.Thread(target=scheduling_loop, args=(stop,), name="scheduler", daemon=True).start()
         if rate > 0:
             threading.Thread(target=trickle, args=(stop, rate, lifetime), name="trickle", daemon=True).start()
+        if played is not None:
+            threading.Thread(target=play_scenario, args=(stop, played, time_scale), name="scenario", daemon=True).start()
+            self.stdout.write(f"playing scenario {played.name} ({len(played.steps)} steps over {played.duration:g}s, "
+                              f"time scale {time_scale:g})")
         self.stdout.write(
             "\nschedboard is running ({} mode).\n"
             "  Dashboard:      http://{addr}/  (log in as admin / admin)\n"
@@ -89,7 +114,9 @@ def parse_documents_list(objects: list[dict]):
 
 
 def scheduling_loop(stop: threading.Event) -> None:
-    """The in-process worker: what `celery worker` and `celery beat` (reconcile, retention, recount) do in the full stack."""
+    """The in-process worker: what `celery worker` and `celery beat` (reconcile, retention, recount, the
+    controllers) do in the full stack."""
+    plane = ControlPlane()
     next_reconcile = next_retention = 0.0
     next_recount = time.monotonic() + settings.SCHEDBOARD_RECOUNT_SECONDS
     while not stop.is_set():
@@ -104,12 +131,25 @@ def scheduling_loop(stop: threading.Event) -> None:
             if now >= next_recount:
                 loop.recount()
                 next_recount = now + settings.SCHEDBOARD_RECOUNT_SECONDS
+            if settings.SCHEDBOARD_BACKEND == "simulated":
+                plane.tick()
             stats = loop.run_schedule_task()
             if not stats.popped:
                 stop.wait(0.05)
         except Exception:  # keep the demo alive; the error is in the log
             log.exception("scheduling loop iteration failed")
             stop.wait(1.0)
+
+
+def play_scenario(stop: threading.Event, scenario, time_scale: float) -> None:
+    def report(result):
+        log.info("scenario %s [%.1fs] steps[%d] %s%s: %s", scenario.name, result.at, result.step.index,
+                    result.step.describe(), "" if result.ok else " FAILED", "; ".join(result.lines))
+    try:
+        play(scenario, time_scale=time_scale, report=report, stop=stop.is_set)
+        log.info("scenario %s done", scenario.name)
+    except Exception:
+        log.exception("scenario %s failed", scenario.name)
 
 
 def trickle(stop: threading.Event, rate: float, lifetime: float) -> None:

@@ -1,5 +1,6 @@
 """Hypothesis strategies for the engine's tests: random clusters (nodes and their usage), pods and profiles,
-shared by the engine-versus-reference checks and the explain/trace tests."""
+shared by the engine-versus-reference checks and the explain/trace tests. A harness beside the engine, so
+that its tests import nothing outside it; never imported by a production module (import-linter checks it)."""
 
 from __future__ import annotations
 

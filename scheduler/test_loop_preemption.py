@@ -1,0 +1,181 @@
+"""Preemption in the loop against real Postgres and Redis: the PostFilter nominates, the preempt task
+evicts the victims (DisruptionTarget, a Preempted event, deleted), the preemptor binds on the room; the
+nominator keeps that room from lower-priority pods; PDBs and preemptionPolicy are respected."""
+
+import pytest
+
+from scheduler import loop
+from scheduler.kubectl import printers as kubectl
+from scheduler.manifests.objects import pod_from_manifest
+from scheduler.models import Attempt, DeletedPod, Event, Pod
+from scheduler.queue import preempting, queues
+from scheduler.state.nominations import nominations_write, preemption_job
+from scheduler.testing.loop import apply, drain, node, pod
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock")]
+
+
+def priority_class(name, value, **extra):
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+            "value": value, **extra}
+
+
+def pdb(name, match, min_available=None, max_unavailable=None, ns="default"):
+    spec = {"selector": {"matchLabels": match}}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if max_unavailable is not None:
+        spec["maxUnavailable"] = max_unavailable
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": ns},
+            "spec": spec}
+
+
+def test_a_high_priority_pod_preempts_a_lower_one_which_gets_the_condition_and_event_then_binds_on_the_room(clock):
+    apply(priority_class("high", 1000), node("node-a", cpu="2"), pod("low-1"), pod("low-2"))
+    drain()
+    assert Pod.objects.exclude(node_name="").count() == 2
+    low_uids = dict(Pod.objects.values_list("name", "uid"))
+    apply(pod("vip", priorityClassName="high"))
+    vip = Pod.objects.get(name="vip")
+    assert vip.priority == 1000 and vip.manifest["spec"]["preemptionPolicy"] == "PreemptLowerPriority"
+    drain(clock)
+    vip.refresh_from_db()
+    assert vip.node_name == "node-a" and vip.nominated_node == "node-a"
+    assert vip.manifest["status"]["nominatedNodeName"] == "node-a"
+    # One victim was enough (both are equally important: the later started goes, as upstream's order).
+    assert Pod.objects.filter(name__startswith="low-").count() == 1
+    [gone] = DeletedPod.objects.filter(name__startswith="low-")
+    condition = [c for c in gone.manifest["status"]["conditions"] if c["type"] == "DisruptionTarget"][0]
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "True", "PreemptionByScheduler", "default-scheduler: preempting to accommodate a higher priority pod")
+    event = Event.objects.get(reason="Preempted")
+    assert event.type == "Normal" and event.involved_name == gone.name and event.involved_uid == low_uids[gone.name]
+    assert event.message == f"Preempted by pod {vip.uid} on node node-a"
+    first = Attempt.objects.filter(pod_name="vip").order_by("number").first()
+    # On success the PostFilter adds nothing to the message (as FitError with an empty PostFilterMsg).
+    assert first.result == "unschedulable" and first.message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert first.trace["preemption"]["nominated"] == "node-a"
+    assert first.trace["preemption"]["victims"] == [f"default/{gone.name}"]
+    assert Attempt.objects.filter(pod_name="vip", result="scheduled").count() == 1
+
+
+def test_an_equal_priority_pod_preempts_nobody_and_the_message_says_so():
+    apply(node("node-a", cpu="1"), pod("first"))
+    drain()
+    apply(pod("second"))
+    drain()
+    second = Pod.objects.get(name="second")
+    assert second.node_name == "" and second.nominated_node == ""
+    assert second.scheduled_message == ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are "
+                                        "available: 1 No preemption victims found for incoming pod.")
+    assert Pod.objects.get(name="first").node_name == "node-a"
+
+
+def test_a_pod_whose_class_says_never_does_not_preempt():
+    apply(priority_class("polite", 1000, preemptionPolicy="Never"), node("node-a", cpu="1"), pod("low"))
+    drain()
+    apply(pod("vip", priorityClassName="polite"))
+    drain()
+    vip = Pod.objects.get(name="vip")
+    assert vip.manifest["spec"]["preemptionPolicy"] == "Never"
+    assert vip.scheduled_message == ("0/1 nodes are available: 1 Insufficient cpu. "
+                                     "preemption: not eligible due to preemptionPolicy=Never.")
+    assert Pod.objects.get(name="low").node_name == "node-a"
+
+
+def test_the_pdb_protected_pod_is_spared_when_another_node_offers_a_victim(clock):
+    apply(priority_class("high", 1000), node("node-a", cpu="1"), node("node-b", cpu="1"),
+          pod("guarded", meta={"labels": {"app": "db"}}, nodeName="node-a"),
+          pod("plain", nodeName="node-b"), pdb("db", {"app": "db"}, min_available=1))
+    apply(pod("vip", priorityClassName="high"))
+    drain(clock)
+    assert Pod.objects.get(name="vip").node_name == "node-b"
+    assert Pod.objects.filter(name="guarded", node_name="node-a").exists()
+    assert not Pod.objects.filter(name="plain").exists()
+
+
+def test_the_nominated_room_is_not_taken_by_a_lower_priority_pod(clock):
+    apply(priority_class("high", 1000), node("node-a", cpu="1"), pod("vip", priorityClassName="high"))
+    q = queues.get_queue()
+    q.delete("default/vip")  # the preemptor waits elsewhere (its victims are still going), nominated to node-a
+    nominations_write([(Pod.objects.get(name="vip").pk, "node-a")])
+    apply(pod("low"))
+    drain()
+    low = Pod.objects.get(name="low")
+    assert low.node_name == "" and low.scheduled_reason == "Unschedulable"
+    # As kubectl shows a waiting preemptor: -o json's status.nominatedNodeName, -o wide's NOMINATED NODE.
+    vip = Pod.objects.get(name="vip")
+    assert kubectl.pod_object(vip)["status"]["nominatedNodeName"] == "node-a"
+    assert kubectl.pods_table([vip], all_namespaces=False, wide=True, now=vip.created_at).splitlines()[1].split()[6] == "node-a"
+    assert low.scheduled_message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
+    q.add("default/vip", 1000)
+    drain(clock)
+    assert Pod.objects.get(name="vip").node_name == "node-a"
+
+
+def test_the_preempt_task_is_idempotent_and_never_deletes_a_pod_recreated_under_a_victims_name():
+    apply(priority_class("high", 1000), node("node-a", cpu="1"), pod("low", nodeName="node-a"),
+          pod("vip", priorityClassName="high"))
+    queues.get_queue().delete("default/vip")
+    vip, low = Pod.objects.get(name="vip"), Pod.objects.get(name="low")
+    nominations_write([(vip.pk, "node-a")])
+    job = preemption_job(vip, "node-a", (pod_from_manifest(low.manifest),), None)
+    assert loop.run_preempt(job) == {"victims": 1}
+    assert loop.run_preempt(job) == {"victims": 0}  # delivered again: nothing more to do
+    apply(pod("low", nodeName="node-a"))  # its controller recreated it (a new uid)
+    assert loop.run_preempt(job) == {"victims": 0}
+    assert Pod.objects.filter(name="low").exists()
+    assert Event.objects.filter(reason="Preempted").count() == 1
+
+
+def test_no_victim_goes_for_a_preemptor_deleted_or_nominated_elsewhere_since():
+    apply(priority_class("high", 1000), node("node-a", cpu="1"), pod("low", nodeName="node-a"),
+          pod("vip", priorityClassName="high"))
+    queues.get_queue().delete("default/vip")
+    vip, low = Pod.objects.get(name="vip"), Pod.objects.get(name="low")
+    job = preemption_job(vip, "node-a", (pod_from_manifest(low.manifest),), None)
+    assert loop.run_preempt(job) == {"victims": 0}  # not nominated to node-a
+    assert Pod.objects.filter(name="low").exists()
+
+
+def test_a_preemptor_whose_victims_are_still_going_is_not_attempted_until_the_task_is_done(clock):
+    apply(priority_class("high", 1000), node("node-a", cpu="1"), pod("low", nodeName="node-a"),
+          pod("vip", priorityClassName="high"))
+    vip = Pod.objects.get(name="vip")
+    nominations_write([(vip.pk, "node-a")])
+    preempting.mark([vip.uid])  # as the batch that chose the victims does on commit, the task not run yet
+    drain(clock)
+    assert Attempt.objects.filter(pod_name="vip").count() == 0  # held back: no second preemption meanwhile
+    assert queues.get_queue().get("default/vip") is not None  # still queued, not lost
+    job = preemption_job(Pod.objects.get(name="vip"), "node-a",
+                         (pod_from_manifest(Pod.objects.get(name="low").manifest),), None)
+    assert loop.run_preempt(job) == {"victims": 1}  # clears the mark, activates the pod
+    drain(clock)
+    assert Pod.objects.get(name="vip").node_name == "node-a"
+    assert Event.objects.filter(reason="Preempted").count() == 1
+
+
+def test_a_victim_owned_by_a_replica_set_is_made_again_by_its_controller_and_waits(clock):
+    from scheduler.controllers import workloads
+
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": "default"},
+          "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                   "template": {"metadata": {"labels": {"app": "web"}},
+                                "spec": {"containers": [{"name": "c", "image": "nginx",
+                                                         "resources": {"requests": {"cpu": "1"}}}]}}}}
+    apply(priority_class("high", 1000), node("node-a", cpu="1"), rs)
+    workloads.sync_all()
+    drain(clock)
+    [first] = Pod.objects.filter(name__startswith="web-")
+    assert first.node_name == "node-a"
+    apply(pod("vip", priorityClassName="high"))
+    drain(clock)
+    assert Pod.objects.get(name="vip").node_name == "node-a"
+    assert not Pod.objects.filter(uid=first.uid).exists()
+    workloads.sync_all()  # the controller sees one pod short and makes another
+    drain(clock)
+    [again] = Pod.objects.filter(name__startswith="web-")
+    assert again.uid != first.uid and again.node_name == "" and again.scheduled_reason == "Unschedulable"
+    # Its priority (0) is lower than the preemptor's: nothing to preempt, as upstream says.
+    assert again.scheduled_message.endswith("preemption: 0/1 nodes are available: 1 No preemption victims found "
+                                            "for incoming pod.")
