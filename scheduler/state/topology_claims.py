@@ -159,7 +159,7 @@ def reserve_checked(placements: list[tuple[Placement, PodSpec, object]], snapsho
 
 
 def _generations() -> dict[str, int]:
-    """Every node's generation, read plainly: 5,000 rows through the ORM cost ten times the query."""
+    """Every node's generation, read plainly: 5,000 rows through the ORM took over twice as long (24 vs 10 ms)."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT name, generation FROM {Node._meta.db_table}")
         return dict(cursor.fetchall())
