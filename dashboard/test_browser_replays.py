@@ -38,5 +38,18 @@ def test_a_replay_runs_on_a_worker_and_its_page_shows_packing_against_spreading(
     assert page.locator("#replay-differ tbody tr").count() > 0
     screenshot(page, "replay-a-vs-b")
 
+    # A differing placement's B node opens both attempts side by side, B's in view.
+    first = page.locator("#replay-differ tbody tr").first
+    pod_key = first.locator("a[data-pod]").inner_text()
+    a_node, b_node = (first.locator("a.replay-attempt").nth(i).inner_text() for i in range(2))
+    assert a_node != b_node
+    first.locator("a.replay-attempt").nth(1).click()
+    page.wait_for_selector("#replay-attempts")
+    assert page.locator("h1").inner_text().startswith(pod_key)
+    assert page.url.endswith("#config-1")
+    assert page.locator("#config-0 .node").inner_text() == a_node and page.locator("#config-1 .node").inner_text() == b_node
+    assert page.locator("#config-1 table.top-scores tbody tr").first.locator("td").first.inner_text() == b_node
+    screenshot(page, "replay-differing-pod")
+
     page.goto(asgi_server.url + "/replays/")
     assert "most.yaml vs least.yaml" in page.locator("#replays").inner_text()

@@ -20,6 +20,7 @@ urlpatterns = [
     path("replays/", replays.replays, name="replays"),
     path("replays/<int:run_id>/", replays.replay_detail, name="replay"),
     path("replays/<int:run_id>/progress", replays.replay_progress, name="replay_progress"),
+    path("replays/<int:run_id>/pods/<str:namespace>/<str:name>/", replays.replay_pod, name="replay_pod"),
     path("metrics", views.metrics, name="metrics"),
     path("healthz", views.healthz, name="healthz"),
     path("healthz/<str:check>", views.healthz),

@@ -205,6 +205,29 @@ def test_a_match_label_key_the_selector_names_too_is_refused_once_merged():
          'Invalid value: "app": exists in both matchLabelKeys and labelSelector')]
 
 
+@pytest.mark.parametrize(("kind", "path"), [
+    # Upstream indexes the term's own path (validateMatchLabelKeysAndMismatchLabelKeys' fldPath.Index(i)), as its
+    # test "invalid soft pod affinity, key exists in both matchLabelKeys and labelSelector" expects.
+    ("requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: zone, labelSelector: {matchLabels: {app: x}}, "
+     "matchLabelKeys: [tier, app]}]",
+     "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0][1]"),
+    ("preferredDuringSchedulingIgnoredDuringExecution: [{weight: 10, podAffinityTerm: {topologyKey: zone, "
+     "labelSelector: {matchLabels: {app: x}}, matchLabelKeys: [app]}}]",
+     "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm[0]"),
+])
+def test_an_affinity_terms_match_label_key_in_its_selector_too_is_refused_at_upstreams_path(kind, path):
+    assert problems(f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: p, labels: {{app: web, tier: front}}}}
+spec:
+  containers: [{{name: c, image: nginx}}]
+  affinity:
+    podAffinity:
+      {kind}
+""") == [(path, 'Invalid value: "app": exists in both matchLabelKeys and labelSelector')]
+
+
 def test_bad_pod_terms_are_refused_with_the_api_servers_words_and_paths():
     assert problems("""\
 apiVersion: v1

@@ -155,3 +155,34 @@ def test_explain_cluster_files_hold_classes_and_budgets(tmp_path):
     write(tmp_path, "pod.yaml", pod("vip", "\n  priorityClassName: gold", labels="{}").lstrip("-\n"))
     r = cli("explain", "--cluster", str(tmp_path / "cluster.yaml"), "--pod", str(tmp_path / "pod.yaml"))
     assert r.code == 1 and "spec.priorityClassName: no PriorityClass with name gold was found" in r.err, r
+
+
+def test_a_classes_value_and_policy_cannot_change(tmp_path):
+    cli("apply", "-f", str(tmp_path / write(tmp_path, "pc.yaml", CLASSES)))
+    r = cli("apply", "-f", str(tmp_path / write(tmp_path, "pc2.yaml", CLASSES.replace("value: 1000", "value: 2000"))))
+    assert r.code == 1 and r.err.splitlines()[0].endswith(
+        "(PriorityClass high): value: Forbidden: may not be changed in an update."), r
+    r = cli("apply", "-f", str(tmp_path / write(tmp_path, "pc3.yaml", CLASSES.replace("preemptionPolicy: Never", ""))))
+    assert r.code == 1 and r.err.splitlines()[0].endswith(
+        '(PriorityClass batch): preemptionPolicy: Invalid value: "PreemptLowerPriority": field is immutable'), r
+    r = cli("apply", "-f", str(tmp_path / write(tmp_path, "pc4.yaml", CLASSES.replace("the shop's front", "the front"))))
+    assert r.code == 0 and r.out == ("priorityclass.scheduling.k8s.io/high configured\n"
+                                     "priorityclass.scheduling.k8s.io/batch unchanged\n"), r
+
+
+def test_a_budget_by_max_unavailable_expects_its_controllers_scale(clock):
+    from scheduler.controllers import workloads
+    from scheduler.testing.loop import apply, drain, node
+
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": "default"},
+          "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                   "template": {"metadata": {"labels": {"app": "web"}},
+                                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+    budget = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "default"},
+              "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}}
+    apply(node("node-a"), rs, budget)
+    workloads.sync_all()
+    drain(clock)
+    status = json.loads(cli("get", "pdb", "web", "-o", "json").out)["status"]
+    assert (status["expectedPods"], status["desiredHealthy"], status["currentHealthy"], status["disruptionsAllowed"]) == (
+        3, 2, 3, 1)

@@ -48,3 +48,20 @@ def test_the_demo_workloads_load_and_schedule_as_their_constraints_say():
     loner = Pod.objects.get(namespace=DEMO_NAMESPACE, name="loner")
     assert loner.node_name == "" and loner.scheduled_reason == "Unschedulable"
     assert "12 node(s) didn't match pod anti-affinity rules" in loner.scheduled_message, loner.scheduled_message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_workloads_are_their_controllers_own_so_the_controllers_run_leaves_them_be(clock):
+    from scheduler.controllers import workloads
+    from scheduler.management.commands.run import parse_documents_list, seed_workloads
+    from scheduler.models import Event, Pod
+    from scheduler.cluster.services import cluster_apply
+    from scheduler.cluster.simulation import seed_nodes
+
+    nodes = seed_nodes()
+    cluster_apply(parse_documents_list(nodes))
+    seed_workloads(nodes)
+    before = sorted(Pod.objects.values_list("namespace", "name"))
+    assert workloads.sync_all() == {}
+    assert sorted(Pod.objects.values_list("namespace", "name")) == before
+    assert not Event.objects.filter(reason="FailedCreate").exists()

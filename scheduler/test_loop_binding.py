@@ -384,3 +384,70 @@ def test_a_bind_job_run_again_after_the_watch_recorded_its_binding_writes_the_ev
     attempt = Attempt.objects.get(pod_name="web")
     assert attempt.result == "scheduled" and attempt.binding_ms is not None
     assert Event.objects.filter(involved_name="web", reason="Scheduled").count() == 1
+
+
+def _with_host_port(obj, port=8080):
+    obj["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": port, "protocol": "TCP"}]
+    return obj
+
+
+def test_a_dead_leaders_recovered_job_in_the_same_batch_as_the_pods_next_placement_sends_only_the_current_binding(
+        backend, settings):
+    """A leader dies mid-call; its mark outlives the binding timeout, so the room is freed and the pod placed on
+    another node, and another pod takes the room it left (here: the same host port). The next leader's
+    recover() puts the dead leader's job back, and the committer takes it in one batch with the new one: the
+    mark lands for the pod (on its new node), and only that binding may go out. Sending the stale one too
+    raced the two in the API server, and the stale node could win: the pod bound where its room was given
+    away (a host port taken twice, the chaos run's overcommit)."""
+    cluster = backend(Cluster())
+    apply(node("a"), node("b"), _with_host_port(pod("web")))
+    old_job = placed("web")
+    stale = old_job[0].node
+    fresh = "b" if stale == "a" else "a"
+    long_ago = timezone.now() - timedelta(seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS + 1)
+    mark_binding(old_job, long_ago)  # marked, then the leader died mid-call (nothing was sent)
+    age_reservation("web", seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS + 1)
+    assert loop.reconcile()["expired"] == 1
+    apply(node(stale, spec={"unschedulable": True}))
+    queues.get_queue().delete("default/web")  # requeued afresh (not in backoff), as test_a_bind_job_for_a_pod...
+    queues.get_queue().add("default/web", 0)
+    new_job = placed("web")
+    assert new_job[0].node == fresh
+    apply(node(stale), _with_host_port(pod("db")))
+    assert placed("db")[0].node == stale  # the host port is free there: web's room went back
+
+    loop.bind_batch([*old_job, *new_job])  # the recovered job and the new one, in one committer batch
+
+    assert cluster.sent == [("web", fresh)]
+    web = Pod.objects.get(name="web")
+    assert (web.node_name, web.assumed_node, web.scheduled_reason) == (fresh, "", "")
+    assert dict(Attempt.objects.filter(pod_name="web").values_list("pk", "result")) == {
+        old_job[0].attempt: "bind_failed", new_job[0].attempt: "scheduled"}
+    assert Binding.objects.filter(pod_name="web").count() == 1 and failed_scheduling("web") == []
+    assert queues.get_queue().get("default/web") is None  # bound: not back in the queue
+    ports = {n.name: n.used_ports for n in Node.objects.all()}
+    assert ports == {stale: [["TCP", 8080, "0.0.0.0"]], fresh: [["TCP", 8080, "0.0.0.0"]]}
+
+
+def test_a_recovered_job_and_the_pods_next_placement_on_the_same_node_bind_once_and_record_one_binding(
+        backend, settings, caplog):
+    """As above, the pod placed again on the same node: one binding goes out (the latest attempt's), one
+    Binding row is written (two in one statement broke the batch on binding_once_per_pod_uid)."""
+    cluster = backend(Cluster())
+    apply(node("only"), pod("web"))
+    old_job = placed("web")
+    mark_binding(old_job, timezone.now() - timedelta(seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS + 1))
+    age_reservation("web", seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS + 1)
+    assert loop.reconcile()["expired"] == 1
+    queues.get_queue().delete("default/web")
+    queues.get_queue().add("default/web", 0)
+    new_job = placed("web")
+
+    with caplog.at_level(logging.ERROR, logger="scheduler.loop"):
+        loop.bind_batch([*old_job, *new_job])
+
+    assert cluster.sent == [("web", "only")] and "failed" not in caplog.text
+    assert Pod.objects.get(name="web").node_name == "only" and Node.objects.get(name="only").req_pods == 1
+    assert dict(Attempt.objects.values_list("pk", "result")) == {
+        old_job[0].attempt: "bind_failed", new_job[0].attempt: "scheduled"}
+    assert list(Binding.objects.values_list("attempt_id", flat=True)) == [new_job[0].attempt]

@@ -5,9 +5,10 @@ nominator keeps that room from lower-priority pods; PDBs and preemptionPolicy ar
 import pytest
 
 from scheduler import loop
+from scheduler.kubectl import printers as kubectl
 from scheduler.manifests.objects import pod_from_manifest
 from scheduler.models import Attempt, DeletedPod, Event, Pod
-from scheduler.queue import queues
+from scheduler.queue import preempting, queues
 from scheduler.state.nominations import nominations_write, preemption_job
 from scheduler.testing.loop import apply, drain, node, pod
 
@@ -102,6 +103,10 @@ def test_the_nominated_room_is_not_taken_by_a_lower_priority_pod(clock):
     drain()
     low = Pod.objects.get(name="low")
     assert low.node_name == "" and low.scheduled_reason == "Unschedulable"
+    # As kubectl shows a waiting preemptor: -o json's status.nominatedNodeName, -o wide's NOMINATED NODE.
+    vip = Pod.objects.get(name="vip")
+    assert kubectl.pod_object(vip)["status"]["nominatedNodeName"] == "node-a"
+    assert kubectl.pods_table([vip], all_namespaces=False, wide=True, now=vip.created_at).splitlines()[1].split()[6] == "node-a"
     assert low.scheduled_message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
     q.add("default/vip", 1000)
     drain(clock)
@@ -131,3 +136,46 @@ def test_no_victim_goes_for_a_preemptor_deleted_or_nominated_elsewhere_since():
     job = preemption_job(vip, "node-a", (pod_from_manifest(low.manifest),), None)
     assert loop.run_preempt(job) == {"victims": 0}  # not nominated to node-a
     assert Pod.objects.filter(name="low").exists()
+
+
+def test_a_preemptor_whose_victims_are_still_going_is_not_attempted_until_the_task_is_done(clock):
+    apply(priority_class("high", 1000), node("node-a", cpu="1"), pod("low", nodeName="node-a"),
+          pod("vip", priorityClassName="high"))
+    vip = Pod.objects.get(name="vip")
+    nominations_write([(vip.pk, "node-a")])
+    preempting.mark([vip.uid])  # as the batch that chose the victims does on commit, the task not run yet
+    drain(clock)
+    assert Attempt.objects.filter(pod_name="vip").count() == 0  # held back: no second preemption meanwhile
+    assert queues.get_queue().get("default/vip") is not None  # still queued, not lost
+    job = preemption_job(Pod.objects.get(name="vip"), "node-a",
+                         (pod_from_manifest(Pod.objects.get(name="low").manifest),), None)
+    assert loop.run_preempt(job) == {"victims": 1}  # clears the mark, activates the pod
+    drain(clock)
+    assert Pod.objects.get(name="vip").node_name == "node-a"
+    assert Event.objects.filter(reason="Preempted").count() == 1
+
+
+def test_a_victim_owned_by_a_replica_set_is_made_again_by_its_controller_and_waits(clock):
+    from scheduler.controllers import workloads
+
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": "default"},
+          "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                   "template": {"metadata": {"labels": {"app": "web"}},
+                                "spec": {"containers": [{"name": "c", "image": "nginx",
+                                                         "resources": {"requests": {"cpu": "1"}}}]}}}}
+    apply(priority_class("high", 1000), node("node-a", cpu="1"), rs)
+    workloads.sync_all()
+    drain(clock)
+    [first] = Pod.objects.filter(name__startswith="web-")
+    assert first.node_name == "node-a"
+    apply(pod("vip", priorityClassName="high"))
+    drain(clock)
+    assert Pod.objects.get(name="vip").node_name == "node-a"
+    assert not Pod.objects.filter(uid=first.uid).exists()
+    workloads.sync_all()  # the controller sees one pod short and makes another
+    drain(clock)
+    [again] = Pod.objects.filter(name__startswith="web-")
+    assert again.uid != first.uid and again.node_name == "" and again.scheduled_reason == "Unschedulable"
+    # Its priority (0) is lower than the preemptor's: nothing to preempt, as upstream says.
+    assert again.scheduled_message.endswith("preemption: 0/1 nodes are available: 1 No preemption victims found "
+                                            "for incoming pod.")

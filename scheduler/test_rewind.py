@@ -7,9 +7,10 @@ import pytest
 from django.utils import timezone
 
 from scheduler.cluster.services import node_delete, pod_delete
-from scheduler.models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_UNSCHEDULABLE, Attempt, Binding, DeletedNode,
-                              DeletedPod, Node, Pod)
+from scheduler.models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_UNSCHEDULABLE, Attempt, DeletedNode,
+                              DeletedPod, Node)
 from scheduler.queue.queues import get_queue
+from scheduler.testing.audit import audit_bound
 from scheduler.testing.loop import apply, drain, node, pod
 
 from scheduler.state.rewind import ACTIVE, BACKOFF, IN_FLIGHT, UNSCHEDULABLE, _queued, rewind
@@ -28,20 +29,6 @@ def rewound_state(at) -> tuple[dict, dict]:
     r = rewind(at=at)
     return ({n.name: (n.req_cpu, n.req_memory, n.pods) for n in r.nodes},
             {q: sorted(p.key for p in pods) for q, pods in r.queues.items()})
-
-
-def audit_bound(at) -> dict[str, tuple[int, int]]:
-    """node -> (cpu, memory) of the Binding rows up to T whose pod was not deleted by T."""
-    requests = {uid: (cpu, mem) for uid, cpu, mem in Pod.objects.values_list("uid", "req_cpu", "req_memory")}
-    deleted = {}
-    for uid, cpu, mem, when in DeletedPod.objects.values_list("uid", "req_cpu", "req_memory", "deleted_at"):
-        requests[uid], deleted[uid] = (cpu, mem), when
-    out: dict[str, tuple[int, int]] = {}
-    for uid, name in Binding.objects.filter(bound_at__lte=at).values_list("pod_uid", "node_name"):
-        if uid not in deleted or deleted[uid] > at:
-            cpu, mem = out.get(name, (0, 0))
-            out[name] = (cpu + requests[uid][0], mem + requests[uid][1])
-    return out
 
 
 def test_a_past_instant_rewinds_to_what_was_live_then_and_to_the_bindings_up_to_it(clock):
@@ -73,6 +60,22 @@ def test_a_past_instant_rewinds_to_what_was_live_then_and_to_the_bindings_up_to_
     assert "n3" not in {n.name for n in rewind(at=t2).nodes}
     assert rewind(at=t2).attempts_before[-1].pod_name == "huge"
     assert [b.pod_name for b in rewind(at=t1).bindings_after][:1] == ["c"]
+
+
+def test_a_node_changed_since_shows_its_allocatable_and_cordon_as_they_were(clock):
+    from scheduler.controllers.drain import cordon
+
+    apply(node("n1", cpu="4"), pod("a", cpu="1"))
+    drain(clock)
+    before = timezone.now()
+    apply(node("n1", cpu="16"))  # resized
+    cordon("n1")
+    after = timezone.now()
+    [then] = rewind(at=before).nodes
+    [now] = rewind(at=after).nodes
+    assert (then.alloc_cpu, then.unschedulable, then.revised) == (4000, False, True)
+    assert (now.alloc_cpu, now.unschedulable, now.revised) == (16000, True, False)
+    assert then.percent("cpu") == 25 and now.percent("cpu") == 6
 
 
 T = timezone.now()

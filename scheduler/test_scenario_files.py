@@ -20,7 +20,7 @@ GOOD_NODE = "- {at: 0s, apply: {apiVersion: v1, kind: Node, metadata: {name: n1}
 @pytest.mark.parametrize("text, problems", [
     pytest.param("steps: []\n", ["steps: expected a non-empty list of steps, got []"], id="no-steps"),
     pytest.param("steps:\n- {at: 1s}\n", ["steps[0]: expected exactly one action of fail, recover, cordon, uncordon, "
-                                          "drain, scale, apply, delete, got none"], id="no-action"),
+                                          "drain, scale, apply, delete, wait, got none"], id="no-action"),
     pytest.param("steps:\n- {at: soon, cordon: a}\n",
                  ['steps[0].at: Invalid value: "soon": expected a duration >= 0 such as 10s or 1m30s'], id="bad-at"),
     pytest.param("steps:\n- {cordon: a}\n",
@@ -54,6 +54,9 @@ GOOD_NODE = "- {at: 0s, apply: {apiVersion: v1, kind: Node, metadata: {name: n1}
                  ['steps[2].fail: node "n2" not found (not in the cluster, nor applied by an earlier step)',
                   'steps[4].uncordon: node "n1" not found (not in the cluster, nor applied by an earlier step)'],
                  id="steps-see-what-earlier-steps-apply-and-delete-in-time-order"),
+    pytest.param("steps:\n- {at: 1s, wait: forever, timeout: -1}\n",
+                 ['steps[0].wait: Unsupported value: "forever": supported values: "scheduled"',
+                  "steps[0].timeout: Invalid value: -1: expected a duration > 0 such as 2m"], id="bad-wait"),
     pytest.param("steps:\n- {at: 1s, cordon: a}\nspeed: 3\n",
                  ["speed: unknown field (allowed: duration, name, steps)"], id="unknown-top-level-field"),
 ])

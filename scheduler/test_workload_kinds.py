@@ -156,3 +156,26 @@ def test_a_replication_controller_keeps_its_count_its_pods_owned_by_v1_replicati
     assert cli("scale", "rc/web", "--replicas", "3").out == "replicationcontroller/web scaled\n"
     settle(clock)
     assert Pod.objects.filter(phase="Running").count() == 3
+
+
+def test_a_stateful_set_does_not_take_over_a_pod_of_its_name_it_does_not_own():
+    from scheduler.testing.loop import pod
+
+    apply(node("a"), pod("db-0"), workload("StatefulSet", name="db"))
+    assert statefulset.sync(ClusterObject.objects.get(kind="StatefulSet")) == {"created": [], "deleted": []}
+    assert "ownerReferences" not in Pod.objects.get(name="db-0").manifest["metadata"]
+    e = Event.objects.get(involved_kind="StatefulSet")
+    assert (e.reason, e.type, e.message) == ("FailedCreate", "Warning", 'create Pod db-0 in StatefulSet db failed error: '
+                                                                       'pods "db-0" already exists')
+
+
+def test_old_replica_sets_past_the_revision_history_limit_are_deleted_oldest_first(clock):
+    apply(node("a"))
+    names = []
+    for image in ("a", "b", "c", "d"):
+        apply(workload("Deployment", replicas=1, image=image, revisionHistoryLimit=2))
+        settle(clock)
+        names.append(ClusterObject.objects.get(kind="ReplicaSet", replicas=1).name)
+    # The current one and the two newest old ones: the first is gone.
+    assert sorted(ClusterObject.objects.filter(kind="ReplicaSet").values_list("name", flat=True)) == sorted(names[1:])
+    assert Pod.objects.get().manifest["spec"]["containers"][0]["image"] == "d"

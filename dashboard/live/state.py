@@ -7,9 +7,10 @@ import asyncio
 import time
 
 from channels.db import database_sync_to_async
-from django.db.models import Count
+from django.db.models import Count, Sum
 
-from scheduler.models import Binding, Event, Node, Pod
+from scheduler.controllers.node_lifecycle import ready_status
+from scheduler.models import Binding, DeletedNode, Event, Node, Pod
 from scheduler.queue.queues import get_queue
 
 QUEUES = ("active", "backoff", "unschedulable")
@@ -81,6 +82,26 @@ def node_specs() -> tuple[tuple, list[list]]:
     return tuple(rows), rows
 
 
+# A node's status on the page: its Ready condition as kubectl shows it (Unknown: the kubelet stopped
+# posting, the node controller's "unreachable"), or Lost: deleted while pods are still bound to it
+# (until PodGC collects them).
+NODE_STATUS = {"True": "Ready", "False": "NotReady", "Unknown": "Unreachable"}
+LOST = "Lost"
+LOST_LOOKBACK = 1000  # the most recently deleted nodes looked at
+
+
+def lost_nodes() -> dict[str, list[int]]:
+    """Nodes that no longer exist but still have pods bound: name -> [cpu, memory, pods] those pods request.
+    Looked for among the recently deleted nodes (the trigger's table), so no scan of the pods."""
+    recent = set(DeletedNode.objects.order_by("-deleted_at").values_list("name", flat=True)[:LOST_LOOKBACK])
+    gone = recent - set(Node.objects.filter(name__in=recent).values_list("name", flat=True))
+    if not gone:
+        return {}
+    rows = (Pod.objects.filter(node_name__in=gone).values("node_name").annotate(cpu=Sum("req_cpu"), mem=Sum("req_memory"), n=Count("id"))
+            .values_list("node_name", "cpu", "mem", "n"))
+    return {name: [cpu or 0, mem or 0, n] for name, cpu, mem, n in rows}
+
+
 def node_static() -> tuple[int, list[list]]:
     """(the node generation these rows are, as node_usage's key; static rows in name order)."""
     out, key = [], []
@@ -90,8 +111,11 @@ def node_static() -> tuple[int, list[list]]:
         taints = [f"{t.get('key', '')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect', '')}"
                   for t in spec.get("taints") or ()]
         labels = (manifest.get("metadata") or {}).get("labels") or {}
-        out.append([name, cpu, mem, pods, bool(unsched), taints, labels])
+        out.append([name, cpu, mem, pods, bool(unsched), taints, labels, NODE_STATUS.get(ready_status(manifest), "Ready")])
         key.append((name, version))
+    for name in sorted(lost_nodes()):
+        out.append([name, 0, 0, 0, False, [], {}, LOST])
+        key.append((name, LOST))
     return hash(tuple(key)), out
 
 
@@ -120,4 +144,7 @@ def node_usage() -> dict:
             "name", "spec_version", "req_cpu", "req_memory", "req_pods"):
         usage[name] = [cpu, mem, pods, assumed.get(name, 0)]
         key.append((name, version))
+    for name, (cpu, mem, pods) in sorted(lost_nodes().items()):
+        usage[name] = [cpu, mem, pods, 0]
+        key.append((name, LOST))
     return {"key": hash(tuple(key)), "usage": usage}

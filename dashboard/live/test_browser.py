@@ -20,6 +20,7 @@ from django.db import connection, connections
 from scheduler.testing.browser import screenshot
 from scheduler.manifests.files import parse_documents
 from scheduler.cluster.services import cluster_apply
+from scheduler.controllers.node_lifecycle import node_set_ready
 from scheduler.testing.workers import WorkerProcesses, purge_broker, worker_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -46,6 +47,18 @@ def apply(*objs):
 
     with ThreadPoolExecutor(1) as pool:
         pool.submit(run).result()
+
+
+def in_thread(fn):
+    """An ORM call from a plain thread (as apply)."""
+    def run():
+        try:
+            return fn()
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(run).result()
 
 
 def node(name, cpu):
@@ -123,6 +136,14 @@ def test_a_logged_in_user_watches_a_pod_go_from_pending_to_bound_without_reloadi
         page.fill("#node-filter", "large")
         expect(page.locator("#node-count")).to_have_text("1 of 2 nodes")
         screenshot(page, "live-nodes")
+        # A node going NotReady is marked (and tainted) without reloading, and the filter finds it by its status.
+        in_thread(lambda: node_set_ready(name="small-1", status="False"))
+        page.fill("#node-filter", "notready")
+        row = page.locator("#vbody .vrow", has_text="small-1")
+        expect(row.locator(".mark.status-notready")).to_have_text("NotReady", timeout=WAIT_MS)
+        expect(row).to_contain_text("node.kubernetes.io/not-ready:NoExecute")
+        expect(page.locator("#node-count")).to_have_text("1 of 2 nodes")
+        screenshot(page, "live-nodes-notready")
 
         apply(pod("waits", "64"))
         page.goto(f"{stack}/queue/")

@@ -255,7 +255,7 @@ class NodesPage:
             self.incoming = None
         for name, *u in f.get("changed", ()):
             if name in self.rows:
-                self.rows[name] = [*self.rows[name][:7], u]
+                self.rows[name] = [*self.rows[name][:8], u]
 
     @property
     def complete(self):
@@ -276,7 +276,8 @@ async def test_the_nodes_view_sends_every_node_once_then_only_changed_rows(cooki
     first = await frame(ws)
     assert first["full"] is True and first["start"] == 30 and len(first["nodes"]) == 30
     assert first["nodes"][1][0] == "node-0001" and first["nodes"][1][5] == ["gpu:NoSchedule"]
-    assert first["nodes"][1][6] == {"zone": "a"} and first["nodes"][1][7] == [0, 0, 0, 0]
+    assert first["nodes"][1][6] == {"zone": "a"} and first["nodes"][1][7] == "Ready"
+    assert first["nodes"][1][8] == [0, 0, 0, 0]
     await sync_to_async(lambda: Node.objects.filter(name="node-0007").update(req_cpu=1500, req_pods=3))()
     f = await frame(ws)
     await ws.disconnect()
@@ -309,7 +310,7 @@ async def test_at_5000_nodes_every_frame_is_bounded_and_the_page_gets_every_row(
         page.apply(json.loads(raw))
     await ws.disconnect()
     assert max(sizes) <= NODE_FRAME_LIMIT
-    assert len(page.rows) == 4999 and "node-0000" not in page.rows and page.rows["node-0002"][7][0] == 700
+    assert len(page.rows) == 4999 and "node-0000" not in page.rows and page.rows["node-0002"][8][0] == 700
 
 
 async def test_viewers_in_a_process_share_one_read_of_the_node_manifests(cookie, monkeypatch):

@@ -26,3 +26,4 @@ def test_the_overview_loads_the_vendored_uplot_with_its_licence(user_client):
     html = user_client.get("/").content.decode()
     assert "vendor/uplot/uPlot.iife.min.js" in html and "vendor/uplot/uPlot.min.css" in html
     assert "MIT" in open(finders.find("vendor/uplot/LICENSE")).read()
+

@@ -10,6 +10,7 @@ from scheduler.engine.explain import TRACE_MAX_NODES, trace_filtered, trace_omit
 from scheduler.models import RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt
 
 from .domain import domain_url
+from .preemption import attempt_preemption
 from .why import why_section
 
 # Verdict rows rendered at once; a search narrows the rest (a 5,000-node cluster is 5,000 rows).
@@ -106,6 +107,7 @@ def attempt_detail(request, attempt_id: int):
         "attempt": attempt,
         "why": why_section(attempt.namespace, attempt.pod_name) if attempt.result == RESULT_UNSCHEDULABLE else None,
         "binding": getattr(attempt, "binding", None),
+        "preemption": attempt_preemption(attempt.trace),
         "scheduled": attempt.result == RESULT_SCHEDULED,
         "histogram": [{"reason": r, "count": n, "percent": round(100 * n / widest) if widest else 0} for r, n in histogram],
         "traced": bool(attempt.trace),

@@ -8,12 +8,12 @@ from datetime import timedelta
 
 from django import forms
 from django.utils import timezone
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from scheduler.engine.config import ConfigError, load_config
-from scheduler.models import SchedulerConfigVersion
+from scheduler.models import Attempt, Pod, SchedulerConfigVersion
 from scheduler.versions.profiles import INITIAL_VERSION, active_version_number, config_for_version
 from scheduler.models import ReplayRun
 from scheduler.replay.record import go_duration, record_from_database
@@ -23,7 +23,8 @@ from scheduler.replay.trace import TraceError
 
 MAX_TRACE_BYTES = 64 << 20
 LIST_SIZE = 50
-DIFFER_SHOWN = 500
+DIFFER_SHOWN = 500  # as many as the report details (scheduler.replay.run.DIFFER_DETAILED)
+LIVE_ATTEMPTS = 20
 
 
 def _config_choices() -> list[tuple[str, str]]:
@@ -119,7 +120,7 @@ def replay_detail(request, run_id: int):
     configs = report.get("configs", [])
     differ = report.get("differ", [])
     rows = [{"key": key, "ns": key.split("/", 1)[0], "name": key.split("/", 1)[1],
-             "nodes": [c["placements"].get(key) for c in configs]} for key in differ[:DIFFER_SHOWN]]
+             "nodes": [(n, c["placements"].get(key)) for n, c in enumerate(configs)]} for key in differ[:DIFFER_SHOWN]]
     # Only what the plots need goes to the page's script (placements can be large).
     plots = [{"config": c["config"], "nodes": c.get("nodes"), "timeline": c.get("timeline")} for c in configs]
     return render(request, "dashboard/replay.html", {
@@ -132,3 +133,20 @@ def replay_detail(request, run_id: int):
 def replay_progress(request, run_id: int):
     run = get_object_or_404(ReplayRun.objects.only("status", "progress", "error"), pk=run_id)
     return JsonResponse({"status": run.status, "progress": run.progress, "error": run.error})
+
+
+@require_GET
+def replay_pod(request, run_id: int, namespace: str, name: str):
+    """One pod whose placement differs: its replayed attempt under each configuration side by side, and
+    the live run's attempts of that pod (when the trace came from this database), each linked."""
+    run = get_object_or_404(ReplayRun.objects.defer("trace"), pk=run_id)
+    key = f"{namespace}/{name}"
+    configs = (run.report or {}).get("configs", [])
+    attempts = [(n, c["config"], c.get("differ_attempts", {}).get(key)) for n, c in enumerate(configs)]
+    if not any(a for _, _, a in attempts):
+        raise Http404(f"replay {run_id} details no differing placement of {key}")
+    live = list(Attempt.objects.filter(namespace=namespace, pod_name=name)
+                .only("pk", "number", "result", "node_name", "started_at").order_by("-started_at")[:LIVE_ATTEMPTS])
+    return render(request, "dashboard/replay_pod.html", {
+        "run": run, "key": key, "namespace": namespace, "name": name, "attempts": attempts, "live": live,
+        "pod_exists": Pod.objects.filter(namespace=namespace, name=name).exists()})

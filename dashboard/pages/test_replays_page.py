@@ -37,6 +37,29 @@ def test_a_replay_started_from_the_page_shows_most_against_least_allocated(admin
     assert admin_client.get(f"/replays/{run.pk}/progress").json() == {"status": "done", "progress": 1.0, "error": ""}
 
 
+def test_each_differing_placement_links_to_both_configurations_attempts(admin_client):
+    start(admin_client, spread_trace_text())
+    run = ReplayRun.objects.get()
+    most, least = run.report["configs"]
+    key = run.report["differ"][0]
+    ns, name = key.split("/")
+    html = admin_client.get(f"/replays/{run.pk}/").content.decode()
+    row = re.search(rf'<tr><td><a href="/pods/{ns}/{name}/" data-pod="{key}">.*?</tr>', html, re.S).group(0)
+    links = re.findall(r'<a class="replay-attempt" href="([^"]+)">([^<]+)</a>', row)
+    assert links == [(f"/replays/{run.pk}/pods/{ns}/{name}/#config-0", most["placements"][key] or "pending"),
+                     (f"/replays/{run.pk}/pods/{ns}/{name}/#config-1", least["placements"][key] or "pending")]
+
+    page = admin_client.get(links[0][0].split("#")[0]).content.decode()
+    cards = dict(re.findall(r'<section class="card replay-attempt" id="(config-\d)".*?<dd class="node">([^<]+)</dd>', page, re.S))
+    assert cards == {"config-0": most["placements"][key], "config-1": least["placements"][key]}
+    assert page.count('<table class="data top-scores">') == 2  # what each binding cycle weighed
+    top = most["differ_attempts"][key]["decision"]["top"]
+    assert top[0][0] == most["placements"][key] and f"<td>{top[0][0]}</td><td class=\"num\">{top[0][1]}</td>" in page
+    assert "No attempt of" in page  # an uploaded trace: no live attempts here
+    same = next(k for k in most["placements"] if k not in run.report["differ"])
+    assert admin_client.get(f"/replays/{run.pk}/pods/{same}/").status_code == 404
+
+
 def test_a_trace_that_cannot_be_read_is_refused_on_the_form_and_nothing_starts(admin_client):
     response = start(admin_client, '{"kind": "trace", "version": 1}\n{"kind": "nope"}\n')
     assert response.status_code == 200 and "unknown kind" in response.content.decode()
@@ -53,7 +76,7 @@ def test_a_bad_configuration_file_is_refused_with_the_loaders_words(admin_client
 def test_the_admins_version_page_links_a_replay_of_the_last_hour_recorded_from_the_database(admin_client, settings):
     settings.SCHEDBOARD_SEED = 7  # ties among equal scores broken as the replay breaks them
     from scheduler.engine.config import default_config
-    from scheduler.models import Binding
+    from scheduler.models import Attempt, Binding
     from scheduler.versions.services import config_version_create
     from scheduler.testing.loop import apply, drain, node, pod
 
@@ -74,3 +97,13 @@ def test_the_admins_version_page_links_a_replay_of_the_last_hour_recorded_from_t
     recorded = run.report["configs"][1]
     assert run.report["trace"]["recorded_bindings"] == Binding.objects.count() == 5
     assert recorded["recorded_matches"] == 5  # one worker, as recorded: the same bindings
+
+    # Against packing: the pods placed differently link to the live run's attempts of that pod too.
+    admin_client.post("/replays/", {"record_since": "1h", "config_a": "recorded", "config_b": "recorded",
+                                    "file_b": SimpleUploadedFile("most.yaml", FIT.format(strategy="MostAllocated").encode())})
+    packed = ReplayRun.objects.latest("pk")
+    key = packed.report["differ"][0]
+    page = admin_client.get(f"/replays/{packed.pk}/pods/{key}/").content.decode()
+    ns, name = key.split("/")
+    attempt = Attempt.objects.filter(namespace=ns, pod_name=name).latest("started_at")
+    assert f'<a href="/attempts/{attempt.pk}/">attempt {attempt.number}</a>' in page

@@ -32,8 +32,9 @@ class Backend(Protocol):
         """Tell the cluster what the batch decided (events, conditions), if it keeps its own."""
         ...
 
-    def preempt(self, job: dict) -> list[str]:
-        """Evict a preemption's victims (state/nominations.preemption_job); the keys evicted now. Idempotent."""
+    def preempt(self, job: dict) -> list[str] | None:
+        """Evict a preemption's victims (state/nominations.preemption_job): the keys evicted now, or None when
+        the eviction was handed on (to the kubernetes backend's leader). Idempotent."""
         ...
 
 

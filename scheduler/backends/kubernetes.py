@@ -2,8 +2,9 @@
 
 Any worker process schedules (against the Postgres mirror of the cluster); only the process that
 holds the Lease talks to the API server. Workers hand placed pods and scheduling failures to it
-through a Redis list (`<queue prefix>:kube:jobs`); the leader's committer (scheduler/kube/controller.py)
-binds them and records the events and PodScheduled conditions.
+through a Redis list (`<queue prefix>:kube:jobs`, kube/jobs.py); the leader's committer
+(scheduler/kube/controller.py, given the loop's binder by scheduler/replica.py) binds them and records the
+events and PodScheduled conditions.
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ class KubernetesBackend:
                "failed": [{**_pod_ref(pod), "reason": reason, "message": message} for pod, reason, message in failed],
                "scheduled": [{**_pod_ref(pod), "node": node} for pod, node in scheduled]}
         self.redis.rpush(jobs_key(), json.dumps(job))
+
+    def preempt(self, job: dict) -> None:
+        """Only the lease holder talks to the API: the victims go to it with the other jobs (None: deferred)."""
+        self.redis.rpush(jobs_key(), json.dumps({"op": "preempt", **job}))
 
     # ---- leader side: the API calls ---------------------------------------------------------------
     @property

@@ -3,6 +3,7 @@ ClusterObject table): what the scheduler's snapshot reads for namespaceSelector 
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from django.db import transaction
@@ -29,14 +30,27 @@ def resource_name(kind: str) -> str:
 def _admit(parsed: ParsedObject) -> None:
     """What the API server's admission refuses of a PriorityClass (in the caller's transaction): a second
     globalDefault class (plugin/pkg/admission/priority's validatePriorityClass)."""
-    if parsed.kind != PRIORITY_CLASS or not parsed.manifest.get("globalDefault"):
+    if parsed.kind != PRIORITY_CLASS:
+        return
+    file, doc, prefix = parsed.origin
+
+    def refuse(path: str, message: str):
+        raise ManifestError([Problem(file, doc, parsed.kind, parsed.name, f"{prefix}.{path}" if prefix else path, message)])
+
+    old = ClusterObject.objects.filter(kind=PRIORITY_CLASS, name=parsed.name).values_list("manifest", flat=True).first()
+    if old is not None:
+        # As ValidatePriorityClassUpdate: the value and the policy are fixed once the class exists.
+        if (old.get("value") or 0) != (parsed.manifest.get("value") or 0):
+            refuse("value", "Forbidden: may not be changed in an update.")
+        if old.get("preemptionPolicy") != parsed.manifest.get("preemptionPolicy"):
+            refuse("preemptionPolicy", f"Invalid value: {json.dumps(parsed.manifest.get('preemptionPolicy'))}: "
+                                       "field is immutable")
+    if not parsed.manifest.get("globalDefault"):
         return
     for other in ClusterObject.objects.filter(kind=PRIORITY_CLASS).exclude(name=parsed.name):
         if other.manifest.get("globalDefault"):
-            file, doc, prefix = parsed.origin
-            raise ManifestError([Problem(file, doc, parsed.kind, parsed.name, f"{prefix}.globalDefault" if prefix else "globalDefault",
-                                         f"Forbidden: PriorityClass {other.name} is already marked as default. "
-                                         "Only one default can exist")])
+            refuse("globalDefault", f"Forbidden: PriorityClass {other.name} is already marked as default. "
+                                    "Only one default can exist")
 
 
 def cluster_object_apply(parsed: ParsedObject, result) -> None:

@@ -129,7 +129,10 @@ def demo_objects(nodes: list[dict]) -> list[dict]:
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}},
         {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": DEMO_NAMESPACE},
          "spec": {"replicas": 6, "selector": {"matchLabels": {"app": "web"}}, "template": web_template}},
-        {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "cache", "namespace": DEMO_NAMESPACE},
+        # Its uid is the one its pods' ownerReferences name (demo_pods), so the StatefulSet controller that
+        # `run` ticks finds them its own and creates no others.
+        {"apiVersion": "apps/v1", "kind": "StatefulSet",
+         "metadata": {"name": "cache", "namespace": DEMO_NAMESPACE, "uid": f"{DEMO_NAMESPACE}-cache"},
          "spec": {"replicas": 3, "serviceName": "cache", "selector": {"matchLabels": {"app": "cache"}},
                   "template": {"metadata": {"labels": {"app": "cache"}}, "spec": _cache_spec()}}},
         *agents,

@@ -35,7 +35,7 @@ class ControlPlane:
         out = {}
         if self._due("node-lifecycle", settings.SCHEDBOARD_NODE_MONITOR_PERIOD, t):
             tainted = node_lifecycle.monitor(now=now)
-            evictions = taint_eviction.run(now=now)
+            evictions = taint_eviction.run(now=now, record_at=wall_now())
             if tainted or evictions["evicted"] or evictions["cancelled"]:
                 out["node-lifecycle"] = {"tainted": tainted, "evicted": evictions["evicted"],
                                          "cancelled": evictions["cancelled"]}

@@ -6,12 +6,14 @@ to B"; the ReplicaSet controller then makes the pods.
 
 Every strategy acts as Recreate here (rolloutRecreate): on a template change the old ReplicaSets are
 scaled to 0 first, and the new one is scaled up once their pods are gone. RollingUpdate's maxSurge and
-maxUnavailable steps are not modelled (the scheduler sees the same pods at the end)."""
+maxUnavailable steps are not modelled (the scheduler sees the same pods at the end). Old ReplicaSets past
+spec.revisionHistoryLimit are deleted as upstream's cleanup does."""
 
 from __future__ import annotations
 
 import copy
 
+from ..cluster.objects import cluster_object_delete
 from ..manifests.errors import ManifestError
 from ..models import DEPLOYMENT, REPLICA_SET, ClusterObject, Event
 from ..state.events import events_record
@@ -24,6 +26,7 @@ HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
+DEFAULT_REVISION_HISTORY_LIMIT = 10
 
 
 def _rs_hash(rs: ClusterObject) -> str:
@@ -94,7 +97,19 @@ def sync(d: ClusterObject) -> dict:
             scaled[new.name] = (new.replicas or 0, want)
             events.append(_scaled(d, new.name, new.replicas or 0, want))
     events_record(events)
+    _clean_up(d, [rs for rs in old if rs.name not in scaled])
     return {"scaled": scaled}
+
+
+def _clean_up(d: ClusterObject, old: list[ClusterObject]) -> None:
+    """As cleanupDeployment: old ReplicaSets at 0 with no pods left, past spec.revisionHistoryLimit (10), are
+    deleted, the lowest revisions first."""
+    limit = (d.manifest.get("spec") or {}).get("revisionHistoryLimit", DEFAULT_REVISION_HISTORY_LIMIT)
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        limit = DEFAULT_REVISION_HISTORY_LIMIT
+    idle = sorted((rs for rs in old if not rs.replicas and not owned_pods(rs)), key=lambda rs: (_revision(rs), rs.name))
+    for rs in idle[:max(0, len(idle) - limit)]:
+        cluster_object_delete(kind=REPLICA_SET, namespace=rs.namespace, name=rs.name)
 
 
 def sync_all() -> dict:

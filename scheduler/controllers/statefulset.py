@@ -11,7 +11,7 @@ Ready is Running here (the simulated pods have no probes)."""
 from __future__ import annotations
 
 from ..manifests.errors import ManifestError
-from ..models import STATEFUL_SET, ClusterObject, Event
+from ..models import STATEFUL_SET, ClusterObject, Event, Pod
 from ..state.events import events_record
 from .hashing import template_hash
 from .pods import OwnedPod, create_pods, delete_pods, owned_pods, owner_event, pod_from_template, template
@@ -62,6 +62,11 @@ def sync(sts: ClusterObject) -> dict:
         pod = by_ordinal.get(i)
         if pod is None:
             manifest = pod_manifest(sts, i)
+            if Pod.objects.filter(namespace=sts.namespace, name=manifest["metadata"]["name"]).exists():
+                # Someone else's pod holds the name (the API server would answer AlreadyExists): not ours to take.
+                events.append(_event(sts, "create", manifest["metadata"]["name"], Event.WARNING,
+                                     f'pods "{manifest["metadata"]["name"]}" already exists'))
+                break
             try:
                 create_pods(sts, [manifest])
             except ManifestError as e:

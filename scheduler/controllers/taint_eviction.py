@@ -58,9 +58,12 @@ def _event(key: str, message: str) -> EventSpec:
                      name=name, reporting_controller=CONTROLLER)
 
 
-def run(*, now: datetime | None = None) -> dict:
-    """One pass: the pods deleted, and the evictions still waiting (key -> seconds left)."""
+def run(*, now: datetime | None = None, record_at: datetime | None = None) -> dict:
+    """One pass: the pods deleted, and the evictions still waiting (key -> seconds left). `now` decides what
+    is due; events and conditions are stamped `record_at` (default `now`): a scenario's clock runs ahead of
+    the wall's, and what it writes must not be dated in the future."""
     now = now or datetime.now(dt_timezone.utc)
+    record_at = record_at or now
     stamp = now.timestamp()
     waiting: dict[str, float] = {}
     due: list[str] = []
@@ -87,14 +90,14 @@ def run(*, now: datetime | None = None) -> dict:
     # Work scheduled before and no longer wanted (taints lifted, toleration now forever): cancelled, with the event.
     cancelled = [key for key in scheduled if key not in waiting and key not in due
                  and Pod.objects.filter(namespace=key.partition("/")[0], name=key.partition("/")[2]).exists()]
-    events_record([_event(key, "Cancelling deletion of Pod") for key in cancelled], now=now)
+    events_record([_event(key, "Cancelling deletion of Pod") for key in cancelled], now=record_at)
     memory.forget(_SCHEDULED, [key for key in scheduled if key not in waiting])
     memory.remember(_SCHEDULED, waiting)
     deleted = []
     for key in due:
         namespace, _, name = key.partition("/")
         if evict(namespace=namespace, name=name, reason=DELETION_BY_TAINT_MANAGER, message=CONDITION_MESSAGE,
-                 events=[_event(key, "Marking for deletion Pod")], now=now):
+                 events=[_event(key, "Marking for deletion Pod")], now=record_at):
             deleted.append(key)
     return {"evicted": deleted, "waiting": {k: round(v - stamp, 3) for k, v in sorted(waiting.items())},
             "cancelled": cancelled}

@@ -3,15 +3,25 @@ ReplicaSets), then ReplicaSets, ReplicationControllers and StatefulSets (they wr
 
 from __future__ import annotations
 
+import logging
+
 from . import deployment, replicaset, replication, statefulset
+from .exclusive import exclusive
+
+log = logging.getLogger(__name__)
 
 CONTROLLERS = [deployment, replicaset, replication, statefulset]
 
 
 def sync_all() -> dict:
+    """What the pass did, by controller; {} when nothing was left to do. One pass at a time (exclusive.py)."""
     out = {}
-    for controller in CONTROLLERS:
-        got = controller.sync_all()
-        if got:
-            out[controller.CONTROLLER] = got
+    with exclusive("workloads") as held:
+        if not held:
+            log.warning("workload controllers: another pass held the lock too long; skipped")
+            return {"skipped": True}
+        for controller in CONTROLLERS:
+            got = controller.sync_all()
+            if got:
+                out[controller.CONTROLLER] = got
     return out

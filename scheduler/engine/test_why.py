@@ -138,3 +138,12 @@ def test_a_pod_that_fits_now_says_so_and_a_prefilter_rejection_stops_the_answer(
 def test_quantities_read_as_a_person_writes_them(resource, amount, text, written):
     assert quantity(resource, amount) == text
     assert request_quantity(resource, amount) == written
+
+
+def test_a_node_of_the_size_needed_is_offered_even_when_smaller_requests_would_fill_the_list():
+    """Ten nodes of ten sizes: ten smaller requests would each fit some; the list keeps room for a node change."""
+    nodes = table([NodeSpec(f"n{i}", allocatable={"cpu": 1000 * (i + 1), "memory": 64 * GI, "pods": 110}) for i in range(10)])
+    answer = why_pending(default_profile().build(), pod(cpu=64000), nodes)
+    kinds = [c["kind"] for c in answer["changes"]]
+    assert len(kinds) == 6 and kinds.count("node") == 2 and kinds[:4] == ["request"] * 4
+    assert answer["changes"][4]["change"].startswith("a node like n9 (same labels and taints) with at least 64 CPU")

@@ -28,6 +28,7 @@ from .resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_scalar_resource
 
 NEAREST_NODES = 5  # nodes described by default
 MAX_CHANGES = 6  # single changes offered at most
+NODE_CHANGES_KEPT = 2  # of which this many are kept for changes to a node, when there are some
 
 # ---- quantities as a person reads them -----------------------------------------------------------
 
@@ -462,17 +463,21 @@ def why_pending(profile: Profile, pod: PodSpec, nodes: NodeTable, *, nearest: in
     # Single changes: those to the pod are checked by filtering again; those to a node hold where it
     # fails that one filter alone.
     candidates = order[failing[order] == failing[order[0]]][:max(nearest, 20)] if len(order) else order
+    # Room is kept for up to NODE_CHANGES_KEPT node changes (a node of size X, an uncordon), so a list of
+    # smaller requests never hides them.
+    node_changes = [{**entry, "fits_count": len(entry["fits"])} for entry in _node_changes(ex, candidates)]
+    kept = node_changes[:min(NODE_CHANGES_KEPT, max_changes)]
     changes = []
     for kind, text, changed in _pod_changes(ex, candidates):
+        if len(changes) >= max_changes - len(kept):
+            break
         fit = _fit_names(profile, changed, nodes)
         if fit:
             changes.append({"kind": kind, "change": text, "fits": fit[:nearest], "fits_count": len(fit)})
+    for entry in node_changes:
         if len(changes) >= max_changes:
             break
-    for entry in _node_changes(ex, candidates):
-        if len(changes) >= max_changes:
-            break
-        changes.append({**entry, "fits_count": len(entry["fits"])})
+        changes.append(entry)
     out["changes"] = changes
     return out
 

@@ -97,10 +97,28 @@ class Committer:
         for job in jobs:
             if job.get("op") == "report":
                 self._reports.put(job)
+            elif job.get("op") == "preempt":
+                self._preempt(job)
         for raw in raws:
             self.redis.lrem(self.processing, 1, raw)
         self.jobs_done += len(raws)
         return True
+
+    def _preempt(self, job: dict) -> None:
+        """A preemption's victims deleted through the API (kube/preemption.py); an error leaves the job to the
+        preemptor's next attempt, which preempts again."""
+        from ..queue import preempting
+        from .preemption import preempt_through_api
+
+        try:
+            deleted = preempt_through_api(self.core, self.recorder, job)
+            if deleted:
+                log.info("pod %s/%s preempted %s on node %s", job["preemptor"]["namespace"],
+                         job["preemptor"]["name"], ", ".join(deleted), job["node"])
+        except Exception:  # noqa: BLE001 - one preemption failing never stops the bindings
+            log.exception("preemption by %s/%s failed", job["preemptor"]["namespace"], job["preemptor"]["name"])
+        finally:
+            preempting.clear(job["preemptor"]["uid"])  # the preemptor may be attempted again
 
     def _bind(self, items: list[dict], tries: int = 3) -> None:
         """The binder, again when Postgres breaks a deadlock by aborting it.

@@ -66,7 +66,7 @@ class EventRecorder:
                 event["reportingInstance"], regarding, related)
 
     def eventf(self, regarding: dict, *, type: str, reason: str, action: str, note: str,
-               reporting_controller: str) -> None:
+               reporting_controller: str, related: dict | None = None) -> None:
         now = self.clock()
         namespace = regarding.get("namespace") or "default"
         event = {
@@ -79,6 +79,8 @@ class EventRecorder:
             "action": action, "reason": reason, "regarding": regarding,
             "note": note[:MAX_NOTE_LENGTH], "type": type,
         }
+        if related:  # as Eventf(regarding, related, ...): the preemptor of a "Preempted" victim
+            event["related"] = related
         with self._lock:
             key = self._key(event)
             cached = self.cache.get(key)

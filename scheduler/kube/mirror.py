@@ -466,6 +466,9 @@ def _copy(row: Pod, spec, manifest: dict, usage: dict, phase: str, condition: di
     row.priority = spec.priority
     row.deleting = row.deleting or spec.deleting
     row.phase = phase
+    if spec.nominated_node_name:
+        # Nominated by a scheduler (ours, once the leader patched it, or another): counted by every nominator.
+        row.nominated_node = spec.nominated_node_name
     if row.pk is None if new is None else new:
         for field, value in usage.items():
             setattr(row, field, value)

@@ -1,4 +1,5 @@
-"""Namespaces, Services, ReplicationControllers, ReplicaSets and StatefulSets mirrored (list + watch)
+"""Namespaces, Services, ReplicationControllers, ReplicaSets, StatefulSets, PriorityClasses and
+PodDisruptionBudgets mirrored (list + watch)
 into the ClusterObject table: InterPodAffinity's namespaceSelector reads the namespaces' labels, and
 PodTopologySpread's default constraints the selectors of the Services and controllers of a pod.
 
@@ -13,7 +14,8 @@ import logging
 from django.db import transaction
 
 from ..cluster.objects import cluster_object_upsert_mirrored
-from ..manifests.cluster_objects import KINDS, NAMESPACE, REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET
+from ..manifests.cluster_objects import (KINDS, NAMESPACE, POD_DISRUPTION_BUDGET, PRIORITY_CLASS, REPLICA_SET,
+                                        REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET)
 from ..models import ClusterObject
 from .mirror import MIRROR_LOCK, _isolated, _usable_connection
 
@@ -27,6 +29,13 @@ WATCHED = {
     REPLICA_SET: ("replicasets", "AppsV1Api", "list_replica_set_for_all_namespaces"),
     STATEFUL_SET: ("statefulsets", "AppsV1Api", "list_stateful_set_for_all_namespaces"),
 }
+# ---- preemption's kinds: what Priority admission resolved (shown) and what DefaultPreemption reads ----
+WATCHED[PRIORITY_CLASS] = ("priorityclasses", "SchedulingV1Api", "list_priority_class")
+# PodDisruptionBudgets: policy/v1 (Kubernetes 1.21+); policy/v1beta1 only where the API server has no v1
+# (the 1.20 loopback apiserver of the tests). v1beta1's empty selector matches no pod, which is also how
+# preemption reads an empty one, so both read the same here.
+PDB_RESOURCE = "poddisruptionbudgets"
+# ---- end of preemption's kinds ----
 
 
 def _fields(kind: str, obj: dict) -> dict:
@@ -37,7 +46,13 @@ def _fields(kind: str, obj: dict) -> dict:
     replicas = spec.get("replicas") if kind in (REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER) else None
     manifest = {"apiVersion": KINDS[kind][0], "kind": kind,
                 "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "labels") if k in meta}}
-    if kind != NAMESPACE:
+    if kind == PRIORITY_CLASS:
+        selector = None
+        manifest.update({k: obj[k] for k in ("value", "globalDefault", "preemptionPolicy", "description") if k in obj})
+    elif kind == POD_DISRUPTION_BUDGET:
+        manifest["spec"] = {k: spec[k] for k in ("selector", "minAvailable", "maxUnavailable") if k in spec}
+        manifest["status"] = obj.get("status") or {}  # the cluster's disruption controller keeps it
+    elif kind != NAMESPACE:
         manifest["spec"] = {k: spec[k] for k in ("selector", "replicas") if k in spec}
     return {"namespace": (meta.get("namespace") or "") if KINDS[kind][1] else "", "name": meta.get("name") or "",
             "uid": meta.get("uid") or "", "labels": labels, "selector": selector if isinstance(selector, dict) else None,
@@ -85,4 +100,29 @@ def reflectors(api_client, *, stop, watch_timeout=None) -> list:
         api = getattr(client, api_class)(api_client)
         out.append(Reflector(name, getattr(api, method), ObjectStore(kind), kind=kind, stop=stop,
                              watch_timeout=watch_timeout))
+    out.append(Reflector(PDB_RESOURCE, pdb_lister(api_client), ObjectStore(POD_DISRUPTION_BUDGET),
+                         kind=POD_DISRUPTION_BUDGET, stop=stop, watch_timeout=watch_timeout))
     return out
+
+
+def pdb_lister(api_client):
+    """A list (and watch) function for the budgets of every namespace: policy/v1, or policy/v1beta1 once
+    the API server answered 404 for v1 (found at the first call, not at start: the API server may not be
+    up yet). The generated client has no v1beta1 API class any more: the generic one reaches it by path."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    api = client.CustomObjectsApi(api_client)
+    version = ["v1"]
+
+    def list_pdbs(**kwargs):
+        try:
+            return api.list_cluster_custom_object("policy", version[0], PDB_RESOURCE, **kwargs)
+        except ApiException as exc:
+            if exc.status != 404 or version[0] != "v1":
+                raise
+            version[0] = "v1beta1"
+            log.info("the API server has no policy/v1 PodDisruptionBudgets: reading policy/v1beta1")
+            return api.list_cluster_custom_object("policy", version[0], PDB_RESOURCE, **kwargs)
+
+    return list_pdbs

@@ -31,13 +31,15 @@ class Permission:
 
 REQUIRED: tuple[Permission, ...] = (
     Permission("", "nodes", ("get", "list", "watch")),
-    Permission("", "pods", ("get", "list", "watch")),
+    Permission("", "pods", ("get", "list", "watch", "delete")),  # delete: preemption's victims
     # What pod (anti-)affinity (namespace labels) and default topology spreading (selectors) read.
     Permission("", "namespaces", ("get", "list", "watch")),
     Permission("", "services", ("get", "list", "watch")),
     Permission("", "replicationcontrollers", ("get", "list", "watch")),
     Permission("apps", "replicasets", ("get", "list", "watch")),
     Permission("apps", "statefulsets", ("get", "list", "watch")),
+    Permission("scheduling.k8s.io", "priorityclasses", ("get", "list", "watch")),
+    Permission("policy", "poddisruptionbudgets", ("get", "list", "watch")),
     Permission("", "pods/binding", ("create",)),
     Permission("", "pods/status", ("patch",)),
     Permission("events.k8s.io", "events", ("create", "patch")),

@@ -141,6 +141,8 @@ def pod_object(pod: Pod) -> dict:
     if pod.node_name:
         spec["nodeName"] = pod.node_name
     status = {"phase": pod.phase}
+    if pod.nominated_node:
+        status["nominatedNodeName"] = pod.nominated_node
     if pod.scheduled_status:
         condition = {"type": "PodScheduled", "status": pod.scheduled_status,
                      "lastProbeTime": None, "lastTransitionTime": _rfc3339(pod.scheduled_transition_at or pod.bound_at)}
@@ -163,7 +165,7 @@ def pods_table(pods: list[Pod], *, all_namespaces: bool, wide: bool, now: dateti
     for pod in pods:
         row = [pod.name, pod_ready(pod), pod_status(pod), "0", human_duration((now - pod.created_at).total_seconds())]
         if wide:
-            nominated = ((pod.manifest.get("status") or {}).get("nominatedNodeName")) or "<none>"
+            nominated = pod.nominated_node or ((pod.manifest.get("status") or {}).get("nominatedNodeName")) or "<none>"
             conditions = [{"type": "PodScheduled", "status": pod.scheduled_status}] if pod.scheduled_status else []
             row += ["<none>", pod.node_name or "<none>", nominated, pod_readiness_gates(pod, conditions)]
         if all_namespaces:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from django.conf import settings
@@ -75,7 +76,9 @@ def binding_cycle(items: list[BindItem], queue, backend) -> dict:
     was gone before the call: nothing sent, nothing released, the pod is already someone else's
     business), "already" (bound to this node before: a redelivered job is a success, never a failure),
     "elsewhere" (bound to another node meanwhile), "gone" (deleted), "unknown" (the cluster may have
-    bound it, nothing settled whether: the reservation stays, marked, for the watch or the timeout).
+    bound it, nothing settled whether: the reservation stays, marked, for the watch or the timeout),
+    "superseded" (another bind of the same batch is for the pod's current reservation: nothing sent, the
+    queue left to that one's outcome).
     """
     now = timezone.now()
     items = list({(i.pod, i.node, i.attempt): i for i in items}.values())  # one job twice in a batch
@@ -138,10 +141,28 @@ def mark_binding(items: list[BindItem], now) -> set[int]:
                                   returning=True))
 
 
+def _current_binds(binds: list[_Bind], marked: set[int]) -> dict[int, _Bind]:
+    """Per marked pod, the one bind of the batch its reservation is for: on the node it is assumed on, the
+    latest attempt there. A pod can come more than once: a dead leader's job, put back by recover(), beside
+    the job of the pod's next scheduling cycle (its mark outlived the binding timeout, the room was freed
+    and the pod placed again). The mark is per pod, so it lands for both; only one may be sent, or the two
+    race in the API server and the stale node can win, where the pod's room was given to another pod."""
+    current: dict[int, _Bind] = {}
+    for b in binds:
+        if b.pod is None or b.pod.pk not in marked or b.pod.node_name or b.pod.assumed_node != b.node:
+            continue
+        if b.pod.pk not in current or b.item.attempt > current[b.pod.pk].item.attempt:
+            current[b.pod.pk] = b
+    return current
+
+
 def _settle(binds: list[_Bind], backend, *, marked: set[int] | None = None) -> None:
     """Classify binds whose reservation is not (or no longer) theirs, from their pod rows as read."""
-    bound_here = [b for b in binds if b.pod is not None and (marked is None or b.pod.pk not in marked)
-                  and b.pod.node_name == b.node]
+    current = _current_binds(binds, marked) if marked is not None else {}
+    per_pod = Counter(b.pod.pk for b in binds if b.pod is not None)
+    calls = {id(b) for b in binds if b.pod is not None and marked is not None and b.pod.pk in marked
+             and (current.get(b.pod.pk) is b or (b.pod.pk not in current and per_pod[b.pod.pk] == 1))}
+    bound_here = [b for b in binds if b.pod is not None and id(b) not in calls and b.pod.node_name == b.node]
     recorded = {}
     if bound_here:
         recorded = {(uid, pod_id): (attempt_id, binding_ms) for uid, pod_id, attempt_id, binding_ms in
@@ -150,8 +171,12 @@ def _settle(binds: list[_Bind], backend, *, marked: set[int] | None = None) -> N
     for b in binds:
         if b.pod is None:
             b.outcome = "gone"
-        elif marked is not None and b.pod.pk in marked:
+        elif id(b) in calls:
             b.outcome = "call"
+        elif b.pod.pk in current:
+            b.outcome = "superseded"
+            b.message = (f"Binding skipped: attempt {current[b.pod.pk].item.attempt} of the pod binds it to "
+                         f"{current[b.pod.pk].node}, where it is reserved now")
         elif b.pod.node_name == b.node:
             attempt, binding_ms = recorded.get((b.pod.uid, b.pod.pk), (0, None))
             if attempt == b.item.attempt and binding_ms is None and backend.mirrors_bindings:
@@ -350,7 +375,7 @@ def _release_dropped(dropped: list[_Bind], now, writes: _Writes) -> None:
 def _record_not_bound(binds: list[_Bind], writes: _Writes) -> None:
     """The attempts of bindings never sent or never settled: nothing released, nothing requeued here."""
     for b in binds:
-        if b.final in ("lost", "elsewhere"):
+        if b.final in ("lost", "elsewhere", "superseded"):
             writes.attempts.append((b.item.attempt, RESULT_BIND_FAILED, b.message, None, None))
         elif b.final == "gone":
             # Its row went with the pod; the attempt stays in the audit, and must not read "scheduled".

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from ..backends import get_backend
+from ..queue import preempting
 from ..queue.kick import kick
 from ..queue.queues import get_queue
 
@@ -19,8 +20,17 @@ log = logging.getLogger(__name__)
 
 
 def run_preempt(job: dict) -> dict:
-    evicted = get_backend().preempt(job)
     p = job["preemptor"]
+    try:
+        evicted = get_backend().preempt(job)
+    except BaseException:
+        preempting.clear(p["uid"])  # it may retry (and preempt again) at once
+        raise
+    if evicted is None:
+        # Handed to whoever talks to the cluster (the kubernetes backend's leader, which clears the mark):
+        # the victims' deletions, seen by the mirror, move the preemptor then.
+        return {"victims": 0, "deferred": True}
+    preempting.clear(p["uid"])
     # As the async preemption's end: the preemptor is activated (the victims' deletions also move it).
     get_queue().update(f"{p['namespace']}/{p['name']}", int(p.get("priority") or 0))
     kick()

@@ -29,6 +29,7 @@ from ..manifests import stored as pod_terms
 from ..manifests.errors import ManifestError
 from ..manifests.objects import pod_from_manifest
 from ..models import RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Pod
+from ..queue import preempting as preempting_marks
 from ..queue.kick import kick, slot_release
 from ..queue.queues import get_queue, set_queue_backoff
 from .. import dispatch
@@ -46,6 +47,7 @@ log = logging.getLogger(__name__)
 
 
 POD_SPEC_CACHE_SIZE = 50_000
+PREEMPTION_TRACE_NODES = 100
 
 
 @dataclass
@@ -194,6 +196,8 @@ class Worker:
         now = timezone.now()
         rows = _pods_by_key([i.key for i in infos])
         cache = self.snapshot.refresh()
+        # After the snapshot: room a preemption freed (victims deleted after the nomination committed) is
+        # never seen here without the nomination that claims it.
         self._sync_nominator()
         outcomes: list[_Scheduled] = []
 
@@ -201,10 +205,15 @@ class Worker:
         batch_rows: dict[str, Pod] = {}
         batch_infos: dict[str, QueuedPodInfo] = {}
         timings = metrics.BatchTimings()  # metrics: plugin calls timed, observed once per batch below
+        held = preempting_marks.marked([p.uid for p in rows.values() if p.nominated_node])
         for info in infos:
             pod = rows.get(info.key)
             if pod is None or pod.node_name or pod.assumed_node or pod.scheduler_name not in self.profiles:
                 self.queue.done(info.key)  # deleted, already placed, or not ours any more
+                continue
+            if pod.uid in held:
+                # As DefaultPreemption's PreEnqueue: its victims are still going; the task activates it after.
+                self.queue.add_unschedulable_if_not_present(info, unschedulable=True, message=pod.scheduled_message)
                 continue
             try:
                 spec = self.pod_spec(pod)
@@ -246,9 +255,17 @@ class Worker:
                 self.queue.add_unschedulable_if_not_present(o.info, unschedulable=o.requeue[0], message=o.requeue[1])
         preempting = [o for o in outcomes if o.written and o.victims and o.nominate]
         if preempting:  # as prepareCandidateAsync: the victims go in another task, the loop goes on
-            jobs = [preemption_job(o.pod, o.nominate, o.victims, o.attempt.pk if o.attempt else None) for o in preempting]
+            jobs = [preemption_job(o.pod, o.nominate, o.victims, o.attempt.pk if o.attempt else None, o.cleared)
+                    for o in preempting]
             metrics.observe_many(metrics.preemption_victims, [len(o.victims) for o in preempting])
-            transaction.on_commit(lambda: [dispatch.send(dispatch.PREEMPT, job) for job in jobs])
+            uids = [o.pod.uid for o in preempting]
+
+            def send_jobs():
+                preempting_marks.mark(uids)  # held back until the task is done (or the mark expires)
+                for job in jobs:
+                    dispatch.send(dispatch.PREEMPT, job)
+
+            transaction.on_commit(send_jobs)
         placed = [o for o in outcomes if o.placed and o.written]
         attempts = [o.attempt for o in outcomes if o.attempt is not None and o.written]
         stats.skipped = sum(o.skipped for o in outcomes)
@@ -288,7 +305,13 @@ class Worker:
         out = self._failure(pod, info, attempt, unschedulable, result.message, now, result.cycle_seconds)
         if result.decision is not None and result.decision.post_filter is not None:
             metrics.preemption_attempts.inc()
-            outcome = preemption(result.decision)
+            # The nodes preemption could not use, at most PREEMPTION_TRACE_NODES names (the rest counted): a
+            # failed attempt's row stays small on a big cluster.
+            outcome = preemption(result.decision, max_nodes=PREEMPTION_TRACE_NODES)
+            if outcome is not None and settings.SCHEDBOARD_TRACE == "off":
+                # Untraced, an attempt keeps only a preemption's outcome (what its victims' pages link to).
+                outcome = {k: outcome[k] for k in ("nominated", "victims", "message", "code", "plugin")
+                           } if outcome["nominated"] else None
             if outcome is not None:
                 attempt.trace = {**(attempt.trace or {}), "preemption": outcome}
             out.nominate, out.victims = result.nominated_node, result.victims

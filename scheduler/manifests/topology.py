@@ -148,10 +148,12 @@ def _label_keys_in_selector(o, path: str, keys: list[str], selector: LabelSelect
         _label_name(o, _p(_p(path, what), i), key)
 
 
-def _in_both(o, path: str, match_keys: list[str], selector: LabelSelector | None, pod_labels) -> None:
+def _in_both(o, at: str, match_keys: list[str], selector: LabelSelector | None, pod_labels) -> None:
     """As the check in validateMatchLabelKeysAndMismatchLabelKeys, which the API server runs after it merged the
     keys into the selector (PrepareForCreate): a key the merge adds an expression for, that the selector also
-    names (in matchLabels, or in an expression before), is in both."""
+    names (in matchLabels, or in an expression before), is in both. Reported at `at[i]`: upstream indexes the
+    path it was given, which for a pod (anti-)affinity term is the term itself (`...[0][i]`, `podAffinityTerm[i]`,
+    as its own tests expect), and for a spread constraint its matchLabelKeys."""
     if selector is None or not match_keys:
         return
     index = {key: i for i, key in enumerate(match_keys)}
@@ -159,7 +161,7 @@ def _in_both(o, path: str, match_keys: list[str], selector: LabelSelector | None
     merged = [r.key for r in selector.match_expressions] + [k for k in match_keys if k in (pod_labels or {})]
     for key in merged:
         if key in index and key in seen:
-            o.add(_p(_p(path, "matchLabelKeys"), index[key]), _invalid(key, "exists in both matchLabelKeys and labelSelector"))
+            o.add(_p(at, index[key]), _invalid(key, "exists in both matchLabelKeys and labelSelector"))
         seen.add(key)
 
 
@@ -209,7 +211,7 @@ def topology_spread_constraints(o, value, path: str = "spec.topologySpreadConstr
                 o.add(_p(cp, name), f"Unsupported value: {_v(policy)}: supported values: "
                                     + ", ".join(_v(p) for p in _INCLUSION_POLICIES))
         _label_keys_in_selector(o, cp, list(c.match_label_keys), c.label_selector, "matchLabelKeys")
-        _in_both(o, cp, list(c.match_label_keys), c.label_selector, pod_labels)
+        _in_both(o, _p(cp, "matchLabelKeys"), list(c.match_label_keys), c.label_selector, pod_labels)
     return tuple(constraints)
 
 

@@ -146,6 +146,7 @@ def run_report(run, recorded: dict[str, str] | None = None) -> dict:
         "time_to_bind_p99_s": percentile(waits, 99),
         "attempts": run.attempts,
         "lost_with_node": run.lost_with_node,
+        "bind_failures": run.bind_failures,
         "skipped_events": run.skipped_events,
         "virtual_seconds": round(run.virtual_seconds, 6),
         "wall_seconds": round(run.wall_seconds, 3),
@@ -170,3 +171,13 @@ def differ(reports: list[dict]) -> list[str]:
     for r in reports[1:]:
         keys |= set(r["placements"])
     return natural_sorted(k for k in keys if any(r["placements"].get(k) != first.get(k) for r in reports[1:]))
+
+
+def attempt_of(run, key: str) -> dict:
+    """One pod's replayed attempt under one configuration, for the placements that differ: where it went,
+    when (virtual seconds), after how many attempts, what the binding cycle weighed or why it still waits."""
+    pod = run.pods.get(key)
+    if pod is None:
+        return {"node": None, "gone": "evicted by preemption" if key in run.evicted else "deleted"}
+    return {"node": pod.node, "arrived_s": pod.arrived, "bound_s": pod.bound_at, "attempts": pod.attempts,
+            "message": pod.message, "decision": pod.decision}

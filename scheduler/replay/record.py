@@ -21,12 +21,19 @@ from datetime import datetime
 from django.conf import settings
 
 from scheduler.engine.config import config_to_dict
-from scheduler.models import Binding, DeletedNode, DeletedPod, Node, NodeRevision, Pod, SchedulerConfigVersion
+from scheduler.manifests.errors import ManifestError
+from scheduler.manifests.objects import node_from_manifest
+from scheduler.models import (NAMESPACE, REPLICA_SET, REPLICATION_CONTROLLER, RESULT_BIND_FAILED, SERVICE,
+                              STATEFUL_SET, Attempt, Binding, ClusterObject, DeletedNode, DeletedPod, Node, NodeRevision, Pod,
+                              SchedulerConfigVersion)
 from scheduler.versions.profiles import INITIAL_VERSION, initial_config
 
 from . import trace as tr
 from .natural import natural_key
 
+
+OBJECT_API_VERSIONS = {NAMESPACE: "v1", SERVICE: "v1", REPLICATION_CONTROLLER: "v1", REPLICA_SET: "apps/v1",
+                       STATEFUL_SET: "apps/v1"}
 
 # As kubectl's --since: a Go duration (1h, 30m, 1h30m, 90s).
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -65,6 +72,10 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
         if life.deleted_at is not None and life.deleted_at <= end:
             events.append((life.deleted_at, 4, {"kind": tr.NODE_DELETE, "name": life.name}))
 
+    attempts_of: dict[tuple[str, str], list[datetime]] = {}
+    for ns, name, started in Attempt.objects.filter(started_at__gt=start, started_at__lte=end).order_by(
+            "started_at").values_list("namespace", "pod_name", "started_at"):
+        attempts_of.setdefault((ns, name), []).append(started)
     columns = ("namespace", "name", "manifest", "node_name", "queued_at", "bound_at")
     pods = [(*row, None) for row in Pod.objects.filter(created_at__lte=end).values_list(*columns)]
     # Deleted pods too (migration 0011's trigger keeps them): their room counts until their deletion.
@@ -86,7 +97,27 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
         elif queued_at <= start:
             trace.pods.append((_unbound(manifest), None))
         elif queued_at <= end:
-            events.append((queued_at, 1, {"kind": tr.POD_ADD, "manifest": _unbound(manifest), "node": None}))
+            line = {"kind": tr.POD_ADD, "manifest": _unbound(manifest), "node": None}
+            first = next((a for a in attempts_of.get((ns, name), ()) if a >= queued_at), None)
+            if first is not None:
+                line["first_attempt_t"] = _t(first, start)  # when the live loop picked it up (simulator.picked_up)
+            events.append((queued_at, 1, line))
+
+    # The objects the plugins read (Services, ReplicaSets... for spreading; Namespaces for affinity), as the
+    # table keeps them: each with its current manifest, from its creation (those deleted are not kept).
+    for kind, manifest, created in ClusterObject.objects.filter(created_at__lte=end).order_by(
+            "created_at", "kind", "namespace", "name").values_list("kind", "manifest", "created_at"):
+        obj = {**manifest, "apiVersion": OBJECT_API_VERSIONS[kind], "kind": kind}
+        if created <= start:
+            trace.objects.append(obj)
+        else:
+            events.append((created, 0, {"kind": tr.OBJECT_ADD, "manifest": obj}))
+
+    # Bindings the live binder had refused (an API server's no, an injected failure): the replay refuses them too.
+    for ns, name in Attempt.objects.filter(result=RESULT_BIND_FAILED, started_at__gt=start, started_at__lte=end).values_list(
+            "namespace", "pod_name"):
+        key = f"{ns}/{name}"
+        trace.bind_failures[key] = trace.bind_failures.get(key, 0) + 1
 
     for number, config, when in SchedulerConfigVersion.objects.filter(
             created_at__gt=start, created_at__lte=end).values_list("number", "config", "created_at"):
@@ -116,9 +147,24 @@ class _NodeLife:
         return next((m for replaced, m in self.revisions if replaced > when), self.final)
 
     def changes(self):
-        """(when, the manifest from then on) for each change."""
+        """(when, the manifest from then on) for each change that a scheduler sees: one to the labels, taints,
+        allocatable, cordon or images. A kubelet's status heartbeat (conditions' times) changes none and is
+        left out, or a real cluster's trace would hold one per node every few minutes, each rebuilding the
+        replay's node table."""
         later = [m for _, m in self.revisions[1:]] + [self.final]
-        return [(replaced, m) for (replaced, _), m in zip(self.revisions, later)]
+        out = []
+        for (replaced, before), after in zip(self.revisions, later):
+            if _seen(before) != _seen(after):
+                out.append((replaced, after))
+        return out
+
+
+def _seen(manifest: dict):
+    """What the scheduler reads of a node (its NodeSpec); the manifest itself where it cannot be read."""
+    try:
+        return node_from_manifest(manifest)
+    except ManifestError:
+        return manifest
 
 
 def _node_lives(end: datetime) -> list[_NodeLife]:

@@ -7,10 +7,12 @@ from collections.abc import Callable
 
 from scheduler.engine.config import SchedulerConfig, load_config
 
-from .metrics import differ, run_report
+from .metrics import attempt_of, differ, run_report
 from .simulator import Replayer, pacer
 from .trace import Trace
 
+# Placements that differ whose attempts the report details (per configuration), as many as the page lists.
+DIFFER_DETAILED = 500
 RECORDED = "recorded"  # --config recorded: the configuration(s) the live run had, switches included
 
 
@@ -38,12 +40,16 @@ def replay_trace(trace: Trace, configs: list[tuple[str, SchedulerConfig | None]]
     `speed`, each from its own start)."""
     seed = replay_seed(trace, seed)
     recorded = trace.recorded_placements
-    reports = []
+    reports, runs = [], []
     specs: dict = {}  # each pod parsed once for all the configurations
     for n, (name, config) in enumerate(configs):
         progress = None if on_progress is None else (lambda done, total, n=n: on_progress(n, done, total))
         run = Replayer(trace, config=config, name=name, seed=seed, batch_size=batch_size,
                        cycle_seconds=cycle_seconds, pace=pacer(speed), on_progress=progress, specs=specs).run()
         reports.append(run_report(run, recorded))
+        runs.append(run)
+    differing = differ(reports)
+    for report, run in zip(reports, runs):
+        report["differ_attempts"] = {key: attempt_of(run, key) for key in differing[:DIFFER_DETAILED]}
     return {"trace": {**trace.summary(), "seed": seed, "recorded_bindings": len(recorded)},
-            "configs": reports, "differ": differ(reports)}
+            "configs": reports, "differ": differing}

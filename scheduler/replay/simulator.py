@@ -58,6 +58,7 @@ class ReplayPod:
     bound_at: float | None = None
     attempts: int = 0
     message: str = ""  # the last failure's message
+    decision: dict | None = None  # the binding attempt: candidates, the top scores (decision_summary)
 
 
 @dataclass
@@ -74,6 +75,7 @@ class RunResult:
     evicted: list[str] = field(default_factory=list)  # the victims, by key (gone from the cluster, as deleted)
     preemptors: int = 0  # cycles whose PostFilter evicted someone (upstream's preemption_attempts with victims)
     lost_with_node: int = 0
+    bind_failures: int = 0  # bindings refused as the live run's were
     skipped_events: list[str] = field(default_factory=list)  # events that could not apply, with why
     virtual_seconds: float = 0.0
     wall_seconds: float = 0.0
@@ -152,8 +154,10 @@ class Replayer:
         self.unbound: set[str] = set()  # keys of the pods not on a node (the pending count of every sample)
         # Parsed pods by manifest identity: runs of one trace under several configurations parse each once.
         self.specs = {} if specs is None else specs
+        self.bind_failures_left = dict(trace.bind_failures)
         self.nodes: dict[str, NodeSpec] = {}
-        self.objects = cluster_objects(trace.objects)
+        self.object_manifests = list(trace.objects)
+        self.objects = cluster_objects(self.object_manifests)
         self.result = RunResult(name, self.pods, NodeTable([]))
         self.cache: Cache | None = None
 
@@ -200,7 +204,7 @@ class Replayer:
             spec = self.specs[id(manifest)] = pod_from_manifest(manifest)
         return spec
 
-    def _arrive(self, manifest: dict, node: str | None, now: float | None) -> None:
+    def _arrive(self, manifest: dict, node: str | None, now: float | None, arrived: float | None = None) -> None:
         spec = self._spec(manifest)
         if node is not None and node in self.nodes:
             self.pods[spec.key] = ReplayPod(spec, now, node=node, bound_at=now)
@@ -209,7 +213,7 @@ class Replayer:
             if self.cache is not None:
                 self.cache.table.add_pod(self.cache.table.index[node], spec)
             return
-        self.pods[spec.key] = ReplayPod(spec, now if now is not None else 0.0)
+        self.pods[spec.key] = ReplayPod(spec, arrived if arrived is not None else now if now is not None else 0.0)
         self.unbound.add(spec.key)
         self._enqueue(spec)
 
@@ -227,7 +231,7 @@ class Replayer:
                 return self._skip(event, f"unreadable: {exc}")
             if spec_key in self.pods:
                 return self._skip(event, f"{spec_key} already exists")
-            self._arrive(event["manifest"], event.get("node"), now)
+            self._arrive(event["manifest"], event.get("node"), now, event.get("arrived_t"))
         elif kind == tr.POD_DELETE:
             pod = self.pods.pop(event["key"], None)
             self.unbound.discard(event["key"])
@@ -255,6 +259,11 @@ class Replayer:
                 del self.pods[key]
             self.result.lost_with_node += len(gone)
             self._rebuild()
+        elif kind == tr.OBJECT_ADD:
+            # Later manifests of the same object replace earlier ones (the live table keeps one row each).
+            self.object_manifests.append(event["manifest"])
+            self.objects = cluster_objects(self.object_manifests)
+            self.cache.table.objects = self.objects
         elif kind == tr.CONFIG:
             if self.follows_recorded:
                 self._use_config(config_from_dict(event["config"]))
@@ -288,10 +297,19 @@ class Replayer:
                 continue
             pod.attempts += 1
             self.result.attempts += 1
-            if result.status == cycle.SCHEDULED:
-                # Bound at once: the simulated binder never fails here (see the README on replay).
+            if result.status == cycle.SCHEDULED and self.bind_failures_left.get(key):
+                # The live binder was refused for this pod: so is this binding (the room goes back, the pod
+                # backs off, as the live binder's requeue; no cluster event, as live).
+                self.bind_failures_left[key] -= 1
+                self.cache.forget(key)
+                pod.message = f"binding to {result.node_name} refused, as the live run's was"
+                self.result.bind_failures += 1
+                self.queue.add_unschedulable_if_not_present(by_key[key], unschedulable=False, message=pod.message)
+            elif result.status == cycle.SCHEDULED:
+                # Bound at once (a binding the live run saw refused is refused above).
                 self.cache.confirm(key)
                 pod.node, pod.bound_at, pod.message = result.node_name, self.clock.now, ""
+                pod.decision = decision_summary(result.decision, self.cache.table)
                 self.unbound.discard(key)
                 self.result.bindings.setdefault(key, result.node_name)
                 self.queue.done(key)
@@ -340,7 +358,7 @@ class Replayer:
         self._rebuild()
         for manifest, node in self.trace.pods:
             self._arrive(manifest, node, None if node else 0.0)
-        events = [e for e in self.trace.events if e["kind"] != tr.BOUND]
+        events = picked_up([e for e in self.trace.events if e["kind"] != tr.BOUND])
         # After the last event: the trace's end, and one unschedulable-pool timeout more for what is still backing off.
         horizon = max(self.trace.header.get("duration_s") or 0.0, events[-1]["t"] if events else 0.0)
         horizon += self.queue.max_in_unschedulable
@@ -375,6 +393,42 @@ class Replayer:
             samples[-1] = s  # one sample per instant: the state after everything at that instant
         else:
             samples.append(s)
+
+
+TOP_SHOWN = 3
+
+
+def picked_up(events: list[dict]) -> list[dict]:
+    """A pod joins the queue when the live loop first looked at it (`first_attempt_t`, recorded from its first
+    attempt), not when it was created: the live worker picks pods up on its next poll, tens of milliseconds
+    later, and what happens meanwhile (a deletion freeing room) counts in its decision. Time to bind still
+    counts from the creation (`arrived_t`). Under every configuration alike: the lag is the loop's, not the
+    configuration's."""
+    out = []
+    for e in events:
+        if e["kind"] == tr.POD_ADD and (e.get("first_attempt_t") or 0) > e["t"]:
+            e = {**e, "t": e["first_attempt_t"], "arrived_t": e["t"]}
+        out.append(e)
+    out.sort(key=lambda e: e["t"])  # stable: equal times keep their recorded order
+    return out
+
+
+def decision_summary(decision, table: NodeTable) -> dict | None:
+    """What a replayed attempt weighed, kept small (every bound pod has one): how many nodes passed the
+    filters out of how many evaluated, and the best total scores with their nodes."""
+    if decision is None:
+        return None
+    candidates = [int(r) for r in decision.candidates]
+    if len(decision.totals) == len(candidates) and candidates:
+        # The chosen node first among its ties (the seed picked it), the rest in candidate order.
+        ranked = sorted(range(len(candidates)), key=lambda i: (-int(decision.totals[i]),
+                                                               candidates[i] != decision.selected_row))[:TOP_SHOWN]
+        top = [[table.names[candidates[i]], int(decision.totals[i])] for i in ranked]
+        ties = int((decision.totals == decision.totals.max()).sum())
+    else:  # one candidate: upstream skips scoring
+        top, ties = [[table.names[c], None] for c in candidates[:TOP_SHOWN]], len(candidates[:1])
+    return {"feasible": len(candidates), "evaluated": int(decision.evaluated_nodes), "nodes": int(decision.num_all_nodes),
+            "top": top, "tied_at_top": ties}
 
 
 def pacer(speed: str, *, monotonic: Callable[[], float] | None = None,

@@ -77,8 +77,8 @@ def node(name, cpu, memory="16Gi", zone="z1"):
             "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}}
 
 
-def pod(name, cpu, memory="1Gi"):
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+def pod(name, cpu, memory="1Gi", labels=None):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
             "spec": {"containers": [{"name": "c", "image": "nginx",
                                      "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}
 
@@ -147,7 +147,16 @@ def changes_run(clock):
     node_delete(name="x0")
     stamp(clock)
     clock.advance(1)
-    apply(*[pod(f"s{i:02d}", "1500m", "2Gi") for i in range(6)])
+    flaky = pod("flaky", "100m", "64Mi")  # the simulated backend refuses its first binding: the replay must too
+    flaky["metadata"]["annotations"] = {"schedboard.io/fail-binds": "1"}
+    apply(flaky)
+    drain(clock)
+    clock.advance(1)
+    # A Service from now on: default spreading (PodTopologySpread's system defaults) counts the pods it selects.
+    apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+           "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    clock.advance(1)
+    apply(*[pod(f"s{i:02d}", "500m", "1Gi", labels={"app": "web"}) for i in range(12)])
     drain(clock)
     clock.advance(15)
     cordon("b0", False)
@@ -156,6 +165,15 @@ def changes_run(clock):
     apply(*[pod(f"t{i:02d}", "2", "1Gi") for i in range(4)])
     drain(clock)
     clock.advance(10)
+
+
+def live_tables():
+    from scheduler.models import Attempt, ClusterEvent, Event, Node
+
+    rows = {m.__name__: sorted(m.objects.values_list("pk", flat=True)) for m in (Pod, Node, Binding, Attempt, Event, ClusterEvent)}
+    pods = sorted(Pod.objects.values_list("namespace", "name", "node_name", "assumed_node"))
+    nodes = sorted(Node.objects.values_list("name", "req_cpu", "req_memory", "req_pods"))
+    return rows, pods, nodes, queues.get_queue().lengths()
 
 
 def record_and_replay(tmp_path, *replay_args):
@@ -172,7 +190,9 @@ def test_replaying_a_recorded_run_under_its_own_configuration_reproduces_every_b
     pods = {p.key: p.node_name or None for p in Pod.objects.all()}
     assert len(bindings) >= 30 and list(pods.values()).count(None) >= 1  # the run had work, and a pod left pending
 
+    tables = live_tables()
     _, report = record_and_replay(tmp_path)
+    assert live_tables() == tables  # nothing live touched: rows, and the queue
 
     run = report["configs"][0]
     assert run["config"] == "recorded" and report["trace"]["recorded_bindings"] == len(bindings)
@@ -205,9 +225,13 @@ def test_a_run_with_deletions_node_updates_and_a_node_removed_replays_to_the_sam
     kinds = [json.loads(line)["kind"] for line in path.read_text().splitlines()]
     # Each cordon is two updates: spec.unschedulable, then the node lifecycle's unschedulable taint.
     assert kinds.count("pod_delete") == 4 and kinds.count("node_update") == 4
-    assert kinds.count("node_delete") == 1 and kinds.count("node_add") == 8
+    assert kinds.count("node_delete") == 1 and kinds.count("node_add") == 8 and kinds.count("object_add") == 1
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [x["pods"] for x in lines if x["kind"] == "bind_failures"] == [{"default/flaky": 1}]
+    assert all("first_attempt_t" in x for x in lines if x["kind"] == "pod_add" and x["manifest"]["metadata"]["name"] == "flaky")
     run = report["configs"][0]
     assert run["recorded_differs"] == [] and run["recorded_matches"] == len(bindings)
+    assert run["bind_failures"] == 1
     assert run["placements"] == pods  # the deleted ones gone, pending "huge" too
     assert run["pending"] == list(pods.values()).count(None)
 
@@ -223,3 +247,31 @@ def test_a_trace_starts_with_each_node_as_it_was_then_and_each_change_after(cloc
     assert {e["manifest"]["metadata"]["name"] for e in updates} == {"b0"} and len(updates) == 2  # uncordon, untaint
     assert not updates[-1]["manifest"]["spec"].get("unschedulable") and not updates[-1]["manifest"]["spec"].get("taints")
     assert [e for e in trace.events if e["kind"] in ("pod_delete", "node_delete")] == []  # all before the start
+    # The Service came before the start: among the objects the plugins read, as a v1 Service.
+    [service] = trace.objects
+    assert (service["apiVersion"], service["kind"], service["metadata"]["name"]) == ("v1", "Service", "web")
+    assert service["spec"]["selector"] == {"app": "web"}
+
+
+
+def test_a_node_status_heartbeat_is_no_node_update_but_a_label_change_is():
+    from scheduler.cluster.services import node_manifest_update
+
+    start = timezone.now()
+    apply(node("n1", "4"))
+
+    def heartbeat(m):
+        m.setdefault("status", {})["conditions"] = [{"type": "Ready", "status": "True",
+                                                      "lastHeartbeatTime": "2026-12-01T10:00:00Z"}]
+
+    def relabel(m):
+        m["metadata"]["labels"]["disktype"] = "nvme"
+
+    assert node_manifest_update(name="n1", mutate=heartbeat) is not None
+    assert node_manifest_update(name="n1", mutate=relabel)
+    assert NodeRevision.objects.filter(name="n1").count() == 2  # the trigger keeps both
+    trace = record_from_database(start=start, end=timezone.now())
+    updates = [e for e in trace.events if e["kind"] == "node_update"]
+    assert len(updates) == 1 and updates[0]["manifest"]["metadata"]["labels"]["disktype"] == "nvme"
+    [added] = [e for e in trace.events if e["kind"] == "node_add"]
+    assert "disktype" not in added["manifest"]["metadata"]["labels"]  # as it was when added

@@ -163,6 +163,51 @@ def test_a_paced_replay_decides_as_the_unpaced_one(spread_trace):
     assert without_wall_time(replay_json(spread_trace, "--speed", "2000")) == without_wall_time(replay_json(spread_trace))
 
 
+def test_an_object_added_mid_trace_counts_from_then_on():
+    """A Service created in the window: from its instant, default spreading (PodTopologySpread's system
+    defaults) counts the pods it selects, so packing gives way to spreading them; before it, nothing."""
+    most = load_config(FIT.format(strategy="MostAllocated"), "most.yaml")
+    nodes = [node("n1", cpu="8", memory="32Gi"), node("n2", cpu="8", memory="32Gi")]
+
+    def web(i):
+        m = pod(f"w{i}", cpu="500m")
+        m["metadata"]["labels"] = {"app": "web"}
+        return m
+
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"selector": {"app": "web"}}}
+    arrivals = [{"t": float(i + 1), "kind": "pod_add", "manifest": web(i)} for i in range(8)]
+    packed = run(trace(nodes, [], arrivals), config=most)
+    assert len(set(packed["placements"].values())) == 1
+    spread = run(trace(nodes, [], [{"t": 0.5, "kind": "object_add", "manifest": service}, *arrivals]), config=most)
+    assert sorted(spread["placements"].values()) == ["n1"] * 4 + ["n2"] * 4
+    late = run(trace(nodes, [], [*arrivals, {"t": 100.0, "kind": "object_add", "manifest": service}]), config=most)
+    assert late["placements"] == packed["placements"]
+
+
+def test_a_binding_the_live_run_saw_refused_is_refused_in_the_replay_and_the_pod_backs_off():
+    t = trace([node("n1", cpu="4")], [], [{"t": 2.0, "kind": "pod_add", "manifest": pod("flaky", cpu="1")}])
+    t.bind_failures = {"default/flaky": 1}
+    out = run(t)
+    assert out["bind_failures"] == 1 and out["placements"] == {"default/flaky": "n1"}
+    assert out["attempts"] == 2 and out["time_to_bind_p50_s"] == 1.0  # refused at 2, bound after its 1 s backoff
+    text = '{"kind": "trace", "version": 1}\n{"kind": "bind_failures", "pods": {"default/flaky": -1}}\n'
+    with pytest.raises(TraceError, match="t.jsonl:2: 'bind_failures' needs pods, a map of pod key to a count"):
+        read_trace(text, "t.jsonl")
+
+
+def test_a_pod_is_queued_when_the_live_loop_first_tried_it_and_what_happened_meanwhile_counts():
+    """Created at 1.0, first tried live at 1.05; a deletion at 1.02 freed the room it needed then."""
+    events = [{"t": 1.0, "kind": "pod_add", "manifest": pod("new", cpu="3"), "first_attempt_t": 1.05},
+              {"t": 1.02, "kind": "pod_delete", "key": "default/old"}]
+    t = trace([node("n1", cpu="4")], [pod("old", cpu="2", node_name="n1")], events)
+    out = run(t)
+    assert out["placements"] == {"default/new": "n1"} and out["attempts"] == 1
+    assert out["time_to_bind_p50_s"] == pytest.approx(0.05)  # from its creation
+    events[0].pop("first_attempt_t")  # without it: tried at 1.0, fails, waits for the deletion's move
+    assert run(trace([node("n1", cpu="4")], [pod("old", cpu="2", node_name="n1")], events))["attempts"] == 2
+
+
 def test_a_kubectl_dump_of_nodes_and_pods_is_a_starting_state():
     dump = {"apiVersion": "v1", "kind": "List", "items": [
         node("a"), node("b"), {**pod("running", node_name="a"), "status": {"phase": "Running"}}, pod("waiting")]}

@@ -5,10 +5,14 @@
     {"kind": "node", "manifest": {...}}                    a node at the start
     {"kind": "pod", "manifest": {...}, "node": "n1"|null}  a pod at the start: bound, or pending (queued at t=0)
     {"kind": "object", "manifest": {...}}                  Namespace, Service, ReplicaSet... (what plugins read)
-    {"t": s, "kind": "pod_add", "manifest": {...}, "node": null}
+    {"kind": "bind_failures", "pods": {"ns/name": n}}      bindings the live binder had refused, per pod (its first
+                                                           n bindings fail in the replay too, under any configuration)
+    {"t": s, "kind": "pod_add", "manifest": {...}, "node": null, "first_attempt_t": s}   (when the live loop first
+                                                           tried it, if it did: the replay queues it then)
     {"t": s, "kind": "pod_delete", "key": "ns/name"}
     {"t": s, "kind": "node_add" | "node_update", "manifest": {...}}
     {"t": s, "kind": "node_delete", "name": "n1"}
+    {"t": s, "kind": "object_add", "manifest": {...}}      an object created (or changed) in the window
     {"t": s, "kind": "config", "version": n, "config": {...}}
     {"t": s, "kind": "bound", "key": "ns/name", "node": "n1"}   what the live run did (compared, never replayed)
 
@@ -30,11 +34,11 @@ TRACE_VERSION = 1
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 HEADER = "trace"
-START_KINDS = ("node", "pod", "object")
+START_KINDS = ("node", "pod", "object", "bind_failures")
 POD_ADD, POD_DELETE = "pod_add", "pod_delete"
 NODE_ADD, NODE_UPDATE, NODE_DELETE = "node_add", "node_update", "node_delete"
-CONFIG, BOUND = "config", "bound"
-EVENT_KINDS = (POD_ADD, POD_DELETE, NODE_ADD, NODE_UPDATE, NODE_DELETE, CONFIG, BOUND)
+CONFIG, BOUND, OBJECT_ADD = "config", "bound", "object_add"
+EVENT_KINDS = (POD_ADD, POD_DELETE, NODE_ADD, NODE_UPDATE, NODE_DELETE, OBJECT_ADD, CONFIG, BOUND)
 
 
 class TraceError(ValueError):
@@ -47,6 +51,7 @@ class Trace:
     nodes: list[dict] = field(default_factory=list)  # manifests
     pods: list[tuple[dict, str | None]] = field(default_factory=list)  # (manifest, node or None)
     objects: list[dict] = field(default_factory=list)
+    bind_failures: dict[str, int] = field(default_factory=dict)  # pod key -> bindings the live run saw refused
     events: list[dict] = field(default_factory=list)  # sorted by t, stable
 
     @property
@@ -63,6 +68,8 @@ class Trace:
             yield {"kind": "pod", "manifest": m, "node": node}
         for m in self.objects:
             yield {"kind": "object", "manifest": m}
+        if self.bind_failures:
+            yield {"kind": "bind_failures", "pods": self.bind_failures}
         yield from self.events
 
     def dump(self, fp) -> int:
@@ -115,13 +122,18 @@ def read_trace(text: str, filename: str = "<trace>") -> Trace:
         elif kind == "node" or kind == "object":
             _require(line, ("manifest",), where)
             (trace.nodes if kind == "node" else trace.objects).append(line["manifest"])
+        elif kind == "bind_failures":
+            pods = line.get("pods")
+            if not isinstance(pods, dict) or not all(isinstance(n, int) and n >= 0 for n in pods.values()):
+                raise TraceError(f"{where}: 'bind_failures' needs pods, a map of pod key to a count")
+            trace.bind_failures.update(pods)
         elif kind == "pod":
             _require(line, ("manifest",), where)
             trace.pods.append((line["manifest"], line.get("node") or None))
         elif kind in EVENT_KINDS:
             _require(line, ("t",), where)
             needs = {POD_ADD: ("manifest",), POD_DELETE: ("key",), NODE_ADD: ("manifest",), NODE_UPDATE: ("manifest",),
-                     NODE_DELETE: ("name",), CONFIG: ("config",), BOUND: ("key", "node")}[kind]
+                     NODE_DELETE: ("name",), OBJECT_ADD: ("manifest",), CONFIG: ("config",), BOUND: ("key", "node")}[kind]
             _require(line, needs, where)
             if not isinstance(line["t"], (int, float)) or line["t"] < 0:
                 raise TraceError(f"{where}: t must be seconds since the start, got {line['t']!r}")

@@ -9,6 +9,8 @@ from a Kubernetes cluster keep the status its controller wrote.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.conf import settings
 
 from ..engine.cluster_objects import PodDisruptionBudget
@@ -31,10 +33,13 @@ def computed_statuses(rows: list[ClusterObject]) -> dict[int, dict]:
     if not rows:
         return {}
     namespaces = {r.namespace for r in rows}
-    pods = [BudgetPod(ns, name, (m.get("metadata") or {}).get("labels") or {},
-                      bool(node) and not deleting and phase == Pod.RUNNING, _controller(m))
-            for ns, name, m, node, deleting, phase in Pod.objects.filter(namespace__in=namespaces).values_list(
-                "namespace", "name", "manifest", "node_name", "deleting", "phase")]
+    # Only the labels and owner references of each pod, never the whole manifest.
+    pods = [BudgetPod(ns, name, labels if isinstance(labels, dict) else {},
+                      bool(node) and not deleting and phase == Pod.RUNNING,
+                      _controller({"metadata": {"ownerReferences": owners if isinstance(owners, list) else []}}))
+            for ns, name, labels, owners, node, deleting, phase in Pod.objects.filter(namespace__in=namespaces)
+            .values_list("namespace", "name", "manifest__metadata__labels", "manifest__metadata__ownerReferences",
+                         "node_name", "deleting", "phase")]
     scales = {(ns, kind, name): replicas if replicas is not None else 1
               for ns, kind, name, replicas in ClusterObject.objects.filter(
                   namespace__in=namespaces, kind__in=_CONTROLLERS).values_list("namespace", "kind", "name", "replicas")}
@@ -71,3 +76,22 @@ def live_budgets() -> list[PodDisruptionBudget]:
     """Every stored budget as preemption reads it."""
     rows = list(ClusterObject.objects.filter(kind=POD_DISRUPTION_BUDGET))
     return [engine_budget(r.namespace, r.name, r.selector, status) for r, status in with_status(rows)]
+
+
+class LazyBudgets(Sequence):
+    """live_budgets(), read at the first look: a batch whose pods all fit never reads the budgets (only
+    preemption does), so their status costs nothing then."""
+
+    def __init__(self) -> None:
+        self._items: list[PodDisruptionBudget] | None = None
+
+    def _load(self) -> list[PodDisruptionBudget]:
+        if self._items is None:
+            self._items = live_budgets()
+        return self._items
+
+    def __getitem__(self, i):
+        return self._load()[i]
+
+    def __len__(self) -> int:
+        return len(self._load())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 from django.db import transaction
+from django.utils import timezone
 
 from ..engine.pods import PodSpec
 from ..models import Pod
@@ -16,7 +17,7 @@ def nominations_write(pairs: list[tuple[int, str]]) -> None:
     in the caller's transaction; never on a pod that is placed meanwhile."""
     wanted = dict(pairs)
     with transaction.atomic():
-        for pod in Pod.objects.select_for_update().filter(pk__in=wanted, node_name="", assumed_node=""):
+        for pod in Pod.objects.select_for_update().filter(pk__in=wanted, node_name="", assumed_node="").order_by("pk"):
             node = wanted[pod.pk]
             if pod.nominated_node == node:
                 continue
@@ -26,7 +27,8 @@ def nominations_write(pairs: list[tuple[int, str]]) -> None:
                 status["nominatedNodeName"] = node
             else:
                 status.pop("nominatedNodeName", None)
-            Pod.objects.filter(pk=pod.pk).update(nominated_node=node, manifest=manifest)
+            # updated_at moves as with any change of the pod: workers read its spec (nominatedNodeName) again.
+            Pod.objects.filter(pk=pod.pk).update(nominated_node=node, manifest=manifest, updated_at=timezone.now())
 
 
 def nomination_clear(pk: int) -> None:
@@ -34,10 +36,14 @@ def nomination_clear(pk: int) -> None:
     nominations_write([(pk, "")])
 
 
-def preemption_job(pod: Pod, node: str, victims: tuple[PodSpec, ...], attempt: int | None) -> dict:
+def preemption_job(pod: Pod, node: str, victims: tuple[PodSpec, ...], attempt: int | None,
+                   cleared: tuple[int, ...] = ()) -> dict:
     """What the preempt task needs, JSON-safe: the preemptor, its nominated node and the victims by uid
     (a victim recreated under the same name is another pod, never deleted for this preemption)."""
     return {"preemptor": {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid,
                           "scheduler": pod.scheduler_name, "priority": pod.priority},
             "node": node, "attempt": attempt,
-            "victims": [{"namespace": v.namespace, "name": v.name, "uid": v.uid} for v in victims]}
+            "victims": [{"namespace": v.namespace, "name": v.name, "uid": v.uid} for v in victims],
+            # Lower-priority pods nominated to that node, their nomination cleared (the cluster's too).
+            "cleared": [{"namespace": ns, "name": name, "uid": uid} for ns, name, uid in
+                        Pod.objects.filter(pk__in=cleared).values_list("namespace", "name", "uid")] if cleared else []}

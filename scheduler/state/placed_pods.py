@@ -21,7 +21,7 @@ from ..engine.pods import HostPort, PodSpec
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from ..models import (NAMESPACE, POD_DISRUPTION_BUDGET, REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET,
                       ClusterObject, Pod)
-from .budgets import live_budgets
+from .budgets import LazyBudgets
 from ..manifests.stored import label_selector, pod_affinities_shared, status_fields
 
 # Beyond this share of the nodes changed, one bulk read is cheaper than the per-node filter.
@@ -217,18 +217,25 @@ class FollowedObjects:
             self.objects = cluster_objects_from_rows(
                 ClusterObject.objects.values_list("kind", "namespace", "name", "labels", "selector"))
             self.version = version
-        # A budget's status follows its pods, not its row: read again each batch while there is one.
-        self.objects.pdbs = live_budgets() if seen["budgets"] else []
+        # A budget's status follows its pods, not its row: read again each batch while there is one, when
+        # preemption first looks at it.
+        self.objects.pdbs = LazyBudgets() if seen["budgets"] else []
         return self.objects
 
 
 def _topology_view(manifest) -> tuple:
+    """What the index holds of a placed pod from its manifest: labels and affinity (topology), and what
+    preemption reads (terminating, status.startTime, the DisruptionTarget condition)."""
     manifest = manifest if isinstance(manifest, dict) else {}
-    return ((manifest.get("metadata") or {}).get("labels"), (manifest.get("spec") or {}).get("affinity"))
+    meta, status = manifest.get("metadata") or {}, manifest.get("status") or {}
+    status = status if isinstance(status, dict) else {}
+    return (meta.get("labels"), (manifest.get("spec") or {}).get("affinity"), bool(meta.get("deletionTimestamp")),
+            status.get("startTime"), [c for c in status.get("conditions") or () if isinstance(c, dict)
+                                      and c.get("type") == "DisruptionTarget"])
 
 
 def placed_pod_changed(row: Pod, old_manifest) -> None:
-    """A placed pod's labels or affinity changed in place: bump its node's generation (in the caller's
+    """A placed pod's labels, affinity or what preemption reads changed in place: bump its node's generation (in the caller's
     transaction), so every worker's snapshot reads that node's pods again."""
     node = row.node_name or row.assumed_node
     if node and _topology_view(old_manifest) != _topology_view(row.manifest):

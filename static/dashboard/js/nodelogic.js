@@ -1,7 +1,9 @@
 // The nodes page's logic with no DOM. The filter: a node matches when the query, lowercased, is in its name,
-// a taint, or a label "key=value", all lowercased too ("unschedulable" also matches cordoned nodes).
+// a taint, a label "key=value" or its status (NotReady, Unreachable, Lost; not Ready, which every healthy
+// node is), all lowercased too ("unschedulable" also matches cordoned nodes).
 export function searchText(n) {
-  return [n.name, ...n.taints, ...Object.entries(n.labels).map(([k, v]) => `${k}=${v}`)].join("\n").toLowerCase();
+  const status = n.status && n.status !== "Ready" ? [n.status] : [];
+  return [n.name, ...status, ...n.taints, ...Object.entries(n.labels).map(([k, v]) => `${k}=${v}`)].join("\n").toLowerCase();
 }
 
 export function matches(n, query) {

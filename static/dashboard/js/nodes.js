@@ -6,7 +6,7 @@ import {groupCellAt, groupLayout, groupNodes, matches, step} from "./nodelogic.j
 
 const ROW_H = 33; // px, as .vtable .vrow's 2.2rem at 15px
 const $ = (id) => document.getElementById(id);
-let nodes = []; // {name, cpu, mem, pods, unsched, taints, labels, u: [cpu, mem, pods, assumed]}
+let nodes = []; // {name, cpu, mem, pods, unsched, taints, labels, status, u: [cpu, mem, pods, assumed]}
 let byName = new Map();
 let view = []; // the filtered, sorted nodes
 let selected = null;
@@ -104,6 +104,11 @@ function drawHeatmap() {
       ctx.strokeStyle = "#000";
       ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(x + cell - 1, y + cell - 1); ctx.stroke();
     }
+    if (n.status !== "Ready") { // NotReady, unreachable or lost: the other diagonal too, in vermillion
+      ctx.strokeStyle = "#D55E00"; ctx.lineWidth = 2;
+      ctx.beginPath(); ctx.moveTo(x + cell - 1, y); ctx.lineTo(x, y + cell - 1); ctx.stroke();
+      ctx.lineWidth = 1;
+    }
     if (i === cursor && document.activeElement === canvas) { // the keyboard cursor: a dashed outline
       ctx.strokeStyle = "#000"; ctx.setLineDash([2, 2]); ctx.strokeRect(x + 0.5, y + 0.5, cell - 2, cell - 2); ctx.setLineDash([]);
     }
@@ -121,6 +126,15 @@ function usageCell(used, total, show) {
   return el("div", {class: "cell usage", role: "cell"}, bar, el("span", {class: "num", text: `${show(used)} / ${show(total)}`}));
 }
 
+// A lost, NotReady or unreachable node and a cordoned one carry a mark before the name (words, not only
+// colour); the taints column shows the taints the node controller put on them.
+function statusMarks(n) {
+  const marks = [];
+  if (n.status !== "Ready") marks.push(el("span", {class: `mark status-${n.status.toLowerCase()}`, text: n.status}));
+  if (n.unsched) marks.push(el("span", {class: "mark cordoned", text: "Cordoned"}));
+  return marks;
+}
+
 function drawRows() {
   const box = $("vtable");
   const first = Math.max(0, Math.floor(box.scrollTop / ROW_H) - 5);
@@ -129,7 +143,7 @@ function drawRows() {
   const rows = view.slice(first, first + count).map((n, i) => {
     const row = el("div", {class: `vrow${n.name === selected ? " sel" : ""}`, role: "row",
       style: `position:absolute;left:0;right:0;top:${(first + i) * ROW_H}px`},
-      el("div", {class: "cell", role: "cell", text: n.name, title: n.name}),
+      el("div", {class: "cell", role: "cell", title: n.name}, ...statusMarks(n), n.name),
       usageCell(n.u[0], n.cpu, cpu), usageCell(n.u[1], n.mem, fmt.bytes), usageCell(n.u[2], n.pods, String),
       el("div", {class: "cell num", role: "cell", text: String(n.u[3])}),
       el("div", {class: "cell", role: "cell", text: (n.unsched ? "unschedulable " : "") + n.taints.join(", ") || "–"}),
@@ -153,8 +167,8 @@ const schedule = () => { if (!dirty) { dirty = true; requestAnimationFrame(redra
 let incoming = null;
 connectLive("nodes", (frame) => {
   if (frame.start !== undefined) incoming = {total: frame.start, names: new Set()};
-  for (const [name, cpu, mem, pods, unsched, taints, labels, u] of frame.nodes || []) {
-    const n = {name, cpu, mem, pods, unsched, taints, labels, u, text: undefined}; // text: the filter's, made on use
+  for (const [name, cpu, mem, pods, unsched, taints, labels, status, u] of frame.nodes || []) {
+    const n = {name, cpu, mem, pods, unsched, taints, labels, status, u, text: undefined}; // text: the filter's, made on use
     const old = byName.get(name);
     if (old) Object.assign(old, n);
     else { nodes.push(n); byName.set(name, n); }
@@ -210,6 +224,7 @@ $("heatmap").addEventListener("keydown", (e) => {
   cursor = to;
   const n = view[cursor];
   $("selected").textContent = `${n.name}: ${(100 * fullest(n)).toFixed(0)} % full${n.unsched ? ", unschedulable" : ""}`
+    + (n.status !== "Ready" ? `, ${n.status}` : "")
     + " (Enter shows its row)";
   schedule();
 });

@@ -1,0 +1,133 @@
+"""Preemption on the kubernetes backend against a real kube-apiserver (1.20.2) on loopback: low-priority
+pods fill the nodes, a high-priority pod arrives; its victim is deleted through the API (the
+DisruptionTarget condition and the Preempted event first), the preemptor is nominated
+(status.nominatedNodeName) and then bound; a PDB-protected pod is spared when another choice exists.
+PriorityClasses and PodDisruptionBudgets are mirrored (the 1.20 API server has policy/v1beta1 only)."""
+
+import threading
+import uuid
+
+import pytest
+
+from scheduler.backends import reset_backend
+from scheduler.kube.client import ApiError, call
+from scheduler.models import ClusterObject, Pod
+from scheduler.testing.kube import NS, node, pod, read_pod, schedule_loop, wait_for_cluster
+
+pytestmark = [
+    pytest.mark.kube,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def apis(kube_cluster):
+    from kubernetes import client
+
+    api_client = kube_cluster.api_client()
+    yield (client.CoreV1Api(api_client), client.EventsV1Api(api_client), client.SchedulingV1Api(api_client),
+           client.CustomObjectsApi(api_client))
+    api_client.close()
+
+
+@pytest.fixture
+def core(apis):
+    core, _, scheduling, custom = apis
+    call(core.delete_collection_namespaced_pod, NS, grace_period_seconds=0)
+    call(core.delete_collection_node)
+    for pc in call(scheduling.list_priority_class)["items"]:
+        if not pc["metadata"]["name"].startswith("system-"):
+            call(scheduling.delete_priority_class, pc["metadata"]["name"])
+    for b in call(custom.list_namespaced_custom_object, "policy", "v1beta1", NS, "poddisruptionbudgets")["items"]:
+        call(custom.delete_namespaced_custom_object, "policy", "v1beta1", NS, "poddisruptionbudgets", b["metadata"]["name"])
+    wait_for_cluster(lambda: not call(core.list_pod_for_all_namespaces)["items"] and not call(core.list_node)["items"],
+                     "an empty cluster")
+    return core
+
+
+@pytest.fixture
+def running(kube_cluster, core):
+    """One replica of ours, leading, its committer and the scheduling loop in threads."""
+    from django.db import connections
+
+    from scheduler.replica import Replica
+
+    controller = Replica(api_client=kube_cluster.api_client(), namespace=NS, lease_name=f"lease-{uuid.uuid4().hex[:6]}",
+                            lease_duration=15, renew_deadline=10, retry_period=2, watch_timeout=60)
+    assert controller.elector.acquire()
+    controller.start_leading()
+    stop = threading.Event()
+
+    def commit():
+        try:
+            while not stop.is_set():
+                controller.committer.run_once(0.05)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=commit, daemon=True), threading.Thread(target=schedule_loop, args=(stop,), daemon=True)]
+    for t in threads:
+        t.start()
+    yield controller
+    stop.set()
+    for t in threads:
+        t.join(10)
+    controller.stop()
+    controller.stop_leading()
+    reset_backend()
+
+
+def with_class(obj, class_name):
+    obj["spec"]["priorityClassName"] = class_name
+    return obj
+
+
+def labelled(obj, **labels):
+    obj["metadata"]["labels"] = labels
+    return obj
+
+
+def test_a_high_priority_pod_preempts_through_the_api_sparing_the_pdb_protected_pod(running, core, apis):
+    _, events_api, scheduling, custom = apis
+    call(scheduling.create_priority_class, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                            "metadata": {"name": "high"}, "value": 1000})
+    call(custom.create_namespaced_custom_object, "policy", "v1beta1", NS, "poddisruptionbudgets",
+         {"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": NS},
+          "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
+    wait_for_cluster(lambda: ClusterObject.objects.filter(kind="PriorityClass", name="high").exists()
+                     and ClusterObject.objects.filter(kind="PodDisruptionBudget", name="db").exists(),
+                     "the class and the budget mirrored")
+    call(core.create_node, node("node-a", cpu="1"))
+    call(core.create_node, node("node-b", cpu="1"))
+    # No controller manager here: the budget's status stays disruptionsAllowed 0, so db-0 is protected.
+    call(core.create_namespaced_pod, NS, labelled(pod("db-0", cpu="800m", node_name="node-a"), app="db"))
+    call(core.create_namespaced_pod, NS, pod("batch-0", cpu="800m", node_name="node-b"))
+    wait_for_cluster(lambda: Pod.objects.filter(name__in=["db-0", "batch-0"]).count() == 2, "the low pods mirrored")
+    victim_uid = read_pod(core, "batch-0")["metadata"]["uid"]
+
+    call(core.create_namespaced_pod, NS, with_class(pod("vip", cpu="800m"), "high"))
+    # The victim is deleted gracefully, as upstream: it terminates (no kubelet here to finish it) with its condition.
+    wait_for_cluster(lambda: read_pod(core, "batch-0")["metadata"].get("deletionTimestamp"), "the victim terminating")
+    victim = read_pod(core, "batch-0")
+    condition = [c for c in victim["status"]["conditions"] if c["type"] == "DisruptionTarget"][0]
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "True", "PreemptionByScheduler", "default-scheduler: preempting to accommodate a higher priority pod")
+    vip = read_pod(core, "vip")
+    assert vip["spec"]["priority"] == 1000  # the API server's Priority admission
+    wait_for_cluster(lambda: read_pod(core, "vip")["status"].get("nominatedNodeName") == "node-b", "the nomination")
+    assert not read_pod(core, "vip")["spec"].get("nodeName")  # it waits for the victim to be gone
+    call(core.delete_namespaced_pod, "batch-0", NS, grace_period_seconds=0)  # the kubelet's part
+    wait_for_cluster(lambda: read_pod(core, "vip")["spec"].get("nodeName") == "node-b", "the preemptor bound on node-b",
+                     timeout=60)
+    with pytest.raises(ApiError) as gone:
+        call(core.read_namespaced_pod, "batch-0", NS)
+    assert gone.value.status == 404
+    assert read_pod(core, "db-0")["spec"]["nodeName"] == "node-a"
+    wait_for_cluster(lambda: any(e["reason"] == "Preempted" for e in call(events_api.list_namespaced_event, NS)["items"]),
+                     "the Preempted event")
+    [event] = [e for e in call(events_api.list_namespaced_event, NS)["items"] if e["reason"] == "Preempted"]
+    assert (event["type"], event["action"], event["regarding"]["name"], event["regarding"]["uid"]) == (
+        "Normal", "Preempting", "batch-0", victim_uid)
+    assert event["note"] == f"Preempted by pod {vip['metadata']['uid']} on node node-b"
+    assert event["related"]["name"] == "vip"
