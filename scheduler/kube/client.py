@@ -47,10 +47,10 @@ BIND_PARALLELISM = 16
 # Calls besides the binder's and the watches' that can be in flight together: the Lease's renewal, the
 # event recorder, PodScheduled status patches, the committer's reads and a re-list.
 OTHER_CALLS = 8
-# The leader's watches: nodes, pods and the five kinds of cluster objects pod (anti-)affinity and spreading
-# read (kube/objects.py's WATCHED; a test keeps the two equal: objects.py needs Django's models loaded, and
-# a client can be built before that).
-WATCHES = 2 + 5
+# The leader's watches: nodes, pods and kube/objects.py's reflectors (the cluster objects pod (anti-)affinity,
+# spreading and preemption read: seven kinds). A test keeps the two equal: objects.py needs Django's models
+# loaded, and a client can be built before that.
+WATCHES = 2 + 7
 
 
 def connection_pool_size() -> int:
