@@ -198,3 +198,34 @@ def test_a_replica_serves_its_pod_s_scheduling_and_binding_metrics_on_the_metric
     served = scrape(port)
     assert sample(served, "scheduler_framework_extension_point_duration_seconds_count", extension_point="Bind",
                   status="Success", profile="default-scheduler") == 3
+
+
+def test_the_leader_claims_its_pod_mirror_current_while_it_watches_and_withdraws_the_claim_when_it_stops(
+        kube_cluster, apis):
+    """The reconcilers free a dead binder's mark only behind this claim (kube/currency.py): a leader whose pod
+    watch is open and applied says up to when; a stopped one says nothing, so nothing is freed between leaders."""
+    import time
+
+    from scheduler.backends import reset_backend
+    from scheduler.kube import currency
+    from scheduler.replica import Replica
+
+    core, _ = apis
+    lease = f"lease-{uuid.uuid4().hex[:6]}"
+    controller = Replica(api_client=kube_cluster.api_client(), namespace=NS, lease_name=lease,
+                         lease_duration=15, renew_deadline=10, retry_period=0.2, watch_timeout=60)
+    currency.withdraw(controller.redis)
+    assert controller.backend.mirror_current_through() is None
+    assert controller.elector.acquire()
+    controller.start_leading()
+    try:
+        call(core.create_namespaced_pod, NS, pod(f"c-{uuid.uuid4().hex[:6]}"))
+        wait_for_cluster(lambda: controller.backend.mirror_current_through() is not None, "the currency claim", 20)
+        started = time.time()
+        wait_for_cluster(lambda: (controller.backend.mirror_current_through() or 0) > started, "a fresh claim", 20)
+        assert controller.backend.mirror_current_through() <= time.time()
+    finally:
+        controller.stop()
+        controller.stop_leading()
+        reset_backend()
+    assert controller.backend.mirror_current_through() is None

@@ -3,6 +3,7 @@ was freed, the reconciler never frees a reservation whose binding is in flight (
 redelivered bind job for a bound pod is a success on every backend."""
 
 import logging
+import time
 from datetime import timedelta
 
 import pytest
@@ -31,6 +32,8 @@ class Cluster:
         self.sent: list[tuple[str, str]] = []
         self.during_call = during_call
         self.handed: list[list[dict]] = []
+        # Up to when its watch has shown everything accepted (a test sets it behind, or None: nobody watches).
+        self.watched_through = time.time
 
     def bind_many(self, requests):
         if self.during_call is not None:
@@ -50,6 +53,9 @@ class Cluster:
 
     def report(self, *, failed, scheduled):
         pass
+
+    def mirror_current_through(self):
+        return self.watched_through()
 
 
 class Sent(SimulatedBackend):
@@ -209,6 +215,32 @@ def test_a_binding_mark_whose_job_was_lost_is_freed_after_the_binding_timeout_an
     assert Node.objects.get(name="only").req_pods == 0
     assert queues.get_queue().get("default/web") is not None
     assert "its binding was marked in flight" in caplog.text
+
+
+def test_a_binding_mark_is_not_freed_while_nobody_watches_nor_before_the_mirror_has_seen_past_its_deadline(
+        backend, settings):
+    """A leader marks a binding, sends it, and dies; the API server accepted it. Until a mirror has watched past
+    the mark's deadline the pod may be bound there: freeing its room then gave it to another pod (the chaos
+    run's host port taken twice, seed 9). Between leaders nobody watches, so nothing is freed."""
+    cluster = backend(Cluster())
+    apply(node("only"), pod("web"))
+    job = placed("web")
+    marked_at = timezone.now() - timedelta(seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS + 5)
+    mark_binding(job, marked_at)
+    age_reservation("web", seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS + 5)
+
+    cluster.watched_through = lambda: None  # a failover: no leader watches pods
+    assert loop.reconcile()["expired"] == 0
+    cluster.watched_through = lambda: marked_at.timestamp() + settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS - 1
+    assert loop.reconcile()["expired"] == 0  # the mirror has not seen past the deadline yet
+    assert Pod.objects.get(name="web").assumed_node == "only"
+
+    watch_says_bound("web", "only")  # the new leader's list shows the binding the dead one sent
+    cluster.watched_through = time.time
+    assert loop.reconcile()["expired"] == 0
+    web = Pod.objects.get(name="web")
+    assert (web.node_name, web.assumed_node) == ("only", "")
+    assert Node.objects.get(name="only").req_pods == 1
 
 
 def test_the_mirror_seeing_the_pod_bound_settles_its_binding_mark(backend):

@@ -28,6 +28,11 @@ class Backend(Protocol):
         """Placed pods, to be bound by whichever process binds for this backend."""
         ...
 
+    def mirror_current_through(self) -> float | None:
+        """For a backend that mirrors bindings: the epoch time up to which the mirror holds every binding the
+        cluster accepted (None: nobody can say now). The reconciler frees a binding mark only behind it."""
+        ...
+
     def report(self, *, failed: list, scheduled: list) -> None:
         """Tell the cluster what the batch decided (events, conditions), if it keeps its own."""
         ...

@@ -13,6 +13,7 @@ import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
+from ..kube import currency
 from ..kube.jobs import jobs_key
 from .bind_item import BindItem, to_wire
 from .errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
@@ -55,6 +56,9 @@ class KubernetesBackend:
 
     def hand_off(self, items: list[BindItem]) -> None:
         self.redis.rpush(jobs_key(), json.dumps({"op": "bind", "items": to_wire(items)}))
+
+    def mirror_current_through(self) -> float | None:
+        return currency.current_through(self.redis)
 
     def report(self, *, failed: list, scheduled: list) -> None:
         """failed: (Pod row, condition reason or None for an event only, message); scheduled: (Pod row, node)."""

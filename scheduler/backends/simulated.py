@@ -33,6 +33,9 @@ class SimulatedBackend:
         if previous_bind_failures < failures_wanted:
             raise BindError(f"injected binding failure {previous_bind_failures + 1} of {failures_wanted}")
 
+    def mirror_current_through(self) -> None:
+        return None  # no mirror: the reconciler frees a dead worker's reservation by the assume TTL alone
+
     def bind_many(self, requests: list[dict]) -> list[tuple[BaseException | None, float]]:
         """One after the other (each binding is a row update, no call to wait on), each before its deadline."""
         answered: list[tuple[BaseException | None, float]] = []

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from django.db import InterfaceError, OperationalError, close_old_connections, connections
 from psycopg.errors import DeadlockDetected
 
+from . import currency
 from .client import ApiError, Backoff, call
 from .events import STRATEGIC_MERGE_PATCH, EventRecorder, pod_reference
 from .jobs import jobs_key
@@ -312,6 +313,14 @@ class Controller:
             self._wait_synced(reflector)
         self.threads.append(self._thread("reflector-pods", self.pods.run))
         self._wait_synced(self.pods)
+        self.threads.append(self._thread("pods-mirror-currency", self._claim_currency))
+
+    def _claim_currency(self) -> None:
+        """Tell the reconcilers, every second, up to when the pod mirror is complete (kube/currency.py)."""
+        while not self.stopping.wait(1.0):
+            through = self.pods.current_through(time.time())
+            if through is not None and self.leading.is_set():
+                currency.claim(self.redis, through)
 
     def _wait_synced(self, reflector: Reflector) -> None:
         while not reflector.synced.wait(0.1) and not self.stopping.is_set():
@@ -322,6 +331,10 @@ class Controller:
         self.lost = lost
         self.leading.clear()
         self.stopping.set()
+        try:
+            currency.withdraw(self.redis)
+        except Exception:  # noqa: BLE001 - the claim expires on its own in seconds
+            log.warning("%s: could not withdraw the pod mirror's currency claim", self.identity)
         self.nodes.close()
         self.pods.close()
         for reflector in self.objects:

@@ -48,6 +48,8 @@ class Reflector:
         self.resumes = 0  # watches restarted from a resourceVersion after a dropped connection
         self.synced = threading.Event()
         self._response = None
+        # The open watch's line batches read off the connection and applied to the store (current_through).
+        self._counts: list[int] | None = None
         self._lock = threading.Lock()
         # Cleared, it holds the next (re)connection back: tests use it to change the cluster in between.
         self.gate = threading.Event()
@@ -138,16 +140,18 @@ class Reflector:
             if isinstance(exc, ApiException) and exc.status == 410:
                 raise Expired() from exc
             raise
-        with self._lock:
-            self._response = response
         # A reader thread takes lines off the connection while the store applies what came before:
         # when the store falls behind, everything waiting is applied as one batch.
         arrived: queue.Queue = queue.Queue()
         done = object()
+        counts = [0, 0]  # [read by the reader thread, applied by this one]: each written by one thread only
+        with self._lock:
+            self._response, self._counts = response, counts
 
         def read():
             try:
                 for lines in _line_batches(response):
+                    counts[0] += 1
                     arrived.put(lines)
                 arrived.put(done)
             except BaseException as exc:  # noqa: BLE001 - handed to the applying thread
@@ -157,12 +161,13 @@ class Reflector:
         try:
             while True:
                 item = arrived.get()
-                lines, end = [], None
+                lines, end, taken = [], None, 0
                 while True:
                     if item is done or isinstance(item, BaseException):
                         end = item
                         break
                     lines.extend(item)
+                    taken += 1
                     if len(lines) >= MAX_BATCH:
                         break
                     try:
@@ -173,14 +178,29 @@ class Reflector:
                     return
                 if lines:
                     self._handle_many([json.loads(line) for line in lines])
+                counts[1] += taken
                 if end is done:
                     return
                 if end is not None:
                     raise end
         finally:
             with self._lock:
-                self._response = None
+                self._response, self._counts = None, None
             response.release_conn()
+
+    def current_through(self, now: float, *, delivery_margin: float = 1.0) -> float | None:
+        """A wall time up to which the store holds everything the API server accepted, or None when that
+        cannot be claimed (listing, between watches, or events read but not yet applied).
+
+        A watch connected and idle has applied all it was sent; what the server accepted up to a moment
+        ago (`delivery_margin` for the event to travel) is in the store. The reconciler frees a binding
+        mark only behind this time (loop/reconcile.py): a binding the API accepted then is seen first.
+        """
+        with self._lock:
+            counts = self._counts
+        if counts is None or counts[0] != counts[1] or not self.synced.is_set():
+            return None
+        return now - delivery_margin
 
     def _handle_many(self, events: list[dict]) -> None:
         """Events that arrived together are applied together (one transaction in the pod store)."""

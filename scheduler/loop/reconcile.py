@@ -4,7 +4,7 @@ in-flight pods reclaimed, pending pods the queue lost re-queued; and the periodi
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone as dt_timezone
 
 from django.conf import settings
 from django.db.models import Q
@@ -49,15 +49,23 @@ def reconcile(*, queue=None) -> dict:
 
     # Reservations whose binding never came (a worker died between reserve and bind). One whose
     # binding is in flight (marked by its binder) is left alone: the binder's outcome settles it, or
-    # the mirror seeing the pod bound. Only a mark older than the binding timeout (its binder died and
-    # its job was lost with Redis) is freed; no binder sends a binding that late (see _bind_batch).
+    # the mirror seeing the pod bound. A mark older than the binding timeout (its binder died and its
+    # job was lost with Redis) is freed only once the mirror has seen everything the cluster accepted up
+    # to then: no binder sends a binding that late (see loop/bind.py), and one sent before and accepted
+    # shows the pod bound in the mirror (node_name set), so its room is not handed to another pod. While
+    # nobody watches (a failover, the API server down), nothing is claimed and no mark is freed.
     # Only a binding that goes out of this database needs that (a call to an API server cannot be taken
     # back): on the simulated cluster the binding is this database's own conditional write, which simply
     # finds the reservation gone, so a dead worker's pod is freed after the assume TTL as any other.
     stale = now - timedelta(seconds=settings.SCHEDBOARD_ASSUME_TTL_SECONDS)
-    expirable = Q(binding_at__isnull=True) | Q(binding_at__lt=now - timedelta(seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS))
-    if not get_backend().mirrors_bindings:
-        expirable = Q()
+    backend = get_backend()
+    expirable = Q()
+    if backend.mirrors_bindings:
+        expirable = Q(binding_at__isnull=True)
+        through = backend.mirror_current_through()
+        if through is not None:
+            seen_until = min(now, datetime.fromtimestamp(through, tz=dt_timezone.utc))
+            expirable |= Q(binding_at__lt=seen_until - timedelta(seconds=settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS))
     for pod in Pod.objects.filter(expirable, node_name="", assumed_at__lt=stale).exclude(assumed_node=""):
         if release_assumed(pod_id=pod.pk, node_name=pod.assumed_node, usage=row_usage(pod),
                            condition=expirable & Q(assumed_at__lt=stale)):
