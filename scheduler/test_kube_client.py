@@ -14,7 +14,7 @@ from kubernetes import client
 from config.env import env_positive_float
 from scheduler.kube.client import (BIND_PARALLELISM, DEADLINE_EXCEEDED, WATCHES, ApiError, TokenBucket, api_client,
                                    call, connection_pool_size, rate_limit)
-from scheduler.kube.objects import WATCHED
+from scheduler.kube.objects import reflectors
 
 
 class Clock:
@@ -165,7 +165,8 @@ def test_a_call_whose_token_would_come_after_its_deadline_is_not_sent():
 
 
 def test_the_pool_has_a_connection_for_every_binding_in_flight_and_every_watch():
-    assert WATCHES == 2 + len(WATCHED)  # nodes, pods and every kind of cluster object
+    objects = reflectors(client.ApiClient(client.Configuration()), stop=threading.Event())
+    assert WATCHES == 2 + len(objects)  # nodes, pods and every kind of cluster object
     assert connection_pool_size() >= BIND_PARALLELISM + WATCHES + 1
 
 
@@ -177,7 +178,7 @@ def test_calls_as_many_as_the_binder_and_the_watches_make_at_once_keep_their_con
         api = api_client(str(cluster.kubeconfig), qps=5000, burst=5000)
         assert api.configuration.connection_pool_maxsize == connection_pool_size()
         core = client.CoreV1Api(api)
-        at_once = BIND_PARALLELISM + 2 + len(WATCHED)
+        at_once = BIND_PARALLELISM + WATCHES
         barrier = threading.Barrier(at_once)
 
         def calls(_):

@@ -32,7 +32,8 @@ from ..testing.workers import BASE_DIR, WorkerProcesses, purge_broker, worker_en
 NODE_ALLOCATABLE = {"cpu": "4", "memory": "32Gi", "pods": "110"}
 POD_REQUESTS = {"cpu": "100m", "memory": "500Mi"}
 NAMESPACE = "sched-test"
-# The replica's client rate limit in the bench, as scheduler_perf runs kube-scheduler (qps/burst 5000).
+# The replica's client rate limit in the bench (unless --client-qps/--client-burst say otherwise), as
+# scheduler_perf runs kube-scheduler (qps/burst 5000).
 BENCH_QPS = BENCH_BURST = 5000
 POOL_FULL = b"Connection pool is full"
 
@@ -95,8 +96,8 @@ def _stop(proc) -> None:
             proc.wait()
 
 
-def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False, progress=None,
-                   timeout: float = 900.0) -> dict:
+def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False, qps: float = BENCH_QPS,
+                   burst: int = BENCH_BURST, progress=None, timeout: float = 900.0) -> dict:
     """Pods created live while the replica schedules; with `backlog`, all created while no replica runs,
     then one started (timed from its start: its list is mirrored, then the pods bound)."""
     from django.core.management import call_command
@@ -131,7 +132,7 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False
                 env = worker_env(database_url=url, redis_url=settings.REDIS_URL, queue_prefix=prefix,
                                  SCHEDBOARD_BACKEND="kubernetes", KUBECONFIG=str(cluster.kubeconfig),
                                  SCHEDBOARD_KUBE_NAMESPACE="default", SCHEDBOARD_RECONCILE_MS="500",
-                                 SCHEDBOARD_KUBE_QPS=str(BENCH_QPS), SCHEDBOARD_KUBE_BURST=str(BENCH_BURST))
+                                 SCHEDBOARD_KUBE_QPS=str(qps), SCHEDBOARD_KUBE_BURST=str(burst))
                 wp = WorkerProcesses(workers, env, beat=True).start()
                 replica_log = open(wp.log_dir / "replica.log", "ab")
 
@@ -220,7 +221,7 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False
                     "kube_mirror_lag_p50_ms": pct(lag, 50),
                     "kube_mirror_lag_p99_ms": pct(lag, 99),
                     "kube_pool_full_warnings": pool_full,
-                    "kube_client_qps": BENCH_QPS, "kube_client_burst": BENCH_BURST,
+                    "kube_client_qps": qps, "kube_client_burst": burst,
                     "kube_overcommitted_nodes": over,
                 }
         finally:

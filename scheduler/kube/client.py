@@ -6,7 +6,7 @@ dicts are all the mirror needs.
 
 The client is built as kube-scheduler's: its connection pool holds a connection for every call that can
 be in flight at once (the binder's calls, every watch, the rest), so none is dropped and reopened (a TLS
-handshake) for want of room; and every request first takes a token from the process's rate limiter, as
+handshake) for want of room; and every request first takes a token from the client's rate limiter, as
 client-go's token bucket of clientConnection.qps/burst (SCHEDBOARD_KUBE_QPS/BURST).
 """
 
@@ -41,16 +41,16 @@ class ApiError(Exception):
         super().__init__(f"{status} {reason}: {message}" if message else f"{status} {reason}")
 
 
-# Bindings in flight at once, as kube-scheduler's binding goroutines: the binder's pool
-# (scheduler/backends/kubernetes.py) and the connection pool below are sized from it.
+# Bindings in flight at once, as kube-scheduler's binding goroutines: the connection pool below is sized
+# from it, and the binder's threads (scheduler/backends/kubernetes.py, 16 there too) may read it here.
 BIND_PARALLELISM = 16
 # Calls besides the binder's and the watches' that can be in flight together: the Lease's renewal, the
 # event recorder, PodScheduled status patches, the committer's reads and a re-list.
 OTHER_CALLS = 8
-# The leader's watches: nodes, pods and the five kinds of cluster objects pod (anti-)affinity and spreading
-# read (kube/objects.py's WATCHED; a test keeps the two equal: objects.py needs Django's models loaded, and
-# a client can be built before that).
-WATCHES = 2 + 5
+# The leader's watches: nodes, pods and kube/objects.py's reflectors (the cluster objects pod (anti-)affinity,
+# spreading and preemption read: seven kinds). A test keeps the two equal: objects.py needs Django's models
+# loaded, and a client can be built before that.
+WATCHES = 2 + 7
 
 
 def connection_pool_size() -> int:

@@ -169,8 +169,17 @@ class NodeStore:
         again is skipped (loudly)."""
         try:
             with transaction.atomic():
+                run: list = []  # consecutive nodes to apply: one cluster_apply (one savepoint), in order
                 for event_type, obj in events:
-                    self._apply(event_type, obj)
+                    if event_type == "DELETED":
+                        self._apply_nodes(run)
+                        run = []
+                        self._apply(event_type, obj)
+                    else:
+                        parsed = _parse(node_manifest(obj), "Node")
+                        if parsed is not None:
+                            run.append(parsed)
+                self._apply_nodes(run)
             return
         except SYSTEMIC_ERRORS:
             raise
@@ -179,6 +188,12 @@ class NodeStore:
                 log.exception("a watch batch of %d node events raised: applying them one by one", len(events))
         for event_type, obj in events:
             _isolated("Node", obj, lambda event_type=event_type, obj=obj: self._apply(event_type, obj))
+
+    @staticmethod
+    def _apply_nodes(parsed: list) -> None:
+        if parsed:
+            # A refusal (cannot happen for nodes) raises: the batch is then applied node by node.
+            cluster_apply(parsed, filename="nodes")
 
     def _apply(self, event_type: str, obj: dict) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""

@@ -43,6 +43,12 @@ class Command(BaseCommand):
         parser.add_argument("--backend", choices=("simulated", "kubernetes"), default="simulated",
                             help="kubernetes: pods through a loopback kube-apiserver (default 1000 pods on 100 nodes), "
                                  "and the simulated backend on the same shape for comparison")
+        parser.add_argument("--client-qps", type=float, default=None,
+                            help="--backend kubernetes: the replica's SCHEDBOARD_KUBE_QPS (default 5000, as scheduler_perf; "
+                                 "50 is kube-scheduler's and schedboard's default)")
+        parser.add_argument("--client-burst", type=int, default=None,
+                            help="--backend kubernetes: the replica's SCHEDBOARD_KUBE_BURST (default 5000; 100 by default "
+                                 "in production)")
         parser.add_argument("--backlog", action="store_true",
                             help="--backend kubernetes: create every pod before the replica starts, and time it from "
                                  "its start (a restart with a backlog)")
@@ -67,7 +73,8 @@ class Command(BaseCommand):
             return
         if options["backend"] == "kubernetes":
             return self.kubernetes(nodes=nodes or 100, pods=pods or 1000, workers=workers, seed=seed, say=say,
-                                   as_json=as_json, backlog=options["backlog"])
+                                   as_json=as_json, backlog=options["backlog"],
+                                   client=(options["client_qps"], options["client_burst"]))
         nodes, pods = nodes or 5000, pods or 10000
 
         say(f"engine: {pods} pods on {nodes} nodes, {options['engine_runs']} runs")
@@ -130,11 +137,16 @@ class Command(BaseCommand):
             for key, value in result.items():
                 self.stdout.write(f"{key:>32}: {value}")
 
-    def kubernetes(self, *, nodes, pods, workers, seed, say, as_json, backlog=False):
+    def kubernetes(self, *, nodes, pods, workers, seed, say, as_json, backlog=False, client=(None, None)):
         """The kubernetes backend end to end, then the simulated backend on the same shape (nothing placed before)."""
         say(f"kubernetes: {pods} pods on {nodes} nodes, {workers} worker processes, one leading replica")
         result = {"workload": "SchedulingBasic-kube", "nodes": nodes, "pods": pods, "workers": workers}
-        result.update(kube.run_kubernetes(nodes=nodes, pods=pods, workers=workers, backlog=backlog, progress=say))
+        qps, burst = client
+        if (qps is not None and not 0 < qps < float("inf")) or (burst is not None and burst < 1):
+            raise CommandError("--client-qps must be a finite number above 0 and --client-burst at least 1")
+        limits = {k: v for k, v in (("qps", qps), ("burst", burst)) if v is not None}
+        result.update(kube.run_kubernetes(nodes=nodes, pods=pods, workers=workers, backlog=backlog, progress=say,
+                                          **limits))
         say(f"simulated: the same {pods} pods on {nodes} nodes")
         simulated = e2e.run_e2e(nodes=nodes, placed=0, pods=pods, workers=workers, seed=seed, progress=say)
         result.update({f"simulated_{k}": v for k, v in simulated.items()
