@@ -14,13 +14,13 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from ..kube import currency
+from ..kube.client import BIND_PARALLELISM  # bindings in flight at once; the client's pool counts them
 from ..kube.jobs import jobs_key
 from .bind_item import BindItem, to_wire
 from .errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
 
 log = logging.getLogger(__name__)
 
-BIND_PARALLELISM = 16  # bindings in flight at once, as the binding goroutines
 
 
 def _pod_ref(pod) -> dict:

@@ -42,7 +42,7 @@ class ApiError(Exception):
 
 
 # Bindings in flight at once, as kube-scheduler's binding goroutines: the connection pool below is sized
-# from it, and the binder's threads (scheduler/backends/kubernetes.py, 16 there too) may read it here.
+# from it, and the binder's threads (scheduler/backends/kubernetes.py) are as many.
 BIND_PARALLELISM = 16
 # Calls besides the binder's and the watches' that can be in flight together: the Lease's renewal, the
 # event recorder, PodScheduled status patches, the committer's reads and a re-list.
