@@ -315,3 +315,81 @@ def test_a_binding_whose_reservation_expired_in_the_backlog_is_never_sent(replic
     assert node_usage("only")[0] == 1000  # never more than its allocatable
     assert Attempt.objects.get(pod_name="first").result == "bind_failed"
     assert db_pod("first").assumed_node == "" and db_pod("first").scheduled_reason != "SchedulerError"
+
+
+# ---- a node gone under a binding (issue 16's loop edges, kubernetes backend) ---------------------
+# The API server does not check the node when it accepts a binding: a binding sent after the node was deleted
+# (our mirror had not seen the deletion yet) lands on a node that does not exist. Then the cluster's PodGC
+# deletes the pod (pkg/controller/podgc: DisruptionTarget condition with reason DeletionByPodGC, phase Failed,
+# deleted with grace period 0) and its owner creates a replacement. Here the tests play PodGC and the owner.
+
+def _delete_as_podgc(core, name):
+    status = {"status": {"phase": "Failed", "conditions": [{
+        "type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
+        "message": "PodGC: node no longer exists"}]}}
+    call(core.patch_namespaced_pod_status, name, NS, status)
+    call(core.delete_namespaced_pod, name, NS, grace_period_seconds=0)
+
+
+def _no_crash_in_repairs():
+    loop.reconcile()
+    loop.recount()
+
+
+def test_a_pod_bound_to_a_node_that_never_existed_counts_against_nothing_until_podgc_deletes_it(running, core):
+    call(core.create_node, node("node-b", cpu="1"))
+    wait_for_cluster(lambda: Node.objects.filter(name="node-b").exists(), "the node mirrored")
+    call(core.create_namespaced_pod, NS, pod("stray", cpu="1", scheduler="other-scheduler", node_name="ghost"))
+
+    wait_for_cluster(lambda: db_pod("stray") is not None and db_pod("stray").node_name == "ghost", "the stray pod mirrored")
+    _no_crash_in_repairs()
+    assert node_usage("node-b") == (0, 0, 0)
+    assert not Node.objects.filter(name="ghost").exists()  # a pod's nodeName never creates a node
+
+    _delete_as_podgc(core, "stray")
+    wait_for_cluster(lambda: db_pod("stray") is None, "the pod row gone")
+    _no_crash_in_repairs()
+    # Its replacement (as its owner would create it) takes the whole node: nothing was left counted.
+    call(core.create_namespaced_pod, NS, pod("stray-2", cpu="1"))
+    wait_for_cluster(lambda: read_pod(core, "stray-2")["spec"].get("nodeName") == "node-b", "the replacement bound")
+    wait_for_cluster(lambda: node_usage("node-b")[0] == 1000, "the replacement counted")
+    assert node_usage("node-b")[2] == 1
+
+
+def test_a_binding_sent_after_its_node_was_deleted_lands_then_podgc_and_the_owner_put_the_pod_on_a_live_node(replica, core):
+    call(core.create_node, node("node-a", cpu="1"))
+    chosen = _placed_and_handed_off(core, "web-0", {"node-a"})
+    assert chosen == "node-a"
+    # The node is deleted while the node watch is held back: the mirror still has it, so the binding goes out.
+    nodes = replica.nodes
+    nodes.gate.clear()
+    wait_for_cluster(nodes.interrupt, "the node watch to drop")
+    call(core.delete_node, "node-a")
+    assert replica.committer.run_once(5)
+    assert read_pod(core, "web-0")["spec"]["nodeName"] == "node-a"  # accepted: nodes are not checked at binding
+    nodes.gate.set()
+
+    wait_for_cluster(lambda: not Node.objects.filter(name="node-a").exists(), "the node deletion mirrored")
+    wait_for_cluster(lambda: db_pod("web-0").node_name == "node-a", "the binding mirrored")
+    assert db_pod("web-0").assumed_node == ""
+    assert Binding.objects.get(pod_name="web-0").node_name == "node-a"
+    assert loop.get_worker().queue.get(f"{NS}/web-0") is None  # bound: not scheduled again by us
+    _no_crash_in_repairs()
+
+    call(core.create_node, node("node-b", cpu="1"))
+    wait_for_cluster(lambda: Node.objects.filter(name="node-b").exists(), "the new node mirrored")
+    assert node_usage("node-b") == (0, 0, 0)  # the pod on the missing node counts against no node
+
+    _delete_as_podgc(core, "web-0")
+    wait_for_cluster(lambda: db_pod("web-0") is None, "the pod row gone")
+    _no_crash_in_repairs()
+    call(core.create_namespaced_pod, NS, pod("web-1", cpu="1"))  # the owner's replacement
+    wait_for_cluster(lambda: db_pod("web-1") is not None and loop.get_worker().queue.get(f"{NS}/web-1") is not None,
+                     "the replacement mirrored and queued")
+    assert loop.run_schedule_task().scheduled == 1
+    assert replica.committer.run_once(5)
+
+    wait_for_cluster(lambda: read_pod(core, "web-1")["spec"].get("nodeName") == "node-b", "the replacement bound")
+    wait_for_cluster(lambda: db_pod("web-1").node_name == "node-b", "the replacement's binding mirrored")
+    assert node_usage("node-b")[0] == 1000 and node_usage("node-b")[2] == 1
+    assert Attempt.objects.get(pod_name="web-1").result == "scheduled"
