@@ -39,6 +39,8 @@ class OverviewFeed:
             "lat": {k: [hist.quantile(tally.hists[k], 0.5), hist.quantile(tally.hists[k], 0.99)] for k in LATENCIES},
             "gauges": await state.shared("gauges", 0.2, state.gauges),
             "bindings": list(tally.bindings), "failed": list(tally.failed),
+            # The charts' markers: pods a controller took away, nodes that changed state.
+            "disruptions": list(tally.disrupted), "node_events": list(tally.node_events),
             "commits": tally.commits,  # [commit time, pods]: lets a client measure bind -> frame
         }
         if full:

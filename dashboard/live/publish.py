@@ -145,6 +145,26 @@ def bind_batch_done(bound: list, refused: list, now) -> None:
         _publisher.publish(bind_message(bound, refused, now))
 
 
+def pods_disrupted(pods: list[dict]) -> None:
+    """Pods a controller took away (evicted, garbage-collected), after its commit: the overview marks them."""
+    if pods:
+        _publisher.publish(disrupted_message(pods))
+
+
+def disrupted_message(pods: list[dict]) -> dict:
+    t = time.time()
+    return {"disrupted": len(pods),
+            "disruptions": [[p["namespace"], p["name"], p.get("node") or "", p.get("reason") or "", t]
+                            for p in pods[-15:]]}
+
+
+def nodes_changed(nodes: list[dict]) -> None:
+    """Nodes gone NotReady, Unreachable, Ready again or deleted, after the commit: the overview marks them."""
+    if nodes:
+        t = time.time()
+        _publisher.publish({"node_events": [[n["name"], n["state"], t] for n in nodes[-15:]]})
+
+
 def schedule_message(attempts: list, popped: int) -> dict:
     now = time.time()
     failed = [a for a in attempts if a.result != "scheduled"]

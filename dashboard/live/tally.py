@@ -10,7 +10,7 @@ from . import hist
 
 LAST_ITEMS = 15  # pods listed by name per message and per frame (the rest are counted)
 MAX_COMMITS = 64  # binding commit times per message/frame, for the bench's bind -> frame latency
-COUNTS = ("attempts", "assumed", "failures", "bound", "bind_failed", "popped")
+COUNTS = ("attempts", "assumed", "failures", "bound", "bind_failed", "popped", "disrupted")
 LATENCIES = ("algorithm", "binding", "e2e")
 MOVES = ("active", "backoff", "unschedulable")
 
@@ -22,6 +22,9 @@ class Tally:
         self.hists: dict[str, dict[int, int]] = {name: {} for name in LATENCIES}
         self.bindings: deque = deque(maxlen=items)  # [ns, name, node, e2e_ms, t]
         self.failed: deque = deque(maxlen=items)  # [ns, name, result, message, t]
+        # Pods a controller took away (PodGC, taint eviction, drain): the charts mark them.
+        self.disrupted: deque = deque(maxlen=items)  # [ns, name, node, reason, t]
+        self.node_events: deque = deque(maxlen=items)  # [node, state, t]: NotReady, Unreachable, Ready, Deleted
         self.commits: list[list[float]] = []  # [commit time, pods bound]
         self.messages = 0
 
@@ -41,6 +44,8 @@ class Tally:
                 hist.merge(self.hists[k], pairs)
         self.bindings.extend(msg.get("bindings") or ())
         self.failed.extend(msg.get("failed") or ())
+        self.disrupted.extend(msg.get("disruptions") or ())
+        self.node_events.extend(msg.get("node_events") or ())
         self.commits.extend(msg.get("commits") or ())
         if len(self.commits) > MAX_COMMITS:
             # Fold the oldest together, keeping the earliest time: the latency it implies only errs long.
@@ -56,5 +61,7 @@ class Tally:
             "lat": {k: hist.pairs(h) for k, h in self.hists.items() if h},
             "bindings": list(self.bindings),
             "failed": list(self.failed),
+            "disruptions": list(self.disrupted),
+            "node_events": list(self.node_events),
             "commits": list(self.commits),
         }

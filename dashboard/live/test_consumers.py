@@ -418,3 +418,44 @@ async def test_a_socket_whose_session_lives_on_stays_open_across_checks(cookie, 
     code = await _closed_with(ws, timeout=CHECK_PERIOD * 8)  # eight checks
     await ws.disconnect()
     assert code is None
+
+
+def _node_fails_its_pod_is_evicted_and_the_node_deleted():
+    """The control plane's side of a node loss (issue 16), through the controllers' own entry points."""
+    import yaml
+
+    from scheduler.cluster.disruption import DELETION_BY_TAINT_MANAGER, evict
+    from scheduler.cluster.services import cluster_apply, node_delete
+    from scheduler.controllers.node_lifecycle import node_set_ready
+    from scheduler.manifests.files import parse_documents
+
+    try:
+        cluster_apply(parse_documents(yaml.safe_dump_all([
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "zone-a-0"},
+             "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "namespace": "live"},
+             "spec": {"nodeName": "zone-a-0", "containers": [{"name": "c", "image": "app:1"}]}}]), "marks.yaml"))
+        node_set_ready(name="zone-a-0", status="False")
+        assert evict(namespace="live", name="web-0", reason=DELETION_BY_TAINT_MANAGER,
+                     message="Taint manager: deleting due to NoExecute taint")
+        assert node_delete(name="zone-a-0")
+    finally:
+        connections.close_all()
+
+
+async def test_a_node_s_failure_its_evictions_and_its_deletion_reach_the_overview_for_the_chart_marks(cookie):
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    assert (await frame(ws))["full"] is True
+    await sync_to_async(_node_fails_its_pod_is_evicted_and_the_node_deleted, thread_sensitive=False)()
+    node_events, disruptions, disrupted = [], [], 0
+    deadline = time.monotonic() + 30
+    while (len(node_events) < 2 or not disruptions) and time.monotonic() < deadline:
+        f = await frame(ws)
+        node_events += [e[:2] for e in f["node_events"]]
+        disruptions += [d[:4] for d in f["disruptions"]]
+        disrupted += f["counts"]["disrupted"]
+    await ws.disconnect()
+    assert node_events == [["zone-a-0", "NotReady"], ["zone-a-0", "Deleted"]]
+    assert disruptions == [["live", "web-0", "zone-a-0", "DeletionByTaintManager"]]
+    assert disrupted == 1

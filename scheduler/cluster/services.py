@@ -25,6 +25,7 @@ from ..state.reservations import (add_node_usage, node_recount, pod_usage_fields
 from ..versions.profiles import scheduler_names
 from ..manifests.cluster_objects import ParsedObject
 from ..state.placed_pods import placed_pod_changed
+from ..telemetry import live
 from .objects import cluster_object_apply, priority_classes
 from ..manifests.priority import admit_priority, keep_priority
 
@@ -301,6 +302,7 @@ def node_delete(*, name: str) -> bool:
         queue = get_queue()
         for ns, pod_name, priority in requeue:
             queue.add(f"{ns}/{pod_name}", priority)
+        live.nodes_changed([{"name": name, "state": "Deleted"}])
 
     transaction.on_commit(publish)
     return True

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from datetime import datetime, timezone as dt_timezone
 
+from django.db import transaction
+
 from ..cluster.services import node_manifest_update
 from ..models import Node
+from ..telemetry import live
 
 CONTROLLER = "node-controller"
 NOT_READY, UNREACHABLE = "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"
@@ -63,6 +66,9 @@ def node_set_ready(*, name: str, status: str, now: datetime | None = None) -> bo
     changed = node_manifest_update(name=name, mutate=lambda m: _set_ready(m, status, now))
     if changed is None:
         return None
+    if changed:
+        state = {"True": "Ready", "False": "NotReady", "Unknown": "Unreachable"}[status]
+        transaction.on_commit(lambda: live.nodes_changed([{"name": name, "state": state}]))
     return bool(monitor(names=[name], now=now)) or changed
 
 

@@ -44,3 +44,12 @@ def pods_disrupted(pods: list[dict]) -> None:
         hook = getattr(subscriber, "pods_disrupted", None)
         if hook is not None:
             hook(pods)
+
+
+def nodes_changed(nodes: list[dict]) -> None:
+    """Nodes whose state changed as a user sees it: name and state ("NotReady", "Unreachable", "Ready",
+    "Deleted"). The dashboard marks them on its charts; a subscriber without the hook hears nothing of it."""
+    for subscriber in _subscribers:
+        hook = getattr(subscriber, "nodes_changed", None)
+        if hook is not None:
+            hook(nodes)

@@ -1,4 +1,5 @@
 // Overview: counters, streaming throughput and latency charts (uPlot), the last bindings and failures.
+import {addMarks} from "./chartmarks.js";
 import {connectLive, el, fmt, podLink} from "./live.js";
 
 const WINDOW_S = 120; // seconds of history the charts keep
@@ -9,6 +10,33 @@ const series = {t: [], scheduled: [], attempts: [], failures: [],
   alg50: [], alg99: [], bind50: [], bind99: [], e2e50: [], e2e99: []};
 let bindings = [];
 let failed = [];
+let marks = []; // node state changes and evictions, drawn on both charts (chartmarks.js)
+
+// Okabe–Ito: a node's state in vermillion, pods taken away in bluish green; dashed, labelled at the top.
+const MARK_COLOUR = {node: "#D55E00", pods: "#009E73"};
+
+function marksPlugin() {
+  return {hooks: {draw: [(u) => {
+    const {ctx, bbox} = u;
+    ctx.save();
+    ctx.font = `${Math.round(10 * devicePixelRatio)}px sans-serif`;
+    ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+    ctx.lineWidth = devicePixelRatio;
+    let row = 0;
+    for (const m of marks) {
+      const x = u.valToPos(m.t, "x", true);
+      if (x < bbox.left || x > bbox.left + bbox.width) continue;
+      ctx.strokeStyle = ctx.fillStyle = MARK_COLOUR[m.kind];
+      ctx.beginPath();
+      ctx.moveTo(x, bbox.top);
+      ctx.lineTo(x, bbox.top + bbox.height);
+      ctx.stroke();
+      // Labels step down in three rows, so that marks close together stay readable.
+      ctx.fillText(m.label, x + 3 * devicePixelRatio, bbox.top + (12 + 12 * (row++ % 3)) * devicePixelRatio);
+    }
+    ctx.restore();
+  }]}};
+}
 
 // Okabe–Ito colours; p99 lines are dashed so the pair reads without colour.
 function chart(target, title, lines, yLabel, log) {
@@ -17,6 +45,7 @@ function chart(target, title, lines, yLabel, log) {
     title, width: width(), height: 220,
     scales: {x: {time: true}, y: log ? {distr: 3} : {auto: true, range: (u, min, max) => [0, Math.max(1, max)]}},
     axes: [{}, {label: yLabel, size: 60}],
+    plugins: [marksPlugin()],
     series: [{}, ...lines.map(([label, stroke, dash]) => ({label, stroke, width: 2, dash: dash ? [6, 4] : undefined,
       spanGaps: true, points: {show: false}, value: (u, v) => (v == null ? "–" : v.toFixed(log ? 2 : 1))}))],
   };
@@ -72,6 +101,7 @@ connectLive("overview", (frame) => {
     bindings = bindings.concat(frame.bindings).slice(-KEEP);
     failed = failed.concat(frame.failed).slice(-KEEP);
   }
+  marks = addMarks(marks, frame, WINDOW_S);
   renderTables();
   push(frame);
 });
