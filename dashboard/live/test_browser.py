@@ -154,6 +154,9 @@ def test_a_logged_in_user_watches_a_pod_go_from_pending_to_bound_without_reloadi
         page.set_viewport_size({"width": 420, "height": 800})
         page.goto(f"{stack}/")
         expect(status).to_have_attribute("data-state", "live", timeout=WAIT_MS)
+        # A node's state change is marked on the charts, and listed in words under them.
+        in_thread(lambda: node_set_ready(name="small-1", status="True"))
+        expect(page.locator("#chart-marks .mark-node")).to_contain_text("small-1 Ready", timeout=WAIT_MS)
         screenshot(page, "live-overview-narrow")
         browser.close()
 

@@ -7,7 +7,8 @@ const KEEP = 15; // rows per table
 
 const $ = (id) => document.getElementById(id);
 const series = {t: [], scheduled: [], attempts: [], failures: [],
-  alg50: [], alg99: [], bind50: [], bind99: [], e2e50: [], e2e99: []};
+  alg50: [], alg99: [], bind50: [], bind99: [], e2e50: [], e2e99: [],
+  active: [], backoff: [], unschedulable: [], binding: []};
 let bindings = [];
 let failed = [];
 let marks = []; // node state changes and evictions, drawn on both charts (chartmarks.js)
@@ -60,6 +61,10 @@ const latency = chart($("chart-latency"), "Latency (ms, log scale)", [
   ["algorithm p50", "#56B4E9"], ["algorithm p99", "#56B4E9", true],
   ["binding p50", "#009E73"], ["binding p99", "#009E73", true],
   ["e2e p50", "#CC79A7"], ["e2e p99", "#CC79A7", true]], "ms", true);
+// The queue over time: a node's evictions show as a burst of active pods (and of backoff/unschedulable
+// when the rest of the cluster has no room for them).
+const pending = chart($("chart-pending"), "Pending pods", [
+  ["active", "#0072B2"], ["backoff", "#E69F00"], ["unschedulable", "#D55E00", true], ["binding", "#009E73"]], "pods", false);
 
 function push(frame) {
   const s = series;
@@ -68,10 +73,13 @@ function push(frame) {
   s.attempts.push(frame.rates.attempts);
   s.failures.push(frame.rates.failures);
   const [a, b, e] = [frame.lat.algorithm, frame.lat.binding, frame.lat.e2e];
+  const g = frame.gauges;
+  s.active.push(g.active); s.backoff.push(g.backoff); s.unschedulable.push(g.unschedulable); s.binding.push(g.binding);
   s.alg50.push(a[0]); s.alg99.push(a[1]); s.bind50.push(b[0]); s.bind99.push(b[1]); s.e2e50.push(e[0]); s.e2e99.push(e[1]);
   while (s.t.length && s.t[0] < frame.t - WINDOW_S) for (const k in s) s[k].shift();
   throughput.setData([s.t, s.scheduled, s.attempts, s.failures]);
   latency.setData([s.t, s.alg50, s.alg99, s.bind50, s.bind99, s.e2e50, s.e2e99]);
+  pending.setData([s.t, s.active, s.backoff, s.unschedulable, s.binding]);
 }
 
 function renderTables() {
@@ -81,6 +89,10 @@ function renderTables() {
   $("failed").replaceChildren(...failed.slice().reverse().map(([ns, name, result, message, t]) =>
     el("tr", {}, el("td", {text: fmt.clock(t)}), el("td", {}, podLink(ns, name)),
       el("td", {class: "msg", text: message}))));
+  // The marks in words too (the charts are canvases), newest first.
+  $("chart-marks").replaceChildren(...marks.slice().reverse().map((m) =>
+    el("li", {class: `mark-${m.kind}`, text: `${fmt.clock(m.t)} ${m.label}`})));
+  $("chart-marks").hidden = marks.length === 0;
   $("bindings-empty").hidden = bindings.length > 0;
   $("failed-empty").hidden = failed.length > 0;
 }
