@@ -393,3 +393,17 @@ def test_a_binding_sent_after_its_node_was_deleted_lands_then_podgc_and_the_owne
     wait_for_cluster(lambda: db_pod("web-1").node_name == "node-b", "the replacement's binding mirrored")
     assert node_usage("node-b")[0] == 1000 and node_usage("node-b")[2] == 1
     assert Attempt.objects.get(pod_name="web-1").result == "scheduled"
+
+
+def test_a_node_created_under_the_name_a_bound_pod_already_names_counts_that_pod(running, core):
+    """As kube-scheduler's cache, which adds a pod to its node's info whenever the node shows up: a node
+    re-created (or created late) under the name counts the pods the API server bound to it."""
+    call(core.create_namespaced_pod, NS, pod("early", cpu="1", scheduler="other-scheduler", node_name="late-node"))
+    wait_for_cluster(lambda: db_pod("early") is not None and db_pod("early").node_name == "late-node", "the pod mirrored")
+    call(core.create_node, node("late-node", cpu="1"))
+    wait_for_cluster(lambda: Node.objects.filter(name="late-node").exists(), "the node mirrored")
+    wait_for_cluster(lambda: node_usage("late-node") == (1000, 256 * 1024 ** 2, 1), "the pod counted on its node")
+    call(core.create_namespaced_pod, NS, pod("ours", cpu="500m"))
+    message = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    wait_for_cluster(lambda: (scheduled_condition(read_pod(core, "ours")) or {}).get("message") == message,
+                     "ours unschedulable: the node is full")
