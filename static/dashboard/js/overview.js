@@ -21,6 +21,7 @@ function marksPlugin() {
     const {ctx, bbox} = u;
     ctx.save();
     ctx.font = `${Math.round(10 * devicePixelRatio)}px sans-serif`;
+    ctx.textBaseline = "alphabetic"; // uPlot leaves its axes' alignment on the context
     ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
     ctx.lineWidth = devicePixelRatio;
     let row = 0;
@@ -32,8 +33,12 @@ function marksPlugin() {
       ctx.moveTo(x, bbox.top);
       ctx.lineTo(x, bbox.top + bbox.height);
       ctx.stroke();
-      // Labels step down in three rows, so that marks close together stay readable.
-      ctx.fillText(m.label, x + 3 * devicePixelRatio, bbox.top + (12 + 12 * (row++ % 3)) * devicePixelRatio);
+      // Labels step down in three rows, so that marks close together stay readable; right of the line, or
+      // left of it where the plot would cut the label off.
+      const gap = 3 * devicePixelRatio;
+      const right = x + gap + ctx.measureText(m.label).width <= bbox.left + bbox.width;
+      ctx.textAlign = right ? "left" : "right";
+      ctx.fillText(m.label, right ? x + gap : x - gap, bbox.top + (12 + 12 * (row++ % 3)) * devicePixelRatio);
     }
     ctx.restore();
   }]}};
