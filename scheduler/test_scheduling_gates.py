@@ -2,6 +2,8 @@
 validated as the API server does, never attempted, shown as SchedulingGated, and queued once its last gate
 is removed; adding a gate to an existing pod is refused."""
 
+import json
+
 import pytest
 import yaml
 
@@ -95,3 +97,19 @@ def test_adding_a_gate_to_an_existing_pod_is_refused_with_the_api_servers_words(
     apply(pod("q"))
     with pytest.raises(ManifestError):
         apply(pod("q", schedulingGates=gates("late")))
+
+
+@pytestmark_db
+@pytest.mark.usefixtures("clock")
+def test_get_pods_shows_a_gated_pod_as_kubectl_does():
+    from scheduler.testing.cli import cli
+
+    apply(node("node-a"), pod("gated", schedulingGates=gates("foo")))
+    drain()
+    lines = cli("get", "pods").out.splitlines()
+    assert lines[0].split()[:3] == ["NAME", "READY", "STATUS"] and lines[1].split()[:3] == ["gated", "0/1", "SchedulingGated"]
+    (item,) = json.loads(cli("get", "pods", "-o", "json").out)["items"]
+    (condition,) = item["status"]["conditions"]
+    assert {k: condition[k] for k in ("type", "status", "reason", "message")} == {
+        "type": "PodScheduled", "status": "False", "reason": "SchedulingGated", "message": MESSAGE}
+    assert item["status"]["phase"] == "Pending" and item["spec"]["schedulingGates"] == [{"name": "foo"}]
