@@ -244,7 +244,7 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
             pod.bound_at = timezone.now()
             if Node.objects.filter(name=spec.node_name).exists():
                 add_node_usage(node_name=spec.node_name, usage=usage)
-        elif spec.scheduling_gates:
+        elif spec.scheduling_gates and spec.scheduler_name in ours:
             _mark_gated(pod)
         elif spec.scheduler_name in ours and not pod.deleting:
             if pod.scheduled_reason == scheduling_gates.REASON:  # its last gate removed: queued at once
