@@ -36,3 +36,16 @@ def test_gated_pods_are_counted_on_metrics_and_listed_on_the_queue_page(client, 
     drain()
     assert gated_gauge(client, tmp_path) == 0
     assert state.queue_state()["lengths"]["gated"] == 0 and state.queue_state()["lists"]["gated"] == []
+
+
+def test_the_pod_page_describes_a_gated_pod_as_kubectl_describe():
+    from dashboard.describe import pod_summary
+    from scheduler.models import Pod
+
+    apply(pod("held", schedulingGates=[{"name": "a"}, {"name": "example.com/b"}]))
+    drain()
+    summary = dict(pod_summary(Pod.objects.get(name="held")))
+    assert summary["Status"] == "Pending" and summary["PodScheduled"] == "False (SchedulingGated)"
+    assert summary["Scheduling Gates"] == "a, example.com/b"
+    apply(pod("held"))
+    assert "Scheduling Gates" not in dict(pod_summary(Pod.objects.get(name="held")))
