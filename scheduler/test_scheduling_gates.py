@@ -113,3 +113,15 @@ def test_get_pods_shows_a_gated_pod_as_kubectl_does():
     assert {k: condition[k] for k in ("type", "status", "reason", "message")} == {
         "type": "PodScheduled", "status": "False", "reason": "SchedulingGated", "message": MESSAGE}
     assert item["status"]["phase"] == "Pending" and item["spec"]["schedulingGates"] == [{"name": "foo"}]
+
+
+@pytestmark_db
+@pytest.mark.usefixtures("clock")
+def test_why_says_a_gated_pod_waits_for_its_gates():
+    from scheduler.testing.cli import cli
+
+    apply(node("node-a"), pod("gated", schedulingGates=gates("foo", "bar")))
+    drain()
+    out = cli("why", "default/gated").out
+    assert "Scheduling gates: foo, bar: it is not attempted until the last is removed." in out.splitlines()[1]
+    assert json.loads(cli("why", "default/gated", "--json").out)["gates"] == ["foo", "bar"]
