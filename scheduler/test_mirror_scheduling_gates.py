@@ -50,3 +50,11 @@ def test_a_mirrored_gated_pod_waits_unattempted_and_binds_once_its_gate_is_remov
     row = Pod.objects.get(name="gated")
     assert row.node_name == "node-a" and row.scheduled_status == "True"
     assert Attempt.objects.get(pod_name="gated").result == "scheduled"
+
+
+def test_another_schedulers_gated_pod_is_not_ours_to_count():
+    other = copy.deepcopy(GATED)
+    other["spec"]["schedulerName"] = "other-scheduler"
+    pod_upsert(other, queue=queues.get_queue())
+    assert Pod.objects.get(name="gated").scheduled_reason == "SchedulingGated"  # as the API server set it
+    assert gated_count({"default-scheduler"}) == 0 and gated_count() == 1

@@ -14,6 +14,7 @@ from scheduler.models import Binding, DeletedNode, Event, Node, Pod
 from scheduler.engine.scheduling_gates import gates_of
 from scheduler.queue.queues import get_queue
 from scheduler.state.gated import gated_pods
+from scheduler.versions.profiles import scheduler_names
 
 QUEUES = ("active", "backoff", "unschedulable")
 GATED = "gated"  # upstream's Gated pods in unschedulablePods; here read from the database (state/gated.py)
@@ -73,7 +74,7 @@ def queue_state() -> dict:
     for name in QUEUES:
         lists[name] = [[i.key, i.priority, i.attempts, i.initial_attempt_timestamp or i.timestamp, i.timestamp,
                         i.backoff_expiry, (i.message or "")[:300]] for i in q.entries(name, LIST_LIMIT)]
-    gated = Pod.objects.filter(gated_pods())
+    gated = Pod.objects.filter(gated_pods(scheduler_names()))
     lists[GATED] = [gated_row(p) for p in gated.order_by("-priority", "created_at", "id")[:LIST_LIMIT]]
     return {"lengths": {**{k: int(lengths.get(k, 0)) for k in (*QUEUES, "in_flight")}, GATED: gated.count()},
             "lists": lists, "now": q.clock()}
