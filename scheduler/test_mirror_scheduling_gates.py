@@ -37,7 +37,7 @@ def test_a_mirrored_gated_pod_waits_unattempted_and_binds_once_its_gate_is_remov
     assert (row.node_name, row.scheduled_status, row.scheduled_reason, row.scheduled_message) == (
         "", "False", "SchedulingGated", MESSAGE)
     assert row.attempts == 0 and not Attempt.objects.exists() and not Event.objects.exists()
-    assert gated_count() == 1
+    assert gated_count() == 1 and row.queued_at is None  # time gated is not scheduling latency
     pod_upsert(copy.deepcopy(GATED), queue=queues.get_queue())  # a status-only update: still held
     drain()
     assert not Attempt.objects.exists()
@@ -45,6 +45,7 @@ def test_a_mirrored_gated_pod_waits_unattempted_and_binds_once_its_gate_is_remov
     del ungated["spec"]["schedulingGates"]
     ungated["metadata"]["resourceVersion"] = "11"
     pod_upsert(ungated, queue=queues.get_queue())  # the update (a patch on the cluster) removing the last gate
+    assert Pod.objects.get(name="gated").queued_at is not None
     assert gated_count() == 0 and queues.get_queue().lengths().get("active", 0) == 1
     drain()
     row = Pod.objects.get(name="gated")

@@ -447,12 +447,16 @@ class Worker:
 
 def _hold_gated(pod: Pod) -> None:
     """Gives a gated pod kube-scheduler's PodScheduled=False/SchedulingGated condition: no attempt, no event.
-    Only the version read (updated_at): an update meanwhile that removed its gates has queued it again."""
-    if pod.scheduled_reason == scheduling_gates.REASON:
+    Only the version read (updated_at): an update meanwhile that removed its gates has queued it again.
+    queued_at (the SLI's start) is cleared: as upstream, time spent gated is not scheduling latency."""
+    if pod.scheduled_reason == scheduling_gates.REASON and pod.queued_at is None:
         return
+    now = timezone.now()
+    already = pod.scheduled_reason == scheduling_gates.REASON and pod.scheduled_transition_at is not None
     Pod.objects.filter(pk=pod.pk, node_name="", assumed_node="", updated_at=pod.updated_at).update(
-        scheduled_status="False", scheduled_reason=scheduling_gates.REASON, scheduled_message=scheduling_gates.MESSAGE,
-        scheduled_transition_at=timezone.now(), updated_at=timezone.now())
+        queued_at=None, scheduled_status="False", scheduled_reason=scheduling_gates.REASON,
+        scheduled_message=scheduling_gates.MESSAGE, updated_at=now,
+        scheduled_transition_at=pod.scheduled_transition_at if already else now)
 
 
 def _pods_by_key(keys: list[str]) -> dict[str, Pod]:
