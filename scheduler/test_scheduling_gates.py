@@ -125,3 +125,12 @@ def test_why_says_a_gated_pod_waits_for_its_gates():
     out = cli("why", "default/gated").out
     assert "Scheduling gates: foo, bar: it is not attempted until the last is removed." in out.splitlines()[1]
     assert json.loads(cli("why", "default/gated", "--json").out)["gates"] == ["foo", "bar"]
+
+
+def test_explain_names_a_pods_scheduling_gates_and_runs_the_cycle_that_follows_their_removal(tmp_path):
+    from scheduler.testing.cli import cli
+
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(node("node-a")))
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod("gated", schedulingGates=gates("foo"))))
+    out = json.loads(cli("explain", "--cluster", str(tmp_path / "cluster.yaml"), "--pod", str(tmp_path / "pod.yaml")).out)
+    assert out["gates"] == ["foo"] and out["selected"] == "node-a"
