@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from scheduler.engine import scheduling_gates
 from scheduler.kubectl.printers import human_duration, pod_status
 from scheduler.models import Event, Pod
 
@@ -67,6 +68,10 @@ def pod_summary(pod: Pod) -> list[tuple[str, object]]:
     condition = pod.scheduled_status or "<none>"
     if pod.scheduled_reason:
         condition += f" ({pod.scheduled_reason})"
+    status = pod_status(pod)
+    if status == scheduling_gates.REASON:
+        status = pod.phase  # describe prints the phase; only `get`'s STATUS column reads SchedulingGated
+    gates = [("Scheduling Gates", ", ".join(scheduling_gates.gates_of(pod.manifest)))] if scheduling_gates.gates_of(pod.manifest) else []
     return [
         ("Name", pod.name),
         ("Namespace", pod.namespace),
@@ -74,11 +79,12 @@ def pod_summary(pod: Pod) -> list[tuple[str, object]]:
         ("Scheduler", pod.scheduler_name),
         ("Node", pod.node_name or (f"{pod.assumed_node} (assumed, binding)" if pod.assumed_node else "<none>")),
         ("Labels", ", ".join(f"{k}={v}" for k, v in (meta.get("labels") or {}).items()) or "<none>"),
-        ("Status", pod_status(pod)),
+        ("Status", status),
         ("PodScheduled", condition),
         ("Attempts", pod.attempts),
         ("Containers", containers),
         ("Node-Selectors", ", ".join(f"{k}={v}" for k, v in selector.items()) or "<none>"),
         ("Node affinity", "required and/or preferred terms set" if node_affinity else "<none>"),
         ("Tolerations", ", ".join(_toleration(t) for t in spec.get("tolerations") or []) or "<none>"),
+        *gates,  # as describe: only when the pod has some
     ]

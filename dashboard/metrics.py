@@ -12,6 +12,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from scheduler.models import Node, Pod
 from scheduler.queue.queues import get_queue
+from scheduler.state.gated import gated_count
+from scheduler.versions.profiles import scheduler_names
 from scheduler.telemetry.metrics import CACHE_SIZE_HELP, PENDING_PODS_HELP
 
 from .pending import PENDING_BY_REASON, PENDING_BY_REASON_HELP, pending_by_reason
@@ -25,7 +27,7 @@ class StateCollector:
         lengths = get_queue().lengths()
         for queue in ("active", "backoff", "unschedulable"):
             pending.add_metric([queue], lengths.get(queue, 0))
-        pending.add_metric(["gated"], 0)  # scheduling gates are not modelled: never gated
+        pending.add_metric(["gated"], gated_count(scheduler_names()))  # held by SchedulingGates: kept in the database, not the queue
         yield pending
 
         # As the cache's updateMetrics: nodes, pods (bound or assumed) and assumed pods.

@@ -11,9 +11,13 @@ from django.db.models import Count, Sum
 
 from scheduler.controllers.node_lifecycle import ready_status
 from scheduler.models import Binding, DeletedNode, Event, Node, Pod
+from scheduler.engine.scheduling_gates import gates_of
 from scheduler.queue.queues import get_queue
+from scheduler.state.gated import gated_pods
+from scheduler.versions.profiles import scheduler_names
 
 QUEUES = ("active", "backoff", "unschedulable")
+GATED = "gated"  # upstream's Gated pods in unschedulablePods; here read from the database (state/gated.py)
 LIST_LIMIT = 50  # pods shown per sub-queue (the counts are exact)
 RECENT = 15
 
@@ -70,8 +74,17 @@ def queue_state() -> dict:
     for name in QUEUES:
         lists[name] = [[i.key, i.priority, i.attempts, i.initial_attempt_timestamp or i.timestamp, i.timestamp,
                         i.backoff_expiry, (i.message or "")[:300]] for i in q.entries(name, LIST_LIMIT)]
-    return {"lengths": {k: int(lengths.get(k, 0)) for k in (*QUEUES, "in_flight")}, "lists": lists,
-            "now": q.clock()}
+    gated = Pod.objects.filter(gated_pods(scheduler_names()))
+    lists[GATED] = [gated_row(p) for p in gated.order_by("-priority", "created_at", "id")[:LIST_LIMIT]]
+    return {"lengths": {**{k: int(lengths.get(k, 0)) for k in (*QUEUES, "in_flight")}, GATED: gated.count()},
+            "lists": lists, "now": q.clock()}
+
+
+def gated_row(pod: Pod) -> list:
+    """A gated pod as the queue's rows read: no backoff; SchedulingGates' own words name what it waits for."""
+    since = pod.scheduled_transition_at or pod.created_at
+    waiting = "waiting for scheduling gates: [" + " ".join(gates_of(pod.manifest)) + "]"
+    return [pod.key, pod.priority, pod.attempts, pod.created_at.timestamp(), since.timestamp(), None, waiting]
 
 
 # ---- nodes ------------------------------------------------------------------------------

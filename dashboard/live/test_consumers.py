@@ -230,7 +230,7 @@ async def test_the_queue_view_lists_each_sub_queue_with_priority_attempts_and_la
     assert (await ws.connect())[0]
     f = await frame(ws)
     await ws.disconnect()
-    assert f["lengths"] == {"active": 1, "backoff": 0, "unschedulable": 1, "in_flight": 1}
+    assert f["lengths"] == {"active": 1, "backoff": 0, "unschedulable": 1, "in_flight": 1, "gated": 0}
     assert [row[:3] for row in f["lists"]["active"]] == [["ns/next", 1, 0]]
     (row,) = f["lists"]["unschedulable"]
     assert row[0] == "ns/failing" and row[2] == 1 and row[6] == "0/3 nodes are available: 3 Insufficient cpu."

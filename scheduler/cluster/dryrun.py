@@ -91,7 +91,10 @@ def explain_files(*, cluster: str, pod: str, profile: str | None = None, schedul
     profiles = {p.scheduler_name: p for p in config.profiles}
     if name not in profiles:
         raise DryRunError([f"{pod}: spec.schedulerName: no profile named {name!r} (have: {', '.join(profiles)})"])
-    return explain_cycle(cluster_objs, target, profiles[name].build(), seed=seed, preempt=preempt)
+    result = explain_cycle(cluster_objs, target, profiles[name].build(), seed=seed, preempt=preempt)
+    if target.scheduling_gates:  # kube-scheduler would not attempt it yet: the cycle is what follows their removal
+        result["gates"] = list(target.scheduling_gates)
+    return result
 
 
 def explain_cycle(cluster_objs: list, target, profile, *, seed: int | None = None, preempt: bool = False) -> dict:

@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from ..engine import scheduling_gates
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from ..manifests.errors import ManifestError, Problem, uid_taken
 from ..manifests.objects import ParsedNode, ParsedPod
@@ -165,6 +166,13 @@ def _problem(parsed: ParsedPod, field_path: str, message: str) -> Problem:
                    path=f"{prefix}.{field_path}" if prefix else field_path, message=message)
 
 
+def _mark_gated(pod: Pod) -> None:
+    """The PodScheduled condition kube-scheduler gives a gated pod (no attempt, no event)."""
+    if pod.scheduled_reason != scheduling_gates.REASON:
+        pod.scheduled_transition_at = timezone.now()
+    pod.scheduled_status, pod.scheduled_reason, pod.scheduled_message = "False", scheduling_gates.REASON, scheduling_gates.MESSAGE
+
+
 def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set[str],
                uid_owners: dict[str, str], classes: dict) -> Problem | None:
     pod = Pod.objects.select_for_update().filter(namespace=parsed.spec.namespace, name=parsed.spec.name).first()
@@ -199,6 +207,9 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
             if Node.objects.filter(name=spec.node_name).exists():
                 add_node_usage(node_name=spec.node_name, usage=usage)
         pending = not spec.node_name and spec.scheduler_name in ours and not spec.deleting
+        if pending and spec.scheduling_gates:
+            pending = False  # SchedulingGates' PreEnqueue: held as gated, never attempted, until its last gate goes
+            _mark_gated(pod)
         if pending:
             pod.queued_at = timezone.now()
         pod.save()
@@ -214,6 +225,8 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
     placed = pod.node_name or pod.assumed_node
     if placed and (usage != {f: getattr(pod, f) for f in usage} or (spec.node_name and spec.node_name != pod.node_name)):
         return _problem(parsed, "spec", "Forbidden: pod updates may not change the resources or node of a scheduled pod")
+    for index, gate in scheduling_gates.added_gates(pod.manifest, manifest)[:1]:
+        return _problem(parsed, *scheduling_gates.added_gates_problem(index, gate))
     if pod.manifest == manifest:
         result.record("Pod", spec.namespace, spec.name, "unchanged")
         return None
@@ -232,7 +245,11 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
             pod.bound_at = timezone.now()
             if Node.objects.filter(name=spec.node_name).exists():
                 add_node_usage(node_name=spec.node_name, usage=usage)
+        elif spec.scheduling_gates and spec.scheduler_name in ours:
+            _mark_gated(pod)
         elif spec.scheduler_name in ours and not pod.deleting:
+            if pod.scheduled_reason == scheduling_gates.REASON:  # its last gate removed: queued at once
+                pod.scheduled_status, pod.scheduled_reason, pod.scheduled_message = "", "", ""
             pod.queued_at = pod.queued_at or timezone.now()
             to_queue.append((pod.key, spec.priority))
     pod.save()

@@ -37,4 +37,6 @@ def pod_why(*, namespace: str, name: str, nearest: int = NEAREST_NODES) -> dict:
     answer = why_pending(profiles[spec.scheduler_name].build(version), spec, table, nearest=nearest)
     answer["version"] = version
     answer["message"] = pod.scheduled_message
+    if spec.scheduling_gates:
+        answer["gates"] = list(spec.scheduling_gates)
     return answer

@@ -174,6 +174,8 @@ class PodSpec:
     start_time: float | None = None
     nominated_node_name: str = ""
     disruption_target_reason: str = ""
+    # spec.schedulingGates' names: while any is left the SchedulingGates PreEnqueue plugin keeps it out of the queue.
+    scheduling_gates: tuple[str, ...] = ()
     # Computed from the containers and pod-level requests in __post_init__ (as resource.PodRequests does).
     requests: Resources = field(init=False)
     nonzero_requests: Resources = field(init=False)

@@ -485,6 +485,8 @@ def why_pending(profile: Profile, pod: PodSpec, nodes: NodeTable, *, nearest: in
 def why_text(answer: dict) -> str:
     """The answer as lines for a terminal (`manage.py why`)."""
     lines = [f"Pod {answer['pod']}: {answer['nodes']} node(s) in the cluster."]
+    if answer.get("gates"):  # SchedulingGates: it is not attempted at all; the rest says what would follow
+        lines.append(f"Scheduling gates: {', '.join(answer['gates'])}: it is not attempted until the last is removed.")
     if answer["stopped"]:
         lines.append(f"Rejected before any node was looked at: {answer['stopped']}")
         return "\n".join(lines)

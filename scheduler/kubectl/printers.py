@@ -13,6 +13,7 @@ from datetime import datetime, timezone as dt_timezone
 
 from django.core.management.base import BaseCommand, CommandError
 
+from ..engine import scheduling_gates
 from ..models import Event, Node, Pod
 
 
@@ -106,8 +107,11 @@ class KubectlCommand(BaseCommand):
 
 def pod_status(pod: Pod) -> str:
     # As printPod: the phase, or Terminating once a deletionTimestamp is set on a non-terminal pod.
+    # A PodScheduled condition with reason SchedulingGated reads SchedulingGated (before Terminating, as printPod).
     if pod.deleting and pod.phase not in ("Succeeded", "Failed"):
         return "Terminating"
+    if pod.scheduled_status == "False" and pod.scheduled_reason == scheduling_gates.REASON:
+        return scheduling_gates.REASON
     return pod.phase
 
 

@@ -14,6 +14,7 @@ from ..backends import get_backend
 from ..models import ClusterEvent, Pod
 from ..queue.kick import kick
 from ..queue.queues import get_queue
+from ..state.gated import gated_pods
 from ..state.reservations import release_assumed, row_usage, usage_recount
 from ..telemetry import metrics
 from ..versions.profiles import scheduler_names
@@ -79,7 +80,7 @@ def reconcile(*, queue=None) -> dict:
     report["reclaimed"] = len(queue.reclaim_expired(None, settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS))
     known = queue.keys()
     pending = Pod.objects.filter(node_name="", assumed_node="", deleting=False,
-                                 scheduler_name__in=scheduler_names())
+                                 scheduler_name__in=scheduler_names()).exclude(gated_pods())
     for ns, name, priority in pending.values_list("namespace", "name", "priority").iterator():
         key = f"{ns}/{name}"
         if key not in known:

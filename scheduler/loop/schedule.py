@@ -19,6 +19,7 @@ from django.utils import timezone
 from ..backends import get_backend
 from ..backends.bind_item import BindItem
 from ..engine import schedule_one as cycle
+from ..engine import scheduling_gates
 from ..engine.config import SchedulerConfig
 from ..engine.explain import preemption, top_candidates, trace
 from ..engine.framework import Algorithm
@@ -210,6 +211,12 @@ class Worker:
             pod = rows.get(info.key)
             if pod is None or pod.node_name or pod.assumed_node or pod.scheduler_name not in self.profiles:
                 self.queue.done(info.key)  # deleted, already placed, or not ours any more
+                continue
+            if scheduling_gates.gates_of(pod.manifest):
+                # SchedulingGates' PreEnqueue (a pod queued by a path that did not know it is gated, such as
+                # the mirror): held as gated, never attempted; the update removing its last gate queues it.
+                _hold_gated(pod)
+                self.queue.done(info.key)
                 continue
             if pod.uid in held:
                 # As DefaultPreemption's PreEnqueue: its victims are still going; the task activates it after.
@@ -436,6 +443,20 @@ class Worker:
             if mode == "all" or (mode == "failures" and result.status != cycle.SCHEDULED):
                 attempt.trace = trace(decision, table, scores=mode == "all")
         return attempt
+
+
+def _hold_gated(pod: Pod) -> None:
+    """Gives a gated pod kube-scheduler's PodScheduled=False/SchedulingGated condition: no attempt, no event.
+    Only the version read (updated_at): an update meanwhile that removed its gates has queued it again.
+    queued_at (the SLI's start) is cleared: as upstream, time spent gated is not scheduling latency."""
+    if pod.scheduled_reason == scheduling_gates.REASON and pod.queued_at is None:
+        return
+    now = timezone.now()
+    already = pod.scheduled_reason == scheduling_gates.REASON and pod.scheduled_transition_at is not None
+    Pod.objects.filter(pk=pod.pk, node_name="", assumed_node="", updated_at=pod.updated_at).update(
+        queued_at=None, scheduled_status="False", scheduled_reason=scheduling_gates.REASON,
+        scheduled_message=scheduling_gates.MESSAGE, updated_at=now,
+        scheduled_transition_at=pod.scheduled_transition_at if already else now)
 
 
 def _pods_by_key(keys: list[str]) -> dict[str, Pod]:

@@ -218,6 +218,23 @@ def _tolerations(o: ObjectDecoder, value, path: str) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
+def _scheduling_gates(o: ObjectDecoder, value, path: str) -> tuple[str, ...]:
+    """As validateSchedulingGates: each name a qualified name, none twice."""
+    names: list[str] = []
+    seq = o.list(value, path)
+    for i in range(len(seq)):
+        g = o.item(seq, i, path)
+        if g is None:
+            continue
+        ipath = child_path(path, i)
+        name = o.str(g.get("name"), child_path(ipath, "name"))
+        o.check(ipath, name, is_qualified_name(name))
+        if name in names:
+            o.add(ipath, field.duplicate(name))
+        names.append(name)
+    return tuple(names)
+
+
 def decode_pod(o: ObjectDecoder, obj: dict) -> PodSpec:
     meta, namespace, name = decode_metadata(o, obj, namespaced=True)
     labels = decode_labels(o, meta.get("labels"), "metadata.labels", "ObjectMeta.metadata.labels")
@@ -279,13 +296,16 @@ def decode_pod(o: ObjectDecoder, obj: dict) -> PodSpec:
     node_name = o.str(spec.get("nodeName"), "spec.nodeName")
     if node_name:
         o.check("spec.nodeName", node_name, is_dns1123_subdomain(node_name))
+    gates = _scheduling_gates(o, spec.get("schedulingGates"), "spec.schedulingGates")
+    if gates and node_name and o.from_user:  # as ValidatePodCreate (a mirrored pod is as the API server took it)
+        o.add("spec.nodeName", field.forbidden("cannot be set until all schedulingGates have been cleared"))
     return PodSpec(
         namespace=namespace, name=name, uid=uid, scheduler_name=scheduler_name, priority=priority,
         node_name=node_name, node_selector=node_selector, required_terms=required, preferred_terms=preferred,
         tolerations=tolerations, containers=tuple(containers), init_containers=tuple(init_containers),
         overhead=overhead, pod_level_requests=pod_level_requests, deleting=deleting, labels=labels,
         owner_references=owners, topology_spread_constraints=spread, pod_affinity=pod_affinity,
-        pod_anti_affinity=pod_anti_affinity, preemption_policy=preemption_policy,
+        pod_anti_affinity=pod_anti_affinity, preemption_policy=preemption_policy, scheduling_gates=gates,
         **stored.status_fields(obj),
     )
 

@@ -219,8 +219,9 @@ class Replayer:
         self._enqueue(spec)
 
     def _enqueue(self, spec: PodSpec) -> None:
-        # As the live apply: only a pod of one of our profiles, not being deleted, is queued.
-        if spec.scheduler_name in self.profiles and not spec.deleting:
+        # As the live apply: only a pod of one of our profiles, not being deleted, is queued; a gated one is
+        # held (SchedulingGates' PreEnqueue; a trace records no update that could remove its gates).
+        if spec.scheduler_name in self.profiles and not spec.deleting and not spec.scheduling_gates:
             self.queue.add(spec.key, spec.priority)
 
     def _apply(self, event: dict) -> None:

@@ -357,3 +357,11 @@ def test_preemption_picks_its_victims_node_from_the_seed_and_the_same_seed_picks
     chosen = [urgent_node(seed) for seed in range(8)]
     assert chosen == [urgent_node(seed) for seed in range(8)]
     assert len(set(chosen)) > 1
+
+
+def test_a_gated_pod_is_never_attempted_in_a_replay():
+    gated = pod("gated")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    out = run(trace([node("n", cpu="4")], [gated, pod("free")]))
+    assert out["placements"] == {"default/free": "n", "default/gated": None}
+    assert out["pending"] == 1 and out["attempts"] == 1, out.get("pending_reasons")

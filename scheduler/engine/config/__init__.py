@@ -19,6 +19,7 @@ from .types import (
     KIND,
     MODELLED,
     MODELLED_POINTS,
+    PRE_ENQUEUE_PLUGINS,
     QUEUE_SORT_PLUGINS,
     SCORING_STRATEGY_TYPES,
     ConfigError,
@@ -32,7 +33,7 @@ from .validation import score_total_overflows
 __all__ = [
     "API_VERSION", "ARGS_PLUGINS", "BIND_PLUGINS", "DEFAULT_MULTI_POINT", "DEFAULT_POD_INITIAL_BACKOFF_SECONDS",
     "DEFAULT_POD_MAX_BACKOFF_SECONDS", "EXTENSION_POINTS", "INVALID_PLUGINS", "KIND", "MODELLED", "MODELLED_POINTS",
-    "QUEUE_SORT_PLUGINS", "SCORING_STRATEGY_TYPES", "UNMODELLED_PLUGINS", "ConfigError", "PluginSet", "ProfileConfig",
+    "PRE_ENQUEUE_PLUGINS", "QUEUE_SORT_PLUGINS", "SCORING_STRATEGY_TYPES", "UNMODELLED_PLUGINS", "ConfigError", "PluginSet", "ProfileConfig",
     "SchedulerConfig", "args_to_v1", "config_from_dict", "config_to_dict", "default_config", "default_profile",
     "dump_config", "load_config", "merge_plugin_set", "plugins_to_v1", "profile_from_dict", "profile_to_dict",
     "score_total_overflows",

@@ -53,6 +53,7 @@ from .types import (
     INVALID_PLUGINS,
     KIND,
     MODELLED_POINTS,
+    PRE_ENQUEUE_PLUGINS,
     PROFILE_FIELDS,
     QUEUE_SORT_PLUGINS,
     TOP_LEVEL_FIELDS,
@@ -476,6 +477,10 @@ def _check_plugin_names(ctx: StrictDecoder, sets: dict[str, PluginSet], multi: P
             p = f"{path}.{point}.enabled[{i}]"
             if name in MODELLED_POINTS:
                 continue
+            if name in PRE_ENQUEUE_PLUGINS:  # modelled (engine/scheduling_gates.py), at PreEnqueue only
+                if point not in ("preEnqueue", "multiPoint"):
+                    ctx.problems.append((p, f"plugin {quote(name)} does not extend {EXTENSION_POINTS[point]} plugin"))
+                continue
             if name in UNMODELLED_PLUGINS:
                 if name not in warned:
                     warned.add(name)
@@ -489,7 +494,7 @@ def _check_plugin_names(ctx: StrictDecoder, sets: dict[str, PluginSet], multi: P
                 go_type = EXTENSION_POINTS.get(point, "PreFilterPlugin")
                 ctx.problems.append((p, f"{go_type} {quote(name)} does not exist"))
         for i, name in enumerate(ps.disabled):
-            if name != "*" and name not in MODELLED_POINTS and name not in UNMODELLED_PLUGINS:
+            if name != "*" and name not in MODELLED_POINTS and name not in UNMODELLED_PLUGINS and name not in PRE_ENQUEUE_PLUGINS:
                 ctx.warnings.append(f"{path}.{point}.disabled[{i}]: unknown plugin {name} has no effect")
 
 
@@ -529,6 +534,12 @@ def _load_profile(ctx: StrictDecoder, raw: Any, path: str, single: bool) -> tupl
     # As NewFramework: exactly one queue sort plugin, at least one binder, and weights whose total fits.
     queue_sort = _enabled_of(sets["queueSort"], multi, QUEUE_SORT_PLUGINS)
     binders = _enabled_of(sets["bind"], multi, BIND_PLUGINS)
+    pre_enqueue = _enabled_of(sets["preEnqueue"], multi, PRE_ENQUEUE_PLUGINS)
+    if not pre_enqueue:
+        # Upstream would attempt a gated pod and the API server would refuse its binding ("non-empty
+        # .spec.schedulingGates") at every retry: the pod waits for its gates either way, so we hold it.
+        ctx.warnings.append(f"{pp}.preEnqueue: SchedulingGates disabled; schedboard still holds gated pods "
+                            "(the API server refuses to bind them)")
     if len(queue_sort) != 1:
         ctx.problems.append((f"{pp}.queueSort", f"only one queue sort plugin required for profile with scheduler name "
                                                 f"{quote(name or '')}, but got {len(queue_sort)}"))
@@ -584,7 +595,7 @@ def _load_profile(ctx: StrictDecoder, raw: Any, path: str, single: bool) -> tupl
             ctx.warnings.append(f"{cp}: no plugin named {pname}; its args are ignored")
     profile = ProfileConfig(scheduler_name=name or "", percentage_of_nodes_to_score=pct,
                             filters=filters, scores=scores, post_filters=expanded["postFilter"], plugin_args=args,
-                            queue_sort=tuple(queue_sort), binders=tuple(binders))
+                            queue_sort=tuple(queue_sort), binders=tuple(binders), pre_enqueue=tuple(pre_enqueue))
     return profile, sets["queueSort"]
 
 
@@ -677,6 +688,7 @@ def profile_from_dict(data: dict) -> ProfileConfig:
         plugin_args=args,
         queue_sort=tuple(data.get("queue_sort", QUEUE_SORT_PLUGINS)),
         binders=tuple(data.get("binders", BIND_PLUGINS)),
+        pre_enqueue=tuple(data.get("pre_enqueue", PRE_ENQUEUE_PLUGINS)),
     )
 
 

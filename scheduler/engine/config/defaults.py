@@ -4,7 +4,7 @@ multiPoint plugin list, the default profile and configuration, and mergePluginSe
 from __future__ import annotations
 
 from ..pods import DEFAULT_SCHEDULER_NAME
-from .types import MODELLED_POINTS, PluginSet, ProfileConfig, SchedulerConfig
+from .types import MODELLED_POINTS, PRE_ENQUEUE_PLUGINS, PluginSet, ProfileConfig, SchedulerConfig
 
 # As getDefaultPlugins (current master, DynamicResourceAllocation GA and on): the multiPoint list.
 DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
@@ -29,7 +29,7 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("DefaultBinder", None),
 )
 # In-tree plugins upstream registers that we accept by name but do not model.
-UNMODELLED_PLUGINS = frozenset(n for n, _ in DEFAULT_MULTI_POINT if n not in MODELLED_POINTS)
+UNMODELLED_PLUGINS = frozenset(n for n, _ in DEFAULT_MULTI_POINT if n not in MODELLED_POINTS and n not in PRE_ENQUEUE_PLUGINS)
 
 
 def default_expansion() -> tuple[list[str], list[tuple[str, int]]]:

@@ -74,6 +74,9 @@ SCORING_STRATEGY_TYPES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY
 # least one binder, so a profile keeps which of them are on, and validation counts them.
 QUEUE_SORT_PLUGINS = ("PrioritySort",)
 BIND_PLUGINS = ("DefaultBinder",)
+# The in-tree PreEnqueue plugin: SchedulingGates (engine/scheduling_gates.py). A profile keeps whether it is
+# on so a configuration loads and exports as upstream's; gated pods are held either way (see the loader).
+PRE_ENQUEUE_PLUGINS = ("SchedulingGates",)
 # Unmodelled plugins that implement ScorePlugin: their weights count in upstream's overflow check.
 UNMODELLED_SCORE_PLUGINS = frozenset({"VolumeBinding"})
 
@@ -123,11 +126,13 @@ class ProfileConfig:
     plugin_args: dict[str, object] = field(default_factory=dict)
     queue_sort: tuple[str, ...] = QUEUE_SORT_PLUGINS
     binders: tuple[str, ...] = BIND_PLUGINS
+    pre_enqueue: tuple[str, ...] = PRE_ENQUEUE_PLUGINS
 
     def __post_init__(self) -> None:
         # As getScoreWeights: a weight of 0 means 1 (so a stored 0 dumps and loads back unchanged).
         self.scores = [(str(n), int(w) or 1) for n, w in self.scores]
         self.queue_sort, self.binders = tuple(self.queue_sort), tuple(self.binders)
+        self.pre_enqueue = tuple(self.pre_enqueue)
         self.post_filters = list(self.post_filters)
 
     def args_for(self, name: str) -> object | None:

@@ -15,7 +15,8 @@ from .topology_args import inter_pod_affinity_args_to_v1, pod_topology_spread_ar
 from ..plugin_args import REQUESTED_TO_CAPACITY_RATIO, NodeAffinityArgs, NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs
 from ..pods import NodeSelectorTerm
 from .defaults import DEFAULT_POST_FILTERS, default_expansion
-from .types import API_VERSION, BIND_PLUGINS, KIND, MODELLED, MODELLED_POINTS, QUEUE_SORT_PLUGINS, ProfileConfig, SchedulerConfig
+from .types import (API_VERSION, BIND_PLUGINS, KIND, MODELLED, MODELLED_POINTS, PRE_ENQUEUE_PLUGINS, QUEUE_SORT_PLUGINS,
+                    ProfileConfig, SchedulerConfig)
 
 
 def _term_to_v1(term: NodeSelectorTerm) -> dict:
@@ -81,7 +82,8 @@ def plugins_to_v1(profile: ProfileConfig) -> dict | None:
     if profile.filters != filters or profile.scores != scores or tuple(profile.post_filters) != DEFAULT_POST_FILTERS:
         out = _modelledplugins_to_v1(profile)
     for point, names, default in (("queueSort", profile.queue_sort, QUEUE_SORT_PLUGINS),
-                                  ("bind", profile.binders, BIND_PLUGINS)):
+                                  ("bind", profile.binders, BIND_PLUGINS),
+                                  ("preEnqueue", profile.pre_enqueue, PRE_ENQUEUE_PLUGINS)):
         if tuple(names) != default:
             item: dict[str, Any] = {"disabled": [{"name": n} for n in default]}
             if names:
@@ -161,6 +163,8 @@ def profile_to_dict(profile: ProfileConfig) -> dict:
         out["queue_sort"] = list(profile.queue_sort)
     if profile.binders != BIND_PLUGINS:
         out["binders"] = list(profile.binders)
+    if profile.pre_enqueue != PRE_ENQUEUE_PLUGINS:  # SchedulingGates disabled
+        out["pre_enqueue"] = list(profile.pre_enqueue)
     return out
 
 

@@ -1,8 +1,8 @@
-// Queue: the three sub-queues with each pod's priority, attempts, time queued, backoff countdown
+// Queue: the three sub-queues and the gated pods (SchedulingGates), with each pod's priority, attempts, time queued, backoff countdown
 // and last failure; every frame replaces the lists, and a one-second timer runs the clocks between frames.
 import {connectLive, el, fmt, podLink} from "./live.js";
 
-const QUEUES = ["active", "backoff", "unschedulable"];
+const QUEUES = ["active", "backoff", "unschedulable", "gated"];
 let latest = null;
 let skew = 0; // server clock minus ours, from the last frame
 
