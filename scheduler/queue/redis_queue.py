@@ -115,6 +115,7 @@ class RedisQueue:
         self._pop = reg(_lua("pop"))
         self._add_unschedulable = reg(_lua("add_unschedulable"))
         self._move_all = reg(_lua("move_all"))
+        self._move_keys = reg(_lua("move_keys"))
         self._flush = reg(_lua("flush"))
         self._reclaim = reg(_lua("reclaim"))
         self._entries = reg(_lua("entries"))
@@ -183,6 +184,14 @@ class RedisQueue:
 
     def move_all_to_active_or_backoff(self, event: str) -> int:
         moved, backoff = (int(v) for v in self._run(self._move_all, event))
+        self._count(ACTIVE_Q, event, moved - backoff)
+        self._count(BACKOFF_Q, event, backoff)
+        return moved
+
+    def move_to_active_or_backoff(self, keys: list[str], event: str) -> int:
+        if not keys:
+            return 0
+        moved, backoff = (int(v) for v in self._run(self._move_keys, *keys))
         self._count(ACTIVE_Q, event, moved - backoff)
         self._count(BACKOFF_Q, event, backoff)
         return moved
