@@ -120,6 +120,11 @@ class SchedulingQueue(Protocol):
         `event` may make them schedulable); how many moved."""
         ...
 
+    def unschedulable_with_message(self, texts: tuple[str, ...]) -> list[tuple[str, str]]:
+        """(key, message) of the pods in the unschedulable pool whose last failure message contains one
+        of `texts` (which plugins rejected them, for their queueing hints)."""
+        ...
+
     def flush(self, now: float | None = None) -> int: ...
 
     def reclaim_expired(
@@ -380,6 +385,10 @@ class MemoryQueue:
                 return 0
             pods.sort(key=lambda p: (p.unschedulable_since, p.key))
             return self._move_to_active_or_backoff(pods, self._clock(), event)
+
+    def unschedulable_with_message(self, texts: tuple[str, ...]) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(p.key, p.message) for p in self._in(UNSCHEDULABLE_Q) if any(t in p.message for t in texts)]
 
     def flush(self, now: float | None = None) -> int:
         with self._lock:

@@ -285,6 +285,19 @@ def test_move_keys_moves_only_the_named_unschedulable_pods(make_queue):
     assert q.move_request_cycle() == q.scheduling_cycle()
 
 
+def test_unschedulable_with_message_finds_pods_by_their_failure(make_queue):
+    q, clock = make_queue()
+    for key, message in (("ns/a", "0/2 nodes are available: 2 node(s) didn't match pod affinity rules."),
+                         ("ns/b", "0/2 nodes are available: 2 Insufficient cpu.")):
+        q.add(key, 0)
+        [info] = q.pop(1)
+        assert q.add_unschedulable_if_not_present(info, message=message) == UNSCHEDULABLE_Q
+    put_in(q, clock, "ns/f", IN_FLIGHT)
+    assert q.unschedulable_with_message(("pod affinity rules", "topology spread")) == [
+        ("ns/a", "0/2 nodes are available: 2 node(s) didn't match pod affinity rules.")]
+    assert q.unschedulable_with_message(()) == []
+
+
 def test_flush_moves_unschedulable_leftovers_after_five_minutes(make_queue):
     q, clock = make_queue()
     put_in(q, clock, "ns/p", UNSCHEDULABLE_Q)
