@@ -1,0 +1,121 @@
+"""Queueing hints in the loop: a pod that InterPodAffinity or PodTopologySpread left unschedulable moves
+(AssignedPodAdd) when a pod its hint says may make it schedulable is bound, not after the pool's
+5-minute timeout; a bound pod that cannot help leaves it waiting."""
+
+import time
+
+import pytest
+import yaml
+
+from django.conf import settings
+
+from scheduler import loop
+from scheduler.cluster.services import cluster_apply
+from scheduler.engine.queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q
+from scheduler.manifests.files import parse_documents
+from scheduler.models import Pod
+from scheduler.queue import queues
+from scheduler.queue.redis_queue import RedisQueue
+from scheduler.telemetry import metrics
+from scheduler.testing.topology import ZONE, node, pod, spread, topology_config
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def apply(*objs):
+    return cluster_apply(parse_documents(yaml.safe_dump_all(objs), "test.yaml"))
+
+
+def affine(key, **labels):
+    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": key, "labelSelector": {"matchLabels": labels}}]}}
+
+
+@pytest.fixture(autouse=True)
+def queue():
+    q = RedisQueue(queues.get_redis(), prefix=settings.SCHEDBOARD_QUEUE_PREFIX, on_incoming=metrics.count_incoming)
+    q.clear()
+    queues.reset_queue(q)
+    loop.reset_worker(loop.Worker(config=topology_config()))
+    return q
+
+
+def drain():
+    for _ in range(30):
+        loop.reconcile()
+        if not loop.run_schedule_task().popped:
+            return
+    raise AssertionError("queue never drained")
+
+
+def moved_by(event):
+    return sum(metrics.queue_incoming_pods.labels(q, event)._value.get() for q in (ACTIVE_Q, BACKOFF_Q))
+
+
+def node_of(name):
+    return Pod.objects.get(name=name).node_name
+
+
+def bound_within(name, seconds):
+    """Schedule until the pod is bound (its backoff, at most a few seconds, runs out), or give up."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        drain()
+        if node_of(name):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_a_pod_waiting_for_affinity_to_app_cache_moves_and_binds_when_a_cache_pod_is_bound(queue):
+    apply(node("n0", "a"), node("n1", "b"))
+    apply(pod("front", {"app": "front"}, affinity=affine(ZONE, app="cache")))
+    drain()
+    assert queue.get("default/front").queue == UNSCHEDULABLE_Q
+    assert "didn't match pod affinity rules" in Pod.objects.get(name="front").scheduled_message
+
+    before = moved_by("AssignedPodAdd")
+    apply(pod("cache", {"app": "cache"}))
+    drain()
+    assert node_of("cache")
+    assert queue.get("default/front") is None or queue.get("default/front").queue != UNSCHEDULABLE_Q
+    assert moved_by("AssignedPodAdd") == before + 1
+    assert bound_within("front", 20)  # far less than the pool's 5 minutes
+    zone = {"n0": "a", "n1": "b"}
+    assert zone[node_of("front")] == zone[node_of("cache")]
+
+
+def test_a_bound_pod_no_hint_queues_for_leaves_the_affinity_pod_waiting(queue):
+    apply(node("n0", "a"))
+    apply(pod("front", {"app": "front"}, affinity=affine(ZONE, app="cache")))
+    drain()
+    before = moved_by("AssignedPodAdd")
+    apply(pod("web", {"app": "web"}), pod("db", {"app": "db"}))
+    drain()
+    assert node_of("web") and node_of("db")
+    assert queue.get("default/front").queue == UNSCHEDULABLE_Q
+    assert moved_by("AssignedPodAdd") == before
+
+
+def test_a_pod_rejected_by_spread_moves_when_a_matching_pod_is_bound_elsewhere(queue):
+    # Zone a holds two web pods; zone b's only node is tainted (it still counts: nodeTaintsPolicy Ignore),
+    # so a third web pod fits nowhere without breaking maxSkew 1.
+    tainted = node("n1", "b")
+    tainted["spec"] = {**tainted.get("spec", {}), "taints": [{"key": "dedicated", "effect": "NoSchedule"}]}
+    apply(node("n0", "a"), tainted)
+    apply(pod("web-0", {"app": "web"}, node_name="n0"))
+    apply(pod("web-1", {"app": "web"}, node_name="n0"))
+    apply(pod("web-2", {"app": "web"}, topologySpreadConstraints=spread(ZONE, app="web")))
+    drain()
+    assert queue.get("default/web-2").queue == UNSCHEDULABLE_Q
+    assert "didn't match pod topology spread constraints" in Pod.objects.get(name="web-2").scheduled_message
+    before = moved_by("AssignedPodAdd")
+    apply(pod("other", {"app": "db"}))  # matches no selector: no move
+    drain()
+    assert queue.get("default/web-2").queue == UNSCHEDULABLE_Q
+    apply(pod("web-3", {"app": "web"}, nodeSelector={ZONE: "b"},
+              tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]))
+    drain()
+    assert node_of("web-3") == "n1"
+    assert moved_by("AssignedPodAdd") == before + 1
+    assert queue.get("default/web-2") is None or queue.get("default/web-2").queue != UNSCHEDULABLE_Q
