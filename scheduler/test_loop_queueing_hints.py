@@ -119,3 +119,24 @@ def test_a_pod_rejected_by_spread_moves_when_a_matching_pod_is_bound_elsewhere(q
     assert node_of("web-3") == "n1"
     assert moved_by("AssignedPodAdd") == before + 1
     assert queue.get("default/web-2") is None or queue.get("default/web-2").queue != UNSCHEDULABLE_Q
+
+
+def test_apply_of_a_bound_pod_and_relabelling_one_move_the_affinity_pod(queue):
+    apply(node("n0", "a"))
+    apply(pod("db", {"app": "db"}, node_name="n0"))
+    apply(pod("front", {"app": "front"}, affinity=affine(ZONE, app="cache")))
+    drain()
+    assert queue.get("default/front").queue == UNSCHEDULABLE_Q
+    before = moved_by("AssignedPodUpdate")
+    apply(pod("db", {"app": "cache"}, node_name="n0"))  # AssignedPodUpdate: now it matches
+    assert queue.get("default/front").queue != UNSCHEDULABLE_Q
+    assert moved_by("AssignedPodUpdate") == before + 1
+    assert bound_within("front", 20)
+
+    apply(pod("front-2", {"app": "front"}, affinity=affine(ZONE, app="queue")))
+    drain()
+    assert queue.get("default/front-2").queue == UNSCHEDULABLE_Q
+    before = moved_by("AssignedPodAdd")
+    apply(pod("mq", {"app": "queue"}, node_name="n0"))  # created bound: AssignedPodAdd
+    assert queue.get("default/front-2").queue != UNSCHEDULABLE_Q
+    assert moved_by("AssignedPodAdd") == before + 1
