@@ -52,20 +52,34 @@ def assigned_from_row(pod: Pod, node: str) -> PodSpec:
     return assigned(pod.namespace, pod.name, pod.uid, node, labels)
 
 
+# Parsed specs of waiting pods by (uid, updated_at), as the worker keeps them: a pod that waits is asked
+# again at every binding batch, and parsing its manifest each time would cost more than the hints.
+_SPECS: dict[tuple, PodSpec] = {}
+_SPECS_MAX = 10_000
+
+
 def _waiting_specs(keys: list[str]) -> dict[str, PodSpec]:
     """The pending pods' specs, one query."""
     pairs = [k.split("/", 1) for k in keys]
     wanted = set(keys)
     out = {}
     rows = Pod.objects.filter(name__in={n for _, n in pairs}, namespace__in={ns for ns, _ in pairs},
-                              node_name="").values_list("namespace", "name", "manifest")
-    for ns, name, manifest in rows:
+                              node_name="").values_list("namespace", "name", "uid", "updated_at", "manifest")
+    for ns, name, uid, updated_at, manifest in rows:
         key = f"{ns}/{name}"
-        if key in wanted:
+        if key not in wanted:
+            continue
+        spec = _SPECS.get((uid, updated_at))
+        if spec is None:
             try:
-                out[key] = pod_from_manifest(manifest)
+                spec = pod_from_manifest(manifest)
             except Exception:  # a row that no longer parses: left to the timeout, as any other
                 log.warning("queueing hints: cannot read pod %s", key, exc_info=True)
+                continue
+            if len(_SPECS) >= _SPECS_MAX:
+                _SPECS.clear()
+            _SPECS[(uid, updated_at)] = spec
+        out[key] = spec
     return out
 
 
