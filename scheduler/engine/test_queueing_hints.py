@@ -5,7 +5,7 @@ import pytest
 
 from scheduler.engine.labels import LabelSelector
 from scheduler.engine.pods import DO_NOT_SCHEDULE, PodAffinity, PodAffinityTerm, PodSpec, TopologySpreadConstraint
-from scheduler.queue.hints import PodChange, assigned, keys_to_move
+from scheduler.engine.queueing_hints import PodChange, assigned, keys_to_move
 
 AFFINITY_FAIL = "0/2 nodes are available: 2 node(s) didn't match pod affinity rules."
 SPREAD_FAIL = "0/2 nodes are available: 2 node(s) didn't match pod topology spread constraints."
