@@ -71,8 +71,8 @@ def keys_to_move(waiting: list[tuple[str, str]], specs: dict[str, PodSpec], chan
         if any(r in message for r in SPREAD_REASONS):
             asks.append(_spread_queues)
         for change in changes:
-            if change.new.uid == pod.uid:
-                continue
+            if change.new.namespace == pod.namespace and change.new.name == pod.name:
+                continue  # the waiting pod itself (a trace's pods may have no uid)
             if any(ask(pod, change) for ask in asks):
                 out.setdefault(change.event, []).append(key)
                 break

@@ -451,10 +451,11 @@ def is_schedulable_after_pod_change(pod: PodSpec, constraints: list[Constraint],
     helps when a constraint's selector matches the old labels and not the new ones, or the reverse; an
     add or delete when the pod's labels match any constraint's selector."""
     for changed in (old, new):
-        if changed is not None and not (changed.uid == pod.uid or (changed.node_name and changed.namespace == pod.namespace)):
+        itself = bool(pod.uid) and changed is not None and changed.uid == pod.uid  # (a trace's pods have no uid)
+        if changed is not None and not (itself or (changed.node_name and changed.namespace == pod.namespace)):
             return False
     if old is not None and new is not None:
-        if new.uid != pod.uid and old.labels == new.labels:
+        if not (pod.uid and new.uid == pod.uid) and old.labels == new.labels:
             return False
         return any(c.selector.matches(old.labels) != c.selector.matches(new.labels) for c in constraints)
     changed = new if new is not None else old
