@@ -140,3 +140,24 @@ def test_apply_of_a_bound_pod_and_relabelling_one_move_the_affinity_pod(queue):
     apply(pod("mq", {"app": "queue"}, node_name="n0"))  # created bound: AssignedPodAdd
     assert queue.get("default/front-2").queue != UNSCHEDULABLE_Q
     assert moved_by("AssignedPodAdd") == before + 1
+
+
+def test_a_pod_failing_after_its_partner_was_bound_while_it_was_in_flight_goes_to_backoff_not_the_pool(queue):
+    from scheduler.engine.pods import PodAffinity, PodAffinityTerm, PodSpec
+    from scheduler.engine.labels import LabelSelector
+    from scheduler.queue import hints
+
+    apply(node("n0", "a"))
+    popped_before = time.time()
+    apply(pod("cache", {"app": "cache"}))
+    drain()
+    assert node_of("cache")
+    wants = lambda app: PodSpec(namespace="default", name="front", uid="f", pod_affinity=PodAffinity(  # noqa: E731
+        required=(PodAffinityTerm(ZONE, LabelSelector(match_labels=(("app", app),))),)))
+    message = "0/1 nodes are available: 1 node(s) didn't match pod affinity rules."
+    assert hints.bound_while_in_flight([("default/front", popped_before, wants("cache"), message)]) == {"default/front"}
+    # Popped after the binding, or waiting for another app, or rejected by another plugin: the pool.
+    assert hints.bound_while_in_flight([("default/front", time.time() + 5, wants("cache"), message)]) == set()
+    assert hints.bound_while_in_flight([("default/front", popped_before, wants("db"), message)]) == set()
+    assert hints.bound_while_in_flight([("default/front", popped_before, wants("cache"), "0/1 nodes are available: "
+                                         "1 Insufficient cpu.")]) == set()
