@@ -11,10 +11,12 @@ from django.conf import settings
 
 from scheduler import loop
 from scheduler.cluster.services import cluster_apply
+from scheduler.engine.labels import LabelSelector
+from scheduler.engine.pods import PodAffinity, PodAffinityTerm, PodSpec
 from scheduler.engine.queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Pod
-from scheduler.queue import queues
+from scheduler.queue import hints, queues
 from scheduler.queue.redis_queue import RedisQueue
 from scheduler.telemetry import metrics
 from scheduler.testing.topology import ZONE, node, pod, spread, topology_config
@@ -143,17 +145,16 @@ def test_apply_of_a_bound_pod_and_relabelling_one_move_the_affinity_pod(queue):
 
 
 def test_a_pod_failing_after_its_partner_was_bound_while_it_was_in_flight_goes_to_backoff_not_the_pool(queue):
-    from scheduler.engine.pods import PodAffinity, PodAffinityTerm, PodSpec
-    from scheduler.engine.labels import LabelSelector
-    from scheduler.queue import hints
-
     apply(node("n0", "a"))
     popped_before = time.time()
     apply(pod("cache", {"app": "cache"}))
     drain()
     assert node_of("cache")
-    wants = lambda app: PodSpec(namespace="default", name="front", uid="f", pod_affinity=PodAffinity(  # noqa: E731
-        required=(PodAffinityTerm(ZONE, LabelSelector(match_labels=(("app", app),))),)))
+
+    def wants(app):
+        return PodSpec(namespace="default", name="front", uid="f", pod_affinity=PodAffinity(
+            required=(PodAffinityTerm(ZONE, LabelSelector(match_labels=(("app", app),))),)))
+
     message = "0/1 nodes are available: 1 node(s) didn't match pod affinity rules."
     assert hints.bound_while_in_flight([("default/front", popped_before, wants("cache"), message)]) == {"default/front"}
     # Popped after the binding, or waiting for another app, or rejected by another plugin: the pool.
