@@ -19,6 +19,7 @@ from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from ..manifests.errors import ManifestError, Problem, uid_taken
 from ..manifests.objects import ParsedNode, ParsedPod
 from ..models import POD_UID_CONSTRAINT, ClusterEvent, Node, Pod
+from ..queue import hints
 from ..queue.kick import kick
 from ..state.events import cluster_event_record
 from ..state.reservations import (add_node_usage, node_recount, pod_usage_fields, release_assumed, release_node_usage,
@@ -75,6 +76,7 @@ def cluster_apply(objects: list[ParsedNode | ParsedPod], *, filename: str = "-")
 def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
     result = ApplyResult([], [], [])
     to_queue: list[tuple[str, int]] = []
+    assigned: list[hints.PodChange] = []  # pods created bound, bound pods relabelled: queueing hints
     node_events: list[tuple[str, str]] = []
     problems: list[Problem] = []
     ours = scheduler_names()
@@ -91,7 +93,7 @@ def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
         classes = priority_classes() if any(isinstance(obj, ParsedPod) for obj in objects) else {}
         for obj in objects:
             if isinstance(obj, ParsedPod):
-                problem = _pod_apply(obj, result, to_queue, ours, uid_owners, classes)
+                problem = _pod_apply(obj, result, to_queue, ours, uid_owners, classes, assigned)
                 if problem:
                     problems.append(problem)
         if problems:
@@ -101,7 +103,7 @@ def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
                 cluster_event_record(kind, name)
     if problems:
         raise ManifestError(problems)
-    transaction.on_commit(lambda: _publish(to_queue, node_events))
+    transaction.on_commit(lambda: _publish(to_queue, node_events, assigned))
     return result
 
 
@@ -174,7 +176,7 @@ def _mark_gated(pod: Pod) -> None:
 
 
 def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set[str],
-               uid_owners: dict[str, str], classes: dict) -> Problem | None:
+               uid_owners: dict[str, str], classes: dict, assigned: list) -> Problem | None:
     pod = Pod.objects.select_for_update().filter(namespace=parsed.spec.namespace, name=parsed.spec.name).first()
     if pod is None:
         # As the Priority admission plugin, on creation only (a pod's priority is immutable after).
@@ -206,6 +208,8 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
             pod.bound_at = created
             if Node.objects.filter(name=spec.node_name).exists():
                 add_node_usage(node_name=spec.node_name, usage=usage)
+            assigned.append(hints.PodChange(hints.assigned(spec.namespace, spec.name, uid, spec.node_name,
+                                                           spec.labels)))  # AssignedPodAdd
         pending = not spec.node_name and spec.scheduler_name in ours and not spec.deleting
         if pending and spec.scheduling_gates:
             pending = False  # SchedulingGates' PreEnqueue: held as gated, never attempted, until its last gate goes
@@ -245,6 +249,8 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
             pod.bound_at = timezone.now()
             if Node.objects.filter(name=spec.node_name).exists():
                 add_node_usage(node_name=spec.node_name, usage=usage)
+            assigned.append(hints.PodChange(hints.assigned(spec.namespace, spec.name, pod.uid, spec.node_name,
+                                                           spec.labels)))  # AssignedPodAdd
         elif spec.scheduling_gates and spec.scheduler_name in ours:
             _mark_gated(pod)
         elif spec.scheduler_name in ours and not pod.deleting:
@@ -253,12 +259,17 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
             pod.queued_at = pod.queued_at or timezone.now()
             to_queue.append((pod.key, spec.priority))
     pod.save()
+    old_labels = (old_manifest.get("metadata") or {}).get("labels") or {}
+    if pod.node_name and placed and old_labels != spec.labels:  # AssignedPodUpdate
+        assigned.append(hints.PodChange(hints.assigned(spec.namespace, spec.name, pod.uid, pod.node_name, spec.labels),
+                                        hints.assigned(spec.namespace, spec.name, pod.uid, pod.node_name, old_labels)))
     placed_pod_changed(pod, old_manifest)
     result.record("Pod", spec.namespace, spec.name, "configured")
     return None
 
 
-def _publish(to_queue: list[tuple[str, int]], node_events: list[tuple[str, str]]) -> None:
+def _publish(to_queue: list[tuple[str, int]], node_events: list[tuple[str, str]],
+             assigned: list | None = None) -> None:
     """After commit: tell the queue at once (the reconciler would find out within a second anyway)."""
     from ..queue.queues import get_queue
 
@@ -267,7 +278,8 @@ def _publish(to_queue: list[tuple[str, int]], node_events: list[tuple[str, str]]
         queue.add(key, priority)
     for kind, _ in node_events[:1]:
         queue.move_all_to_active_or_backoff(kind)
-    if to_queue or node_events:
+    hinted = hints.move_after_assigned(queue, assigned or [])
+    if to_queue or node_events or hinted:
         kick()
 
 

@@ -39,6 +39,8 @@ QUEUE_NAMES = (ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q, IN_FLIGHT)
 EVENT_NODE_ADD = "NodeAdd"
 EVENT_NODE_UPDATE = "NodeUpdate"
 EVENT_ASSIGNED_POD_DELETE = "AssignedPodDelete"
+EVENT_ASSIGNED_POD_ADD = "AssignedPodAdd"
+EVENT_ASSIGNED_POD_UPDATE = "AssignedPodUpdate"
 EVENT_UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 EVENT_FORCE_ACTIVATE = "ForceActivate"
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
@@ -112,6 +114,16 @@ class SchedulingQueue(Protocol):
         ...
 
     def move_all_to_active_or_backoff(self, event: str) -> int: ...
+
+    def move_to_active_or_backoff(self, keys: list[str], event: str) -> int:
+        """Those of `keys` in the unschedulable pool go to activeQ or backoffQ (a queueing hint said
+        `event` may make them schedulable); how many moved."""
+        ...
+
+    def unschedulable_with_message(self, texts: tuple[str, ...]) -> list[tuple[str, str]]:
+        """(key, message) of the pods in the unschedulable pool whose last failure message contains one
+        of `texts` (which plugins rejected them, for their queueing hints)."""
+        ...
 
     def flush(self, now: float | None = None) -> int: ...
 
@@ -365,6 +377,18 @@ class MemoryQueue:
             now = self._clock()
             pods = sorted(self._in(UNSCHEDULABLE_Q), key=lambda p: (p.unschedulable_since, p.key))
             return self._move_to_active_or_backoff(pods, now, event)
+
+    def move_to_active_or_backoff(self, keys: list[str], event: str) -> int:
+        with self._lock:
+            pods = [p for p in (self._pods.get(k) for k in set(keys)) if p is not None and p.queue == UNSCHEDULABLE_Q]
+            if not pods:
+                return 0
+            pods.sort(key=lambda p: (p.unschedulable_since, p.key))
+            return self._move_to_active_or_backoff(pods, self._clock(), event)
+
+    def unschedulable_with_message(self, texts: tuple[str, ...]) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(p.key, p.message) for p in self._in(UNSCHEDULABLE_Q) if any(t in p.message for t in texts)]
 
     def flush(self, now: float | None = None) -> int:
         with self._lock:

@@ -23,6 +23,7 @@ from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY
 from ..manifests.errors import ManifestError
 from ..manifests.objects import ParsedNode, ParsedPod, parse_object
 from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, ClusterEvent, Node, Pod
+from ..queue import hints
 from ..queue.kick import kick
 from ..state.events import EventSpec, cluster_event_record, events_record
 from ..state.reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fields, release_assumed, release_node_usage, row_usage
@@ -294,7 +295,7 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
     phase = (manifest.get("status") or {}).get("phase") or Pod.PENDING
     ours = scheduler_names() if ours is None else ours
     now = timezone.now()
-    publish: dict = {"add": None, "done": None, "moved": None}
+    publish: dict = {"add": None, "done": None, "moved": None, "assigned": None}
     with transaction.atomic(savepoint=False):  # inside a batch's transaction: no savepoint per pod
         row = Pod.objects.select_for_update().filter(namespace=spec.namespace, name=spec.name).first()
         if row is not None and row.uid != spec.uid:
@@ -310,6 +311,7 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
                 row.bound_at = created
                 if Node.objects.filter(name=spec.node_name).exists():
                     add_node_usage(node_name=spec.node_name, usage=usage)
+                publish["assigned"] = hints.PodChange(spec)  # AssignedPodAdd
             elif spec.scheduler_name in ours and not spec.deleting:
                 row.queued_at = now
                 publish["add"] = (row.key, spec.priority)
@@ -317,6 +319,10 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
         else:
             old_manifest = row.manifest
             was_pending = not row.node_name and not row.assumed_node
+            old_labels = ((old_manifest or {}).get("metadata") or {}).get("labels") or {}
+            if row.node_name and spec.node_name == row.node_name and old_labels != spec.labels:
+                publish["assigned"] = hints.PodChange(spec, hints.assigned(  # AssignedPodUpdate
+                    row.namespace, row.name, row.uid, row.node_name, old_labels))
             if not row.node_name and not row.assumed_node:
                 for field, value in usage.items():  # a pending pod's requests may still change
                     setattr(row, field, value)
@@ -324,6 +330,7 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
             if spec.node_name and not row.node_name:
                 _mark_bound(row, spec.node_name, now)
                 publish["done"] = row.key
+                publish["assigned"] = hints.PodChange(spec)  # AssignedPodAdd
             elif was_pending and spec.scheduler_name in ours and not spec.deleting:
                 row.queued_at = row.queued_at or now
                 publish["add"] = (row.key, spec.priority)
@@ -337,6 +344,8 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
             queue.done(publish["done"])
         if publish["add"]:
             queue.add(*publish["add"])
+            kick()
+        if publish["assigned"] and hints.move_after_assigned(queue, [publish["assigned"]]):
             kick()
 
     transaction.on_commit(after_commit)

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from ..manifests.objects import parse_object
 from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, ClusterEvent, Pod
+from ..queue import hints
 from ..queue.kick import kick
 from ..state.events import EventSpec, events_record
 from ..state.placed_pods import _topology_view
@@ -62,6 +63,7 @@ class _Writes:
     cluster_events: list = field(default_factory=list)
     queue_ops: list = field(default_factory=list)  # (key, op, args) in the order the events came
     moved: bool = False  # a bound pod was deleted: unschedulable pods may fit now
+    assigned: list = field(default_factory=list)  # hints.PodChange: pods bound, bound pods' labels changed
     parsed: dict = field(default_factory=dict)  # id(event object) -> ParsedPod, or None: unparsable
 
     def node_delta(self, node: str, usage: dict, sign: int) -> None:
@@ -130,6 +132,7 @@ def _upsert(w: _Writes, key, obj: dict, ours: set[str]) -> None:
             row.node_name = spec.node_name
             row.bound_at = created
             w.node_delta(spec.node_name, usage, +1)
+            w.assigned.append(hints.PodChange(spec))
         elif spec.scheduler_name in ours and not spec.deleting:
             row.queued_at = w.now
             w.queue_ops.append((key, "add", (row.key, spec.priority)))
@@ -137,6 +140,11 @@ def _upsert(w: _Writes, key, obj: dict, ours: set[str]) -> None:
         return
     old_manifest = row.manifest
     was_pending = not row.node_name and not row.assumed_node
+    old_labels = ((old_manifest or {}).get("metadata") or {}).get("labels") or {}
+    if row.node_name and spec.node_name == row.node_name and old_labels != spec.labels:
+        # AssignedPodUpdate: a bound pod's labels changed.
+        w.assigned.append(hints.PodChange(spec, hints.assigned(row.namespace, row.name, row.uid, row.node_name,
+                                                               old_labels)))
     if spec.node_name and not row.node_name and row.assumed_node and row.assumed_node != spec.node_name:
         raise _Slow()  # bound elsewhere: our reservation is given back per pod
     if was_pending:
@@ -158,6 +166,7 @@ def _upsert(w: _Writes, key, obj: dict, ours: set[str]) -> None:
         row.binding_at = None
         row.bound_at = row.bound_at or w.now
         w.queue_ops.append((key, "done", (row.key,)))
+        w.assigned.append(hints.PodChange(spec))  # AssignedPodAdd
     elif was_pending and spec.scheduler_name in ours and not spec.deleting:
         row.queued_at = row.queued_at or w.now
         w.queue_ops.append((key, "add", (row.key, spec.priority)))
@@ -287,8 +296,8 @@ def _record_our_bindings(bound: list, now) -> None:
 
 
 def _after_commit(w: _Writes, queue) -> None:
-    ops, moved = list(w.queue_ops), w.moved
-    if not ops:
+    ops, moved, assigned = list(w.queue_ops), w.moved, list(w.assigned)
+    if not ops and not assigned:
         return
 
     def publish():
@@ -305,7 +314,8 @@ def _after_commit(w: _Writes, queue) -> None:
             queue.done_many(done)
         if moved:
             queue.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_DELETE)
-        if any(op == "add" for _, op, _args in ops):
+        hinted = hints.move_after_assigned(queue, assigned)
+        if hinted or any(op == "add" for _, op, _args in ops):
             kick()
 
     transaction.on_commit(publish)

@@ -17,6 +17,7 @@ from ..backends import get_backend
 from ..backends.bind_item import BindItem
 from ..backends.errors import BindError, BindOutcomeUnknown, BoundElsewhere, PodGone
 from ..models import RESULT_BIND_FAILED, RESULT_ERROR, RESULT_SCHEDULED, Attempt, Binding, Node, Pod
+from ..queue import hints
 from ..queue.kick import kick
 from ..queue.queues import get_queue
 from ..state.events import EventSpec, events_record
@@ -115,6 +116,10 @@ def _after_commit(binds: list[_Bind], queue, backend, now) -> None:
         requeue_after_binding_error(queue, [b for b in binds if b.final in ("refused", "lost")])
         backend.report(failed=[(b.pod, "SchedulerError", b.message) for b in binds if b.final == "refused"],
                        scheduled=[(b.pod, b.node) for b in binds if b.recorded])
+        # AssignedPodAdd: the pods waiting on an affinity or spread these bound pods may satisfy move.
+        if hints.move_after_assigned(queue, [hints.PodChange(hints.assigned_from_row(b.pod, b.node))
+                                             for b in binds if b.recorded]):
+            kick()
 
     transaction.on_commit(publish)
 

@@ -30,6 +30,7 @@ from ..manifests import stored as pod_terms
 from ..manifests.errors import ManifestError
 from ..manifests.objects import pod_from_manifest
 from ..models import RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Pod
+from ..queue import hints
 from ..queue import preempting as preempting_marks
 from ..queue.kick import kick, slot_release
 from ..queue.queues import get_queue, set_queue_backoff
@@ -252,6 +253,11 @@ class Worker:
         reported = [o.reported for o in outcomes if o.reported]
         if reported:  # committed: the backend may tell the cluster (the kubernetes backend's leader does)
             get_backend().report(failed=reported, scheduled=[])
+        # A pod bound while one was in flight that its affinity or spread hint says may help: back through
+        # backoffQ, not the pool (that binding's own move could not see it).
+        helped = hints.bound_while_in_flight([(o.info.key, o.info.popped_at, self.pod_spec(o.pod), o.requeue[1])
+                                              for o in outcomes if o.requeue is not None and o.requeue[0]
+                                              and not o.done and not o.again and hints.asks_hints(o.requeue[1])])
         for o in outcomes:
             if o.done:
                 self.queue.done(o.info.key)
@@ -259,7 +265,8 @@ class Worker:
                 self.queue.done(o.info.key)
                 self.queue.add(o.info.key, o.pod.priority)
             elif o.requeue is not None:
-                self.queue.add_unschedulable_if_not_present(o.info, unschedulable=o.requeue[0], message=o.requeue[1])
+                self.queue.add_unschedulable_if_not_present(o.info, unschedulable=o.requeue[0] and o.info.key not in helped,
+                                                            message=o.requeue[1])
         preempting = [o for o in outcomes if o.written and o.victims and o.nominate]
         if preempting:  # as prepareCandidateAsync: the victims go in another task, the loop goes on
             jobs = [preemption_job(o.pod, o.nominate, o.victims, o.attempt.pk if o.attempt else None, o.cleared)

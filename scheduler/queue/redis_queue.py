@@ -115,6 +115,8 @@ class RedisQueue:
         self._pop = reg(_lua("pop"))
         self._add_unschedulable = reg(_lua("add_unschedulable"))
         self._move_all = reg(_lua("move_all"))
+        self._move_keys = reg(_lua("move_keys"))
+        self._rejected = reg(_lua("rejected"))
         self._flush = reg(_lua("flush"))
         self._reclaim = reg(_lua("reclaim"))
         self._entries = reg(_lua("entries"))
@@ -186,6 +188,20 @@ class RedisQueue:
         self._count(ACTIVE_Q, event, moved - backoff)
         self._count(BACKOFF_Q, event, backoff)
         return moved
+
+    def move_to_active_or_backoff(self, keys: list[str], event: str) -> int:
+        if not keys:
+            return 0
+        moved, backoff = (int(v) for v in self._run(self._move_keys, *keys))
+        self._count(ACTIVE_Q, event, moved - backoff)
+        self._count(BACKOFF_Q, event, backoff)
+        return moved
+
+    def unschedulable_with_message(self, texts: tuple[str, ...]) -> list[tuple[str, str]]:
+        if not texts:
+            return []
+        flat = self._run(self._rejected, *texts)
+        return [(_s(flat[i]), _s(flat[i + 1])) for i in range(0, len(flat), 2)]
 
     def flush(self, now: float | None = None) -> int:
         done, left, backoff = (int(v) for v in self._run(self._flush, repr(self.max_in_unschedulable), now=now))

@@ -269,6 +269,35 @@ def test_move_all_leaves_backoff_and_in_flight_pods_alone(make_queue):
     assert (queue_of(q, "ns/b"), queue_of(q, "ns/f"), queue_of(q, "ns/a")) == (BACKOFF_Q, IN_FLIGHT, ACTIVE_Q)
 
 
+def test_move_keys_moves_only_the_named_unschedulable_pods(make_queue):
+    q, clock = make_queue()
+    put_in(q, clock, "ns/hinted", UNSCHEDULABLE_Q)
+    put_in(q, clock, "ns/other", UNSCHEDULABLE_Q)
+    put_in(q, clock, "ns/b", BACKOFF_Q)
+    put_in(q, clock, "ns/f", IN_FLIGHT)
+    clock.advance(60)
+    assert q.move_to_active_or_backoff([], "AssignedPodAdd") == 0
+    assert q.move_request_cycle() == -1  # nothing named: no move request
+    assert q.move_to_active_or_backoff(["ns/hinted", "ns/b", "ns/f", "ns/gone"], "AssignedPodAdd") == 1
+    assert [queue_of(q, k) for k in ("ns/hinted", "ns/other", "ns/b", "ns/f")] == \
+        [ACTIVE_Q, UNSCHEDULABLE_Q, BACKOFF_Q, IN_FLIGHT]
+    assert q.get("ns/hinted").unschedulable_since is None
+    assert q.move_request_cycle() == q.scheduling_cycle()
+
+
+def test_unschedulable_with_message_finds_pods_by_their_failure(make_queue):
+    q, clock = make_queue()
+    for key, message in (("ns/a", "0/2 nodes are available: 2 node(s) didn't match pod affinity rules."),
+                         ("ns/b", "0/2 nodes are available: 2 Insufficient cpu.")):
+        q.add(key, 0)
+        [info] = q.pop(1)
+        assert q.add_unschedulable_if_not_present(info, message=message) == UNSCHEDULABLE_Q
+    put_in(q, clock, "ns/f", IN_FLIGHT)
+    assert q.unschedulable_with_message(("pod affinity rules", "topology spread")) == [
+        ("ns/a", "0/2 nodes are available: 2 node(s) didn't match pod affinity rules.")]
+    assert q.unschedulable_with_message(()) == []
+
+
 def test_flush_moves_unschedulable_leftovers_after_five_minutes(make_queue):
     q, clock = make_queue()
     put_in(q, clock, "ns/p", UNSCHEDULABLE_Q)

@@ -29,6 +29,7 @@ from scheduler.engine.nodes import NodeSpec, NodeTable
 from scheduler.engine.nominator import Nominator
 from scheduler.engine.plugins.default_preemption import DefaultPreemption
 from scheduler.engine.pods import PodSpec
+from scheduler.engine.queueing_hints import AFFINITY_REASONS, SPREAD_REASONS, PodChange, assigned, keys_to_move
 from scheduler.engine.queue import (ACTIVE_Q, BACKOFF_Q, EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE,
                                     UNSCHEDULABLE_Q, MemoryQueue)
 from scheduler.manifests.errors import ManifestError
@@ -289,6 +290,7 @@ class Replayer:
             by_key[info.key] = info
         results = cycle.schedule_batch(batch, algorithm=self.algorithm, cache=self.cache, cluster=_Reserves())
         victims: list[str] = []
+        bound: list[PodChange] = []
         for result in results:
             key = result.pod.key
             pod = self.pods[key]
@@ -315,14 +317,29 @@ class Replayer:
                 self.unbound.discard(key)
                 self.result.bindings.setdefault(key, result.node_name)
                 self.queue.done(key)
+                bound.append(PodChange(assigned(pod.spec.namespace, pod.spec.name, pod.spec.uid, result.node_name,
+                                                pod.spec.labels)))
             else:
                 pod.message = result.message
                 self.queue.add_unschedulable_if_not_present(
                     by_key[key], unschedulable=result.status == cycle.UNSCHEDULABLE, message=result.message)
                 victims += [v.key for v in result.victims]
                 self.result.preemptors += bool(result.victims)
+        self._hint_moves(bound)
         self._evict(victims)
         return len(infos)
+
+    def _hint_moves(self, bound: list[PodChange]) -> None:
+        """As the live binder once its batch is bound (scheduler/queue/hints.py): AssignedPodAdd moves the
+        waiting pods whose InterPodAffinity or PodTopologySpread hint says these bindings may help."""
+        if not bound:
+            return
+        waiting = self.queue.unschedulable_with_message(AFFINITY_REASONS + SPREAD_REASONS)
+        if not waiting:
+            return
+        specs = {k: self.pods[k].spec for k, _ in waiting if k in self.pods}
+        for event, keys in keys_to_move(waiting, specs, bound).items():
+            self.queue.move_to_active_or_backoff(keys, event)
 
     def _evict(self, keys: list[str]) -> None:
         """As the preemption's deletions: each victim leaves its node (AssignedPodDelete moves the waiting

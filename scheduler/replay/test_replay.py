@@ -60,6 +60,24 @@ def test_a_pod_in_backoff_is_tried_again_when_its_backoff_expires_not_before():
     assert out["placements"] == {"default/p": "n"} and out["time_to_bind_p50_s"] == 1.0
 
 
+def test_a_pod_waiting_for_affinity_is_moved_when_its_partner_binds_not_after_five_minutes():
+    # "front" needs a pod labelled app=cache in its zone; none exists, so it waits unschedulable. The cache
+    # pod arrives at 30 s and binds: AssignedPodAdd's InterPodAffinity hint moves front at that instant.
+    front = pod("front")
+    front["metadata"]["labels"] = {"app": "front"}
+    front["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "cache"}}}]}}
+    cache = pod("cache")
+    cache["metadata"]["labels"] = {"app": "cache"}
+    web = pod("web")
+    web["metadata"]["labels"] = {"app": "web"}
+    t = trace([node("a")], [front], [{"t": 10.0, "kind": "pod_add", "manifest": web},
+                                     {"t": 30.0, "kind": "pod_add", "manifest": cache}])
+    out = run(t)
+    assert out["placements"] == {"default/front": "a", "default/cache": "a", "default/web": "a"}
+    assert out["attempts"] == 4  # front twice (the web pod's binding did not move it), web and cache once
+
+
 def test_removing_a_node_takes_its_pods_with_it():
     t = trace([node("a"), node("b")], [pod("on-a", node_name="a")], [{"t": 5.0, "kind": "node_delete", "name": "a"}])
     out = run(t)

@@ -340,3 +340,26 @@ class InterPodAffinity:
             return np.zeros(len(scores), dtype=np.int64)
         frac = (scores - low).astype(np.float64) / float(diff)
         return np.trunc(float(MAX_NODE_SCORE) * frac).astype(np.int64)
+
+
+# ---- QueueingHint ------------------------------------------------------------------------------------
+
+def is_schedulable_after_pod_change(pod: PodSpec, old: PodSpec | None, new: PodSpec | None) -> bool:
+    """As isSchedulableAfterPodChange, the hint for an assigned pod added (old None), updated or deleted
+    (new None): True is Queue (the change may make `pod`, rejected by this plugin, schedulable), False
+    QueueSkip. A pod not bound never helps. One bound pod must match every required affinity term (the
+    filter looks for a single pod satisfying them all); a pod leaving the anti-affinity terms' match helps."""
+    if (new is not None and not new.node_name) or (old is not None and not old.node_name):
+        return False
+    info = pod_info(pod)
+    if info.parse_error:
+        return True  # as upstream on an error: requeue, the next attempt reports it
+    anti = info.required_anti_affinity
+    if old is not None and new is not None:
+        if (not _matches_all(info.required_affinity, old.namespace, old.labels)
+                and _matches_all(info.required_affinity, new.namespace, new.labels)):
+            return True
+        return _matches_all(anti, old.namespace, old.labels) and not _matches_all(anti, new.namespace, new.labels)
+    if new is not None:
+        return _matches_all(info.required_affinity, new.namespace, new.labels)
+    return _matches_all(anti, old.namespace, old.labels)

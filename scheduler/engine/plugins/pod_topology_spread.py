@@ -439,3 +439,24 @@ class PodTopologySpread:
         out[ignored] = 0
         return out
 
+
+
+# ---- QueueingHint ------------------------------------------------------------------------------------
+
+def is_schedulable_after_pod_change(pod: PodSpec, constraints: list[Constraint], old: PodSpec | None,
+                                    new: PodSpec | None) -> bool:
+    """As isSchedulableAfterPodChange, the hint for an assigned pod added (old None), updated or deleted
+    (new None), given `pod`'s DoNotSchedule constraints (PodTopologySpread.constraints): True is Queue,
+    False QueueSkip. Only a bound pod of the same namespace counts (involvedInTopologySpreading); an update
+    helps when a constraint's selector matches the old labels and not the new ones, or the reverse; an
+    add or delete when the pod's labels match any constraint's selector."""
+    for changed in (old, new):
+        itself = bool(pod.uid) and changed is not None and changed.uid == pod.uid  # (a trace's pods have no uid)
+        if changed is not None and not (itself or (changed.node_name and changed.namespace == pod.namespace)):
+            return False
+    if old is not None and new is not None:
+        if not (pod.uid and new.uid == pod.uid) and old.labels == new.labels:
+            return False
+        return any(c.selector.matches(old.labels) != c.selector.matches(new.labels) for c in constraints)
+    changed = new if new is not None else old
+    return any(c.selector.matches(changed.labels) for c in constraints)
