@@ -195,6 +195,7 @@ class Worker:
         popped_at = self.queue.clock()
         now = timezone.now()
         rows = _pods_by_key([i.key for i in infos])
+        self._snapshot_at = timezone.now()  # each attempt records it (the replay applies events up to it)
         cache = self.snapshot.refresh()
         # After the snapshot: room a preemption freed (victims deleted after the nomination committed) is
         # never seen here without the nomination that claims it.
@@ -417,7 +418,8 @@ class Worker:
         table = self.snapshot.cache.table
         attempt = Attempt(
             pod=pod, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, number=pod.attempts,
-            started_at=now, finished_at=timezone.now(), node_name=result.node_name or "", message=result.message,
+            started_at=now, snapshot_at=getattr(self, "_snapshot_at", None), finished_at=timezone.now(),
+            node_name=result.node_name or "", message=result.message,
             profile_name=profile.scheduler_name, profile_version=profile.version, worker=self.identity,
             queue_wait_ms=ms(max(0.0, popped_at - info.timestamp)), algorithm_ms=ms(result.algorithm_seconds),
             attempt_ms=ms(result.cycle_seconds),

@@ -72,10 +72,11 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
         if life.deleted_at is not None and life.deleted_at <= end:
             events.append((life.deleted_at, 4, {"kind": tr.NODE_DELETE, "name": life.name}))
 
-    attempts_of: dict[tuple[str, str], list[datetime]] = {}
-    for ns, name, started in Attempt.objects.filter(started_at__gt=start, started_at__lte=end).order_by(
-            "started_at").values_list("namespace", "pod_name", "started_at"):
-        attempts_of.setdefault((ns, name), []).append(started)
+    # Each attempt's (start, the instant its snapshot was read: migration 0015, None before it).
+    attempts_of: dict[tuple[str, str], list[tuple[datetime, datetime | None]]] = {}
+    for ns, name, started, snapshot in Attempt.objects.filter(started_at__gt=start, started_at__lte=end).order_by(
+            "started_at").values_list("namespace", "pod_name", "started_at", "snapshot_at"):
+        attempts_of.setdefault((ns, name), []).append((started, snapshot))
     columns = ("namespace", "name", "manifest", "node_name", "queued_at", "bound_at")
     pods = [(*row, None) for row in Pod.objects.filter(created_at__lte=end).values_list(*columns)]
     # Deleted pods too (migration 0011's trigger keeps them): their room counts until their deletion.
@@ -98,9 +99,15 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
             trace.pods.append((_unbound(manifest), None))
         elif queued_at <= end:
             line = {"kind": tr.POD_ADD, "manifest": _unbound(manifest), "node": None}
-            first = next((a for a in attempts_of.get((ns, name), ()) if a >= queued_at), None)
+            first = next((a for a in attempts_of.get((ns, name), ()) if a[0] >= queued_at), None)
             if first is not None:
-                line["first_attempt_t"] = _t(first, start)  # when the live loop picked it up (simulator.picked_up)
+                line["first_attempt_t"] = _t(first[0], start)  # when the live loop picked it up (simulator.picked_up)
+                if first[1] is not None:
+                    # What the live worker's decision saw: the cluster as read then (simulator.picked_up).
+                    line["first_snapshot_t"] = _t(first[1], start)
+                later = [_t(snap, start) for started, snap in attempts_of[(ns, name)] if started > first[0] and snap]
+                if later:  # when the live loop tried it again (its reconciler's tick): the replay retries it then
+                    line["retry_snapshot_t"] = later
             events.append((queued_at, 1, line))
 
     # The objects the plugins read (Services, ReplicaSets... for spreading; Namespaces for affinity), as the
