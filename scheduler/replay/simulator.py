@@ -219,12 +219,19 @@ class Replayer:
             return
         self.pods[spec.key] = ReplayPod(spec, arrived if arrived is not None else now if now is not None else 0.0)
         self.unbound.add(spec.key)
-        self._enqueue(spec)
+        self._enqueue(spec, arrived)
 
-    def _enqueue(self, spec: PodSpec) -> None:
+    def _enqueue(self, spec: PodSpec, queued_at: float | None = None) -> None:
         # As the live apply: only a pod of one of our profiles, not being deleted, is queued.
         if spec.scheduler_name in self.profiles and not spec.deleting:
-            self.queue.add(spec.key, spec.priority)
+            # Stamped with its creation, as the live queue stamps it (not when the live loop picked it up): pods
+            # picked up together pop in the live order, by priority then creation, not by name.
+            now = self.clock.now
+            self.clock.now = min(now, queued_at) if queued_at is not None else now
+            try:
+                self.queue.add(spec.key, spec.priority)
+            finally:
+                self.clock.now = now
 
     def _apply(self, event: dict) -> None:
         kind, now = event["kind"], self.clock.now

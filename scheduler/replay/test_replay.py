@@ -231,6 +231,14 @@ def test_a_pod_is_tried_on_the_cluster_as_its_live_snapshot_read_it_not_as_at_it
     assert run(trace(*cluster, events))["attempts"] == 2
 
 
+def test_pods_the_live_loop_picked_up_together_are_tried_in_creation_order_not_by_name():
+    """zz created at 1.0, aa at 1.01, both picked up at 1.5; room for one: the older takes it, as live."""
+    events = [{"t": 1.0, "kind": "pod_add", "manifest": pod("zz", cpu="1"), "first_attempt_t": 1.5},
+              {"t": 1.01, "kind": "pod_add", "manifest": pod("aa", cpu="1"), "first_attempt_t": 1.5}]
+    out = run(trace([node("n1", cpu="1")], [], events))
+    assert out["placements"] == {"default/zz": "n1", "default/aa": None}
+
+
 def test_a_failed_pod_is_tried_again_when_the_live_loop_tried_it_again_not_at_its_backoffs_end():
     """Its binding refused at 2.0, its 1 s backoff ends at 3.0 (n1 is the emptier then); the live loop tried it
     again at 3.4 (its reconciler's tick), after a pod took 6 of n1's 8 CPUs at 3.2: n2 then, as live."""
