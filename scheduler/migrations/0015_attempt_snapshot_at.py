@@ -13,4 +13,9 @@ class Migration(migrations.Migration):
             name="snapshot_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
+        migrations.AddField(
+            model_name="attempt",
+            name="snapshot_deleted_pod",
+            field=models.BigIntegerField(blank=True, null=True),
+        ),
     ]
