@@ -170,6 +170,13 @@ class Attempt(models.Model):
     pod_uid = models.CharField(max_length=64, blank=True, default="")
     number = models.IntegerField(help_text="the pod's attempt count at this attempt")
     started_at = models.DateTimeField()
+    # When the worker began reading the node usage and placed pods this attempt decided on (just before its
+    # snapshot's queries): a replay applies the cluster's changes up to this instant, not up to started_at.
+    snapshot_at = models.DateTimeField(null=True, blank=True)
+    # The newest pod deletion (DeletedPod id) committed when that snapshot was read: a deletion is stamped when
+    # its transaction deletes the row, before it commits, so its stamp alone cannot say whether a snapshot read
+    # a few milliseconds later saw it; a replay holds back the deletions this attempt did not see.
+    snapshot_deleted_pod = models.BigIntegerField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     result = models.CharField(max_length=16, choices=RESULT_CHOICES)
     node_name = models.CharField(max_length=253, blank=True, default="", help_text="chosen node")

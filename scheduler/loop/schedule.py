@@ -29,7 +29,7 @@ from ..engine.queue import QueuedPodInfo
 from ..manifests import stored as pod_terms
 from ..manifests.errors import ManifestError
 from ..manifests.objects import pod_from_manifest
-from ..models import RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Pod
+from ..models import RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, DeletedPod, Pod
 from ..queue import hints
 from ..queue import preempting as preempting_marks
 from ..queue.kick import kick, slot_release
@@ -197,6 +197,9 @@ class Worker:
         popped_at = self.queue.clock()
         now = timezone.now()
         rows = _pods_by_key([i.key for i in infos])
+        # Each attempt records what its snapshot could see (the replay applies the same changes before it).
+        self._snapshot_at = timezone.now()
+        self._snapshot_deleted = DeletedPod.objects.order_by("-id").values_list("id", flat=True).first() or 0
         cache = self.snapshot.refresh()
         # After the snapshot: room a preemption freed (victims deleted after the nomination committed) is
         # never seen here without the nomination that claims it.
@@ -431,7 +434,9 @@ class Worker:
         table = self.snapshot.cache.table
         attempt = Attempt(
             pod=pod, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, number=pod.attempts,
-            started_at=now, finished_at=timezone.now(), node_name=result.node_name or "", message=result.message,
+            started_at=now, snapshot_at=getattr(self, "_snapshot_at", None),
+            snapshot_deleted_pod=getattr(self, "_snapshot_deleted", None), finished_at=timezone.now(),
+            node_name=result.node_name or "", message=result.message,
             profile_name=profile.scheduler_name, profile_version=profile.version, worker=self.identity,
             queue_wait_ms=ms(max(0.0, popped_at - info.timestamp)), algorithm_ms=ms(result.algorithm_seconds),
             attempt_ms=ms(result.cycle_seconds),

@@ -14,9 +14,10 @@ rows or before those migrations) is left out.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 
@@ -72,20 +73,22 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
         if life.deleted_at is not None and life.deleted_at <= end:
             events.append((life.deleted_at, 4, {"kind": tr.NODE_DELETE, "name": life.name}))
 
-    attempts_of: dict[tuple[str, str], list[datetime]] = {}
-    for ns, name, started in Attempt.objects.filter(started_at__gt=start, started_at__lte=end).order_by(
-            "started_at").values_list("namespace", "pod_name", "started_at"):
-        attempts_of.setdefault((ns, name), []).append(started)
+    # Each attempt's (start, the instant its snapshot was read: migration 0015, None before it).
+    attempts_of: dict[tuple[str, str], list[tuple[datetime, datetime | None]]] = {}
+    for ns, name, started, snapshot in Attempt.objects.filter(started_at__gt=start, started_at__lte=end).order_by(
+            "started_at").values_list("namespace", "pod_name", "started_at", "snapshot_at"):
+        attempts_of.setdefault((ns, name), []).append((started, snapshot))
+    seen_by = _deletions_seen(start, end)
     columns = ("namespace", "name", "manifest", "node_name", "queued_at", "bound_at")
     pods = [(*row, None) for row in Pod.objects.filter(created_at__lte=end).values_list(*columns)]
     # Deleted pods too (migration 0011's trigger keeps them): their room counts until their deletion.
-    pods += DeletedPod.objects.filter(created_at__lte=end, deleted_at__gt=start).values_list(*columns, "deleted_at")
+    pods += DeletedPod.objects.filter(created_at__lte=end, deleted_at__gt=start).values_list(*columns, "deleted_at", "id")
     pods.sort(key=lambda p: (p[4] or p[5] or end, p[0], p[1]))
-    for ns, name, manifest, node_name, queued_at, bound_at, deleted_at in pods:
+    for ns, name, manifest, node_name, queued_at, bound_at, deleted_at, *deleted_id in pods:
         if queued_at is None and (bound_at is None or not node_name):
             continue  # not ours, never queued: neither it nor its deletion is anything to the replay
         if deleted_at is not None and deleted_at <= end:
-            events.append((deleted_at, 2, {"kind": tr.POD_DELETE, "key": f"{ns}/{name}"}))
+            events.append((seen_by(deleted_id[0], deleted_at), 2, {"kind": tr.POD_DELETE, "key": f"{ns}/{name}"}))
         if queued_at is None:  # created bound (spec.nodeName): it never waited in our queue
             if bound_at <= start:
                 trace.pods.append((manifest, node_name))
@@ -98,9 +101,15 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
             trace.pods.append((_unbound(manifest), None))
         elif queued_at <= end:
             line = {"kind": tr.POD_ADD, "manifest": _unbound(manifest), "node": None}
-            first = next((a for a in attempts_of.get((ns, name), ()) if a >= queued_at), None)
+            first = next((a for a in attempts_of.get((ns, name), ()) if a[0] >= queued_at), None)
             if first is not None:
-                line["first_attempt_t"] = _t(first, start)  # when the live loop picked it up (simulator.picked_up)
+                line["first_attempt_t"] = _t(first[0], start)  # when the live loop picked it up (simulator.picked_up)
+                if first[1] is not None:
+                    # What the live worker's decision saw: the cluster as read then (simulator.picked_up).
+                    line["first_snapshot_t"] = _t(first[1], start)
+                later = [_t(snap, start) for started, snap in attempts_of[(ns, name)] if started > first[0] and snap]
+                if later:  # when the live loop tried it again (its reconciler's tick): the replay retries it then
+                    line["retry_snapshot_t"] = later
             events.append((queued_at, 1, line))
 
     # The objects the plugins read (Services, ReplicaSets... for spreading; Namespaces for affinity), as the
@@ -130,6 +139,27 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
     trace.events = [{"t": _t(when, start), **line} for when, _, line in events]
     trace.nodes.sort(key=lambda m: natural_key((m.get("metadata") or {}).get("name", "")))
     return trace
+
+
+def _deletions_seen(start: datetime, end: datetime):
+    """when(id, deleted_at): when the scheduler could first have seen that pod deletion. Its stamp is taken when
+    its transaction deletes the row, before the commit: a snapshot read just after the stamp may not have
+    seen it. Each attempt records the newest deletion its snapshot saw (migration 0015); a deletion an attempt
+    did not see, though stamped before its snapshot, is moved to just after the last such snapshot."""
+    snapshots = list(Attempt.objects.filter(started_at__gt=start, started_at__lte=end, snapshot_at__isnull=False,
+                                            snapshot_deleted_pod__isnull=False).order_by("snapshot_at").values_list(
+        "snapshot_at", "snapshot_deleted_pod").distinct())
+    times = [when for when, _ in snapshots]
+
+    def when(deleted_id: int, deleted_at: datetime) -> datetime:
+        i, seen = bisect.bisect_left(times, deleted_at), deleted_at
+        # Snapshots are read in order and each sees every deletion the one before saw: stop at the first that saw it.
+        while i < len(snapshots) and snapshots[i][1] < deleted_id:
+            seen = snapshots[i][0] + timedelta(microseconds=1)
+            i += 1
+        return seen
+
+    return when
 
 
 @dataclass

@@ -162,6 +162,9 @@ class Replayer:
         self.objects = cluster_objects(self.object_manifests)
         self.result = RunResult(name, self.pods, NodeTable([]))
         self.cache: Cache | None = None
+        # Pod key -> the instants the live loop tried it again (the trace's retry_snapshot_t): its reconciler
+        # retries on a 1 s tick, not at the exact backoff expiry, and between the two the cluster moves on.
+        self.live_retries: dict[str, list[float]] = {}
 
     # ---- configuration -------------------------------------------------------------------
     def _use_config(self, config: SchedulerConfig) -> None:
@@ -217,13 +220,20 @@ class Replayer:
             return
         self.pods[spec.key] = ReplayPod(spec, arrived if arrived is not None else now if now is not None else 0.0)
         self.unbound.add(spec.key)
-        self._enqueue(spec)
+        self._enqueue(spec, arrived)
 
-    def _enqueue(self, spec: PodSpec) -> None:
+    def _enqueue(self, spec: PodSpec, queued_at: float | None = None) -> None:
         # As the live apply: only a pod of one of our profiles, not being deleted, is queued; a gated one is
         # held (SchedulingGates' PreEnqueue; a trace records no update that could remove its gates).
         if spec.scheduler_name in self.profiles and not spec.deleting and not spec.scheduling_gates:
-            self.queue.add(spec.key, spec.priority)
+            # Stamped with its creation, as the live queue stamps it (not when the live loop picked it up): pods
+            # picked up together pop in the live order, by priority then creation, not by name.
+            now = self.clock.now
+            self.clock.now = min(now, queued_at) if queued_at is not None else now
+            try:
+                self.queue.add(spec.key, spec.priority)
+            finally:
+                self.clock.now = now
 
     def _apply(self, event: dict) -> None:
         kind, now = event["kind"], self.clock.now
@@ -309,6 +319,7 @@ class Replayer:
                 pod.message = f"binding to {result.node_name} refused, as the live run's was"
                 self.result.bind_failures += 1
                 self.queue.add_unschedulable_if_not_present(by_key[key], unschedulable=False, message=pod.message)
+                self._retry_as_live(pod)
             elif result.status == cycle.SCHEDULED:
                 # Bound at once (a binding the live run saw refused is refused above).
                 self.cache.confirm(key)
@@ -323,6 +334,7 @@ class Replayer:
                 pod.message = result.message
                 self.queue.add_unschedulable_if_not_present(
                     by_key[key], unschedulable=result.status == cycle.UNSCHEDULABLE, message=result.message)
+                self._retry_as_live(pod)
                 victims += [v.key for v in result.victims]
                 self.result.preemptors += bool(result.victims)
         self._hint_moves(bound)
@@ -340,6 +352,19 @@ class Replayer:
         specs = {k: self.pods[k].spec for k, _ in waiting if k in self.pods}
         for event, keys in keys_to_move(waiting, specs, bound).items():
             self.queue.move_to_active_or_backoff(keys, event)
+
+    def _retry_as_live(self, pod: ReplayPod) -> None:
+        """A failed pod the live loop tried again at a recorded instant backs off until then (not until its own
+        backoff's end): its next try sees the cluster as the live one did. A pod in the unschedulable pool still
+        waits for a move, as live; the move then sends it to backoff until that instant."""
+        times = self.live_retries.get(pod.spec.key)
+        if not times or pod.attempts > len(times):
+            return
+        # The queue keeps no public setter for a backoff's end: the replay is its only caller that needs one.
+        with self.queue._lock:
+            info = self.queue._pods.get(pod.spec.key)
+            if info is not None and info.backoff_expiry is not None:
+                info.backoff_expiry = max(times[pod.attempts - 1], self.clock.now)
 
     def _evict(self, keys: list[str]) -> None:
         """As the preemption's deletions: each victim leaves its node (AssignedPodDelete moves the waiting
@@ -387,6 +412,12 @@ class Replayer:
         for manifest, node in self.trace.pods:
             self._arrive(manifest, node, None if node else 0.0)
         events = picked_up([e for e in self.trace.events if e["kind"] != tr.BOUND])
+        for e in events:
+            if e["kind"] == tr.POD_ADD and e.get("retry_snapshot_t"):
+                try:
+                    self.live_retries[self._spec(e["manifest"]).key] = sorted(e["retry_snapshot_t"])
+                except ManifestError:
+                    pass  # skipped when it arrives, with why
         # After the last event: the trace's end, and one unschedulable-pool timeout more for what is still backing off.
         horizon = max(self.trace.header.get("duration_s") or 0.0, events[-1]["t"] if events else 0.0)
         horizon += self.queue.max_in_unschedulable
@@ -431,11 +462,15 @@ def picked_up(events: list[dict]) -> list[dict]:
     attempt), not when it was created: the live worker picks pods up on its next poll, tens of milliseconds
     later, and what happens meanwhile (a deletion freeing room) counts in its decision. Time to bind still
     counts from the creation (`arrived_t`). Under every configuration alike: the lag is the loop's, not the
-    configuration's."""
+    configuration's.
+
+    Where the trace has it (`first_snapshot_t`, migration 0015), the pod joins when the live worker read
+    the snapshot its first decision used: every change recorded up to then is applied before it is tried."""
     out = []
     for e in events:
-        if e["kind"] == tr.POD_ADD and (e.get("first_attempt_t") or 0) > e["t"]:
-            e = {**e, "t": e["first_attempt_t"], "arrived_t": e["t"]}
+        joined = e.get("first_snapshot_t") or e.get("first_attempt_t") or 0
+        if e["kind"] == tr.POD_ADD and joined > e["t"]:
+            e = {**e, "t": joined, "arrived_t": e["t"]}
         out.append(e)
     out.sort(key=lambda e: e["t"])  # stable: equal times keep their recorded order
     return out

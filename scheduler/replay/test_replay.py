@@ -235,6 +235,44 @@ def test_a_pod_is_queued_when_the_live_loop_first_tried_it_and_what_happened_mea
     assert run(trace([node("n1", cpu="4")], [pod("old", cpu="2", node_name="n1")], events))["attempts"] == 2
 
 
+def test_a_pod_is_tried_on_the_cluster_as_its_live_snapshot_read_it_not_as_at_its_attempts_start():
+    """Created at 1.0, its live attempt started at 1.05 and read its snapshot at 1.06; a deletion at 1.055
+    was in that snapshot: the replay applies it before the pod is tried."""
+    events = [{"t": 1.0, "kind": "pod_add", "manifest": pod("new", cpu="3"), "first_attempt_t": 1.05,
+               "first_snapshot_t": 1.06},
+              {"t": 1.055, "kind": "pod_delete", "key": "default/old"}]
+    cluster = ([node("n1", cpu="4")], [pod("old", cpu="2", node_name="n1")])
+    out = run(trace(*cluster, events))
+    assert out["placements"] == {"default/new": "n1"} and out["attempts"] == 1
+    assert out["time_to_bind_p50_s"] == pytest.approx(0.06)  # from its creation
+    events[0].pop("first_snapshot_t")  # without it: tried at 1.05, before the deletion, fails once
+    assert run(trace(*cluster, events))["attempts"] == 2
+
+
+def test_pods_the_live_loop_picked_up_together_are_tried_in_creation_order_not_by_name():
+    """zz created at 1.0, aa at 1.01, both picked up at 1.5; room for one: the older takes it, as live."""
+    events = [{"t": 1.0, "kind": "pod_add", "manifest": pod("zz", cpu="1"), "first_attempt_t": 1.5},
+              {"t": 1.01, "kind": "pod_add", "manifest": pod("aa", cpu="1"), "first_attempt_t": 1.5}]
+    out = run(trace([node("n1", cpu="1")], [], events))
+    assert out["placements"] == {"default/zz": "n1", "default/aa": None}
+
+
+def test_a_failed_pod_is_tried_again_when_the_live_loop_tried_it_again_not_at_its_backoffs_end():
+    """Its binding refused at 2.0, its 1 s backoff ends at 3.0 (n1 is the emptier then); the live loop tried it
+    again at 3.4 (its reconciler's tick), after a pod took 6 of n1's 8 CPUs at 3.2: n2 then, as live."""
+    events = [{"t": 2.0, "kind": "pod_add", "manifest": pod("flaky", cpu="1"), "retry_snapshot_t": [3.4]},
+              {"t": 3.2, "kind": "pod_add", "manifest": pod("big", cpu="6"), "node": "n1"}]
+    nodes = [node("n1", cpu="8"), node("n2", cpu="4")]
+    t = trace(nodes, [], events)
+    t.bind_failures = {"default/flaky": 1}
+    out = run(t)
+    assert out["placements"]["default/flaky"] == "n2" and out["attempts"] == 2
+    events[0].pop("retry_snapshot_t")  # without it: tried again at its backoff's end, before the big pod
+    t = trace(nodes, [], events)
+    t.bind_failures = {"default/flaky": 1}
+    assert run(t)["placements"]["default/flaky"] == "n1"
+
+
 def test_a_pod_past_its_time_in_the_unschedulable_pool_is_tried_again_just_after_and_time_goes_on():
     """Failed at 1 s, the pool lets it go strictly after 301 s (upstream's `>`): the replay wakes just
     after, tries it (still no room), and goes on to the deletion at 500 s (it stopped the clock at 301 s)."""
@@ -320,12 +358,22 @@ def test_utilisation_is_requested_over_allocatable_per_node_with_population_std(
     assert u["cpu"] == {"mean": 0.25, "std": 0.25} and u["memory"] == {"mean": 0.125, "std": 0.125}
 
 
-@pytest.mark.parametrize("field, value", [("t", -1), ("t", "soon"), ("first_attempt_t", "later"), ("first_attempt_t", True)])
+@pytest.mark.parametrize("field, value", [("t", -1), ("t", "soon"), ("first_attempt_t", "later"), ("first_attempt_t", True),
+                                          ("first_snapshot_t", -0.5)])
 def test_a_time_that_is_not_seconds_since_the_start_is_refused_naming_line_and_field(field, value):
     line = {"t": 1.0, "kind": "pod_add", "manifest": {}, field: value}
     text = '{"kind": "trace", "version": 1}\n' + json.dumps(line) + "\n"
     with pytest.raises(TraceError, match=rf"t.jsonl:2: {field} must be seconds since the start, got {value!r}"):
         read_trace(text, "t.jsonl")
+
+
+@pytest.mark.parametrize("value", [[1.0, "later"], 2.0, [-1]])
+def test_live_retry_times_that_are_not_a_list_of_seconds_are_refused_naming_line_and_field(value):
+    line = {"t": 1.0, "kind": "pod_add", "manifest": {}, "retry_snapshot_t": value}
+    text = '{"kind": "trace", "version": 1}\n' + json.dumps(line) + "\n"
+    with pytest.raises(TraceError) as refused:
+        read_trace(text, "t.jsonl")
+    assert str(refused.value) == f"t.jsonl:2: retry_snapshot_t must be a list of seconds since the start, got {value!r}"
 
 
 def test_a_trace_line_of_an_unknown_kind_is_refused_with_its_line_number():

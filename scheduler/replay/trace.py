@@ -8,7 +8,11 @@
     {"kind": "bind_failures", "pods": {"ns/name": n}}      bindings the live binder had refused, per pod (its first
                                                            n bindings fail in the replay too, under any configuration)
     {"t": s, "kind": "pod_add", "manifest": {...}, "node": null, "first_attempt_t": s}   (when the live loop first
-                                                           tried it, if it did: the replay queues it then)
+                                                           tried it, if it did: the replay queues it then;
+                                                           "first_snapshot_t": when that attempt's snapshot was
+                                                           read, if recorded: the replay queues it then instead;
+                                                           "retry_snapshot_t": [s, ...] the snapshot instants of its
+                                                           later live attempts: the replay retries it then)
     {"t": s, "kind": "pod_delete", "key": "ns/name"}
     {"t": s, "kind": "node_add" | "node_update", "manifest": {...}}
     {"t": s, "kind": "node_delete", "name": "n1"}
@@ -135,10 +139,14 @@ def read_trace(text: str, filename: str = "<trace>") -> Trace:
             needs = {POD_ADD: ("manifest",), POD_DELETE: ("key",), NODE_ADD: ("manifest",), NODE_UPDATE: ("manifest",),
                      NODE_DELETE: ("name",), OBJECT_ADD: ("manifest",), CONFIG: ("config",), BOUND: ("key", "node")}[kind]
             _require(line, needs, where)
-            for name in ("t", "first_attempt_t"):
+            for name in ("t", "first_attempt_t", "first_snapshot_t"):
                 value = line.get(name, 0)
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
                     raise TraceError(f"{where}: {name} must be seconds since the start, got {value!r}")
+            retries = line.get("retry_snapshot_t", [])
+            if not isinstance(retries, list) or any(isinstance(v, bool) or not isinstance(v, (int, float))
+                                                    or not 0 <= v < float("inf") for v in retries):
+                raise TraceError(f"{where}: retry_snapshot_t must be a list of seconds since the start, got {retries!r}")
             trace.events.append(line)
         else:
             raise TraceError(f"{where}: unknown kind {kind!r}")
