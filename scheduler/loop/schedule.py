@@ -29,7 +29,7 @@ from ..engine.queue import QueuedPodInfo
 from ..manifests import stored as pod_terms
 from ..manifests.errors import ManifestError
 from ..manifests.objects import pod_from_manifest
-from ..models import RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, DeletedPod, Pod
+from ..models import RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Pod
 from ..queue import hints
 from ..queue import preempting as preempting_marks
 from ..queue.kick import kick, slot_release
@@ -199,8 +199,8 @@ class Worker:
         rows = _pods_by_key([i.key for i in infos])
         # Each attempt records what its snapshot could see (the replay applies the same changes before it).
         self._snapshot_at = timezone.now()
-        self._snapshot_deleted = DeletedPod.objects.order_by("-id").values_list("id", flat=True).first() or 0
         cache = self.snapshot.refresh()
+        self._snapshot_deleted = self.snapshot.deleted_mark
         # After the snapshot: room a preemption freed (victims deleted after the nomination committed) is
         # never seen here without the nomination that claims it.
         self._sync_nominator()

@@ -5,14 +5,14 @@ lost reservation race."""
 from __future__ import annotations
 
 import numpy as np
-from django.db.models import Q
+from django.db.models import Q, Subquery
 
 from ..engine.cache import Cache
 from ..engine.nodes import NodeSpec, NodeTable, NodeUsage
 from ..engine.pods import HostPort
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from ..manifests.objects import node_from_manifest
-from ..models import Node
+from ..models import DeletedPod, Node
 from .placed_pods import FollowedObjects, PlacedPods
 from .topology_claims import read_clock
 
@@ -41,13 +41,20 @@ class Snapshot:
         self.placed = PlacedPods()
         self.objects = FollowedObjects()
         self.clock: int | None = None
+        self.deleted_mark = 0  # the newest DeletedPod id the last refresh saw (Attempt.snapshot_deleted_pod)
 
     def refresh(self) -> Cache:
         # Before the pods are read: a claim checked after this is seen by reserve (topology_claims).
         self.clock = read_clock()
         # Numbers for every node, JSON only for the few nodes with extended resources or host
         # ports in use: decoding 2 x 5,000 JSON values per batch would cost more than the rest.
-        rows = list(Node.objects.order_by("name").values_list("name", "spec_version", *_USAGE_FIELDS[:6], "generation"))
+        # The newest pod deletion read in the same statement as the nodes' usage (one statement sees one
+        # committed state): the replay applies exactly the deletions whose room this snapshot saw freed.
+        newest_deletion = Subquery(DeletedPod.objects.order_by("-id").values("id")[:1])
+        rows = list(Node.objects.order_by("name").annotate(newest_deletion=newest_deletion)
+                    .values_list("name", "spec_version", *_USAGE_FIELDS[:6], "generation", "newest_deletion"))
+        self.deleted_mark = (rows[0][9] if rows else DeletedPod.objects.order_by("-id").values_list("id", flat=True)
+                             .first()) or 0
         spec_key = tuple((r[0], r[1]) for r in rows)
         if spec_key != self._spec_key or self.cache is None:
             self._rebuild([(name, version) for name, version, *_ in rows])
