@@ -198,9 +198,8 @@ class Worker:
         now = timezone.now()
         rows = _pods_by_key([i.key for i in infos])
         # Each attempt records what its snapshot could see (the replay applies the same changes before it).
-        self._snapshot_at = timezone.now()
         cache = self.snapshot.refresh()
-        self._snapshot_deleted = self.snapshot.deleted_mark
+        self._snapshot_at, self._snapshot_deleted = self.snapshot.read_at, self.snapshot.deleted_mark
         # After the snapshot: room a preemption freed (victims deleted after the nomination committed) is
         # never seen here without the nomination that claims it.
         self._sync_nominator()

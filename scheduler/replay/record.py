@@ -145,7 +145,9 @@ def _deletions_seen(start: datetime, end: datetime):
     """when(id, deleted_at): when the scheduler could first have seen that pod deletion. Its stamp is taken when
     its transaction deletes the row, before the commit: a snapshot read just after the stamp may not have
     seen it. Each attempt records the newest deletion its snapshot saw (migration 0015); a deletion an attempt
-    did not see, though stamped before its snapshot, is moved to just after the last such snapshot."""
+    did not see, though stamped before its snapshot, is moved to just after the last such snapshot, and one a
+    snapshot stamped before it saw (its instant taken as its read began; the deletion committed meanwhile) to
+    just before the first such."""
     snapshots = list(Attempt.objects.filter(started_at__gt=start, started_at__lte=end, snapshot_at__isnull=False,
                                             snapshot_deleted_pod__isnull=False).order_by("snapshot_at").values_list(
         "snapshot_at", "snapshot_deleted_pod").distinct())
@@ -170,6 +172,11 @@ class _NodeLife:
     name: str
     created_at: datetime
     deleted_at: datetime | None
+        first = i
+        while first > 0 and snapshots[first - 1][1] >= deleted_id:
+            first -= 1
+        if first < i:
+            return snapshots[first][0] - timedelta(microseconds=1)
     final: dict
     revisions: list[tuple[datetime, dict]] = field(default_factory=list)
 
