@@ -201,7 +201,7 @@ def test_a_pods_terms_are_decoded_and_the_label_keys_merged_as_the_api_server_do
 def test_a_match_label_key_the_selector_names_too_is_refused_once_merged():
     # The pod has the label, so the API server's merge adds `app In (web)` beside matchLabels' app.
     assert problems(POD_WITH_TERMS.replace("matchLabelKeys: [pod-template-hash]", "matchLabelKeys: [app]")) == [
-        ("spec.topologySpreadConstraints[0].matchLabelKeys[0]",
+        ("spec.topologySpreadConstraints[0][0]",
          'Invalid value: "app": exists in both matchLabelKeys and labelSelector')]
 
 
