@@ -216,3 +216,34 @@ def test_the_api_server_defaults_and_checks_a_deployments_strategy():
         apply(workload("Deployment", name="bad", minReadySeconds=600))
     assert [f"{p.path}: {p.message}" for p in e.value.problems] == [
         "spec.progressDeadlineSeconds: Invalid value: 600: must be greater than minReadySeconds"]
+
+
+def test_get_prints_the_counts_of_a_stuck_rollout_from_the_status_as_kubectl_does(clock):
+    import json
+    import re
+
+    import yaml
+
+    from scheduler.testing.cli import cli
+
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}
+    apply(node("a", cpu="8"), workload("Deployment", replicas=10, strategy=strategy))
+    settle(clock)
+    old = ClusterObject.objects.get(kind="ReplicaSet").name
+    apply(workload("Deployment", replicas=10, strategy=strategy, template_spec={"nodeSelector": {"disk": "nvme"}}))
+    settle(clock)
+    new = ClusterObject.objects.filter(kind="ReplicaSet").exclude(name=old).get().name
+    rows = [re.split(r"\s{2,}", line) for line in cli("get", "deployments").out.splitlines()]
+    assert rows[0] == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"] and rows[1][:4] == ["web", "8/10", "5", "8"]
+    rows = {r[0]: r[1:4] for r in (re.split(r"\s{2,}", line) for line in cli("get", "rs").out.splitlines()[1:])}
+    assert rows == {old: ["8", "8", "8"], new: ["5", "5", "0"]}
+    status = json.loads(cli("get", "deployment", "web", "-o", "json").out)["status"]
+    assert {k: status[k] for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
+                                   "unavailableReplicas")} == {"replicas": 13, "updatedReplicas": 5,
+                                                               "readyReplicas": 8, "availableReplicas": 8,
+                                                               "unavailableReplicas": 5}
+    text = cli("get", "rs", new, "-o", "yaml").out  # created at 3, scaled to 5: generation 2
+    assert yaml.safe_load(text)["status"] == {"observedGeneration": 2, "replicas": 5, "fullyLabeledReplicas": 5,
+                                              "terminatingReplicas": 0}
+    assert text.startswith("apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  annotations:\n")  # keys sorted
+    assert re.search(r'^  creationTimestamp: "\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"$', text, re.M)  # quoted as go-yaml
