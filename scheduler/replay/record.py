@@ -91,12 +91,12 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
             events.append((seen_by(deleted_id[0], deleted_at), 2, {"kind": tr.POD_DELETE, "key": f"{ns}/{name}"}))
         if queued_at is None:  # created bound (spec.nodeName): it never waited in our queue
             if bound_at <= start:
-                trace.pods.append((manifest, node_name))
+                trace.pods.append((_started(manifest, bound_at), node_name))
             elif bound_at <= end:
                 events.append((bound_at, 1, {"kind": tr.POD_ADD, "manifest": manifest, "node": node_name}))
             continue
         if bound_at is not None and bound_at <= start and node_name:
-            trace.pods.append((manifest, node_name))
+            trace.pods.append((_started(manifest, bound_at), node_name))
         elif queued_at <= start:
             trace.pods.append((_unbound(manifest), None))
         elif queued_at <= end:
@@ -215,6 +215,15 @@ def _node_lives(end: datetime) -> list[_NodeLife]:
         if life is not None:
             life.revisions.append((replaced, manifest))
     return sorted(lives, key=lambda x: (x.created_at, x.name))
+
+
+def _started(manifest: dict, bound_at: datetime) -> dict:
+    """A pod bound before the start as the live snapshot reads it: with no status.startTime (no kubelet wrote
+    one: the simulated cluster's pods), it started when bound (placed_pods). Preemption orders by it."""
+    status = manifest.get("status")
+    if isinstance(status, dict) and status.get("startTime"):
+        return manifest
+    return {**manifest, "status": {**(status if isinstance(status, dict) else {}), "startTime": bound_at.isoformat()}}
 
 
 def _unbound(manifest: dict) -> dict:
