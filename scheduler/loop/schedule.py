@@ -89,6 +89,7 @@ class _Scheduled:
     nominate: str | None = None
     victims: tuple = ()
     cleared: tuple = ()
+    preemption_attempt: bool = False  # DefaultPreemption's PostFilter ran (scheduler_preemption_attempts_total)
 
 
 _CONDITION = ["scheduled_status", "scheduled_reason", "scheduled_message", "scheduled_transition_at", "attempts"]
@@ -317,6 +318,10 @@ class Worker:
         timings.record({key: pod.scheduler_name for key, pod in batch_rows.items()}, [r.decision for r in results])
         # The live dashboard: one message per batch, buffered and sent by another thread (never waits).
         transaction.on_commit(lambda: live.schedule_batch_done(attempts, stats.popped))
+        tried = sum(o.preemption_attempt and o.written for o in outcomes)
+        if tried:
+            victims = sum(len(o.victims) for o in preempting)
+            transaction.on_commit(lambda: live.preemptions_done(tried, victims))
         return stats
 
     def _outcome(self, pod: Pod, info: QueuedPodInfo, result, profile, now, popped_at: float) -> _Scheduled:
@@ -334,6 +339,7 @@ class Worker:
         out = self._failure(pod, info, attempt, unschedulable, result.message, now, result.cycle_seconds)
         if result.decision is not None and result.decision.post_filter is not None:
             metrics.preemption_attempts.inc()
+            out.preemption_attempt = True
             # The nodes preemption could not use, at most PREEMPTION_TRACE_NODES names (the rest counted): a
             # failed attempt's row stays small on a big cluster.
             outcome = preemption(result.decision, max_nodes=PREEMPTION_TRACE_NODES)
