@@ -17,6 +17,7 @@ import numpy as np
 from .nodes import NodeTable
 from .pods import DEFAULT_SCHEDULER_NAME, PodSpec
 from .resources import MAX_NODE_SCORE, MIN_NODE_SCORE
+from .tiebreak import TieBreak
 
 # As pkg/scheduler/schedule_one.go.
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -296,6 +297,9 @@ class Decision:
     nominated_pods_counted: int = 0
     skipped_filters: frozenset[str] = frozenset()  # filters a PreFilter returned Skip for
     post_filter: PostFilterResult | None = None  # set when the pod fit nowhere and PostFilter ran
+    # Where the worker's random choices stood when this cycle began: (tie-break seed, position, round-robin start
+    # index). The attempt records it; a replay seeks there (tiebreak.py).
+    tiebreak: tuple[int, int, int] | None = None
 
     @property
     def scheduled(self) -> bool:
@@ -617,13 +621,14 @@ def run_post_filter_plugins(handle: Handle, pod: PodSpec, nodes: NodeTable, deci
 
 class Algorithm:
     """schedulePod over a NodeTable: filter, score, select. Holds the round-robin start index, the
-    RNG, the nominator (pods nominated to nodes by preemption, counted while filtering) and, with
-    `batching` (upstream's OpportunisticBatching gate, on by default), the work pods of one scheduling
-    signature share (batching.py): the same decisions, computed once per signature and kept up to date."""
+    random choices (tiebreak.py: its seed is drawn when none is given), the nominator (pods nominated to
+    nodes by preemption, counted while filtering) and, with `batching` (upstream's OpportunisticBatching
+    gate, on by default), the work pods of one scheduling signature share (batching.py): the same
+    decisions, computed once per signature and kept up to date."""
 
     def __init__(self, seed: int | None = None, nominator=None, *, batching: bool = True):
         self.next_start_node_index = 0
-        self.rng = np.random.default_rng(seed)
+        self.tiebreak = TieBreak(seed)
         self.nominator = nominator
         if batching:
             from .batching import OpportunisticBatch
@@ -644,11 +649,13 @@ class Algorithm:
         """Run one scheduling algorithm pass. `all_nodes` disables the numFeasibleNodesToFind cut (explain)."""
         state = CycleState()
         token = _CURRENT_CYCLE.set(state)
+        at = (*self.tiebreak.state(), self.next_start_node_index)
         try:
             decision = self._schedule(profile, pod, nodes, all_nodes)
         finally:
             _CURRENT_CYCLE.reset(token)
         decision.cycle_state = state
+        decision.tiebreak = at
         return decision
 
     def _schedule(self, profile: Profile, pod: PodSpec, nodes: NodeTable, all_nodes: bool) -> Decision:
@@ -733,7 +740,7 @@ class Algorithm:
 
         # selectHost: uniformly at random among the top scores.
         best = (totals == totals.max()).nonzero()[0]
-        pick = best[0] if len(best) == 1 else best[int(self.rng.integers(len(best)))]
+        pick = best[0] if len(best) == 1 else best[self.tiebreak.randrange(len(best))]
         decision.selected_row = int(candidates[pick])
         return decision
 

@@ -414,6 +414,17 @@ def test_live_retry_times_that_are_not_a_list_of_seconds_are_refused_naming_line
     assert str(refused.value) == f"t.jsonl:2: retry_snapshot_t must be a list of seconds since the start, got {value!r}"
 
 
+@pytest.mark.parametrize("kind, value", [("pod_add", [[7, 1]]), ("pod_add", [[7, -1, 0]]), ("pod", 3),
+                                         ("pod", [[7, 1, True]])])
+def test_live_draw_positions_that_are_not_seed_position_and_start_are_refused_naming_line_and_field(kind, value):
+    line = {"t": 1.0, "kind": kind, "manifest": {}, "tiebreaks": value}
+    text = '{"kind": "trace", "version": 1}\n' + json.dumps(line) + "\n"
+    with pytest.raises(TraceError) as refused:
+        read_trace(text, "t.jsonl")
+    assert str(refused.value) == ("t.jsonl:2: tiebreaks must be a list of [seed, position, start index] (whole numbers) "
+                                  f"or null, got {value!r}")
+
+
 def test_a_trace_line_of_an_unknown_kind_is_refused_with_its_line_number():
     text = '{"kind": "trace", "version": 1}\n{"kind": "nope"}\n'
     with pytest.raises(TraceError, match=r"t.jsonl:2: unknown kind 'nope'"):
