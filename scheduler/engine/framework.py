@@ -267,6 +267,10 @@ class PluginScores:
     def weighted(self) -> np.ndarray:
         return self.normalized * self.weight
 
+    def at(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(raw, normalized) at these positions of the candidates."""
+        return np.asarray(self.raw)[positions], np.asarray(self.normalized)[positions]
+
 
 @dataclass
 class Decision:
