@@ -4,15 +4,11 @@ DisruptionTarget condition and the Preempted event first), the preemptor is nomi
 (status.nominatedNodeName) and then bound; a PDB-protected pod is spared when another choice exists.
 PriorityClasses and PodDisruptionBudgets are mirrored (the 1.20 API server has policy/v1beta1 only)."""
 
-import threading
-import uuid
-
 import pytest
 
-from scheduler.backends import reset_backend
 from scheduler.kube.client import ApiError, call
 from scheduler.models import ClusterObject, Pod
-from scheduler.testing.kube import NS, node, pod, read_pod, schedule_loop, wait_for_cluster
+from scheduler.testing.kube import NS, empty_cluster, node, pod, read_pod, running_replica, wait_for_cluster
 
 pytestmark = [
     pytest.mark.kube,
@@ -34,48 +30,20 @@ def apis(kube_cluster):
 @pytest.fixture
 def core(apis):
     core, _, scheduling, custom = apis
-    call(core.delete_collection_namespaced_pod, NS, grace_period_seconds=0)
-    call(core.delete_collection_node)
     for pc in call(scheduling.list_priority_class)["items"]:
         if not pc["metadata"]["name"].startswith("system-"):
             call(scheduling.delete_priority_class, pc["metadata"]["name"])
     for b in call(custom.list_namespaced_custom_object, "policy", "v1beta1", NS, "poddisruptionbudgets")["items"]:
         call(custom.delete_namespaced_custom_object, "policy", "v1beta1", NS, "poddisruptionbudgets", b["metadata"]["name"])
-    wait_for_cluster(lambda: not call(core.list_pod_for_all_namespaces)["items"] and not call(core.list_node)["items"],
-                     "an empty cluster")
+    empty_cluster(core)
     return core
 
 
 @pytest.fixture
 def running(kube_cluster, core):
     """One replica of ours, leading, its committer and the scheduling loop in threads."""
-    from django.db import connections
-
-    from scheduler.replica import Replica
-
-    controller = Replica(api_client=kube_cluster.api_client(), namespace=NS, lease_name=f"lease-{uuid.uuid4().hex[:6]}",
-                            lease_duration=15, renew_deadline=10, retry_period=2, watch_timeout=60)
-    assert controller.elector.acquire()
-    controller.start_leading()
-    stop = threading.Event()
-
-    def commit():
-        try:
-            while not stop.is_set():
-                controller.committer.run_once(0.05)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=commit, daemon=True), threading.Thread(target=schedule_loop, args=(stop,), daemon=True)]
-    for t in threads:
-        t.start()
-    yield controller
-    stop.set()
-    for t in threads:
-        t.join(10)
-    controller.stop()
-    controller.stop_leading()
-    reset_backend()
+    with running_replica(kube_cluster.api_client()) as controller:
+        yield controller
 
 
 def with_class(obj, class_name):

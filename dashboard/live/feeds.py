@@ -49,7 +49,9 @@ class OverviewFeed:
             recent = await state.shared("recent", 0.2, state.recent)
             frame["recent"] = {"bindings": merge_recent(recent["bindings"], tally.bindings, lambda b: (b[0], b[1])),
                                "failed": merge_recent(recent["failed"], tally.failed,
-                                                      lambda f: (f[0], f[1], round(f[4], 3), f[3][:300]))}
+                                                      lambda f: (f[0], f[1], round(f[4], 3), f[3][:300])),
+                               # The charts' marks as recorded, so a page opened after them still shows them.
+                               "marks": recent["marks"]}
         return frame
 
 

@@ -459,3 +459,33 @@ async def test_a_node_s_failure_its_evictions_and_its_deletion_reach_the_overvie
     assert node_events == [["zone-a-0", "NotReady"], ["zone-a-0", "Deleted"]]
     assert disruptions == [["live", "web-0", "zone-a-0", "DeletionByTaintManager"]]
     assert disrupted == 1
+
+
+async def test_a_page_opened_after_a_node_loss_gets_its_marks_in_the_first_frame(cookie):
+    await sync_to_async(_node_fails_its_pod_is_evicted_and_the_node_deleted, thread_sensitive=False)()
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    first = await frame(ws)
+    await ws.disconnect()
+    assert first["full"] is True
+    marks = first["recent"]["marks"]
+    assert [e[:2] for e in marks["node_events"]] == [["zone-a-0", "NotReady"], ["zone-a-0", "Deleted"]]
+    assert [d[:4] for d in marks["disruptions"]] == [["live", "web-0", "zone-a-0", "DeletionByTaintManager"]]
+    assert all(time.time() - 60 < t <= time.time() for *_, t in marks["node_events"] + marks["disruptions"])
+
+
+def test_recorded_marks_name_the_states_as_the_live_feed_and_leave_out_what_is_older_than_the_charts(db):
+    from datetime import timedelta
+
+    from scheduler.controllers.node_lifecycle import node_set_ready
+    from scheduler.models import Event
+    from scheduler.testing.loop import apply, node
+
+    apply(node("a"), node("b"))
+    node_set_ready(name="a", status="False")
+    node_set_ready(name="b", status="Unknown")
+    node_set_ready(name="a", status="True")
+    assert [e[:2] for e in state.recent_marks()["node_events"]] == [["a", "NotReady"], ["b", "Unreachable"],
+                                                                   ["a", "Ready"]]
+    Event.objects.update(last_timestamp=timezone.now() - timedelta(seconds=state.MARKS_WINDOW_S + 1))
+    assert state.recent_marks()["node_events"] == []

@@ -296,6 +296,7 @@ def run_workload(w: Workload, *, case: Case, e2e_case: Case | None, engine_runs:
         "engine_p50_ms": engine["latency_ms"]["p50"],
         "engine_p99_ms": engine["latency_ms"]["p99"],
         "engine_scheduled": engine["scheduled"],
+        "engine_batched_pods": engine["batched"],
         "engine_overcommitted_nodes": engine["overcommitted_nodes"],
         "init_pods_unplaced": engine["init_pods_unplaced"],
     })

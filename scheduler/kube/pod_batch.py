@@ -36,7 +36,7 @@ from . import mirror
 UPDATED_FIELDS = ["manifest", "scheduler_name", "priority", "deleting", "phase", "req_cpu", "req_memory",
                   "req_ephemeral", "req_scalar", "nonzero_cpu", "nonzero_memory", "host_ports", "scheduled_status",
                   "scheduled_reason", "scheduled_message", "scheduled_transition_at", "node_name", "assumed_node",
-                  "assumed_at", "binding_at", "bound_at", "queued_at", "nominated_node", "updated_at"]
+                  "assumed_at", "binding_at", "bound_at", "queued_at", "nominated_node", "ungated_at", "updated_at"]
 
 # Every node's counters moved by its pods' summed requests in one statement; generation moves once per
 # batch (workers only compare it). A node that does not exist is not matched: as add/release_node_usage.

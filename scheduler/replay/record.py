@@ -91,12 +91,12 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
             events.append((seen_by(deleted_id[0], deleted_at), 2, {"kind": tr.POD_DELETE, "key": f"{ns}/{name}"}))
         if queued_at is None:  # created bound (spec.nodeName): it never waited in our queue
             if bound_at <= start:
-                trace.pods.append((manifest, node_name))
+                trace.pods.append((_started(manifest, bound_at), node_name))
             elif bound_at <= end:
                 events.append((bound_at, 1, {"kind": tr.POD_ADD, "manifest": manifest, "node": node_name}))
             continue
         if bound_at is not None and bound_at <= start and node_name:
-            trace.pods.append((manifest, node_name))
+            trace.pods.append((_started(manifest, bound_at), node_name))
         elif queued_at <= start:
             trace.pods.append((_unbound(manifest), None))
         elif queued_at <= end:
@@ -113,8 +113,10 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
             events.append((queued_at, 1, line))
 
     # The objects the plugins read (Services, ReplicaSets... for spreading; Namespaces for affinity), as the
-    # table keeps them: each with its current manifest, from its creation (those deleted are not kept).
-    for kind, manifest, created in ClusterObject.objects.filter(created_at__lte=end).order_by(
+    # table keeps them: each with its current manifest, from its creation (those deleted are not kept). Only the
+    # kinds the replay reads: a pod's priority is already resolved in its manifest (PriorityClasses, the system
+    # ones every database has included, are not needed), and the replay's preemption reads no budget.
+    for kind, manifest, created in ClusterObject.objects.filter(created_at__lte=end, kind__in=OBJECT_API_VERSIONS).order_by(
             "created_at", "kind", "namespace", "name").values_list("kind", "manifest", "created_at"):
         obj = {**manifest, "apiVersion": OBJECT_API_VERSIONS[kind], "kind": kind}
         if created <= start:
@@ -213,6 +215,15 @@ def _node_lives(end: datetime) -> list[_NodeLife]:
         if life is not None:
             life.revisions.append((replaced, manifest))
     return sorted(lives, key=lambda x: (x.created_at, x.name))
+
+
+def _started(manifest: dict, bound_at: datetime) -> dict:
+    """A pod bound before the start as the live snapshot reads it: with no status.startTime (no kubelet wrote
+    one: the simulated cluster's pods), it started when bound (placed_pods). Preemption orders by it."""
+    status = manifest.get("status")
+    if isinstance(status, dict) and status.get("startTime"):
+        return manifest
+    return {**manifest, "status": {**(status if isinstance(status, dict) else {}), "startTime": bound_at.isoformat()}}
 
 
 def _unbound(manifest: dict) -> dict:

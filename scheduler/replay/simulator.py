@@ -10,6 +10,7 @@ touches the database.
 
 from __future__ import annotations
 
+import copy
 import math
 import random
 import time
@@ -40,6 +41,9 @@ from .metrics import Sample, sample_of
 
 # As the live worker's default (SCHEDBOARD_BATCH_SIZE): a trace without one replays in batches this big.
 DEFAULT_BATCH_SIZE = 256
+# The live worker puts a batch's failed pods back one after another, each at its own instant; the replay's
+# clock stands still through a batch, so it steps each one this much further (the queue's unit: microseconds).
+PUT_BACK_STEP = 1e-6
 
 
 class VirtualClock:
@@ -212,6 +216,8 @@ class Replayer:
     def _arrive(self, manifest: dict, node: str | None, now: float | None, arrived: float | None = None) -> None:
         spec = self._spec(manifest)
         if node is not None and node in self.nodes:
+            if now is not None:
+                spec = self._started(spec, now)  # created bound: it starts now
             self.pods[spec.key] = ReplayPod(spec, now, node=node, bound_at=now)
             if now is not None:
                 self.result.bindings.setdefault(spec.key, node)
@@ -301,6 +307,8 @@ class Replayer:
         results = cycle.schedule_batch(batch, algorithm=self.algorithm, cache=self.cache, cluster=_Reserves())
         victims: list[str] = []
         bound: list[PodChange] = []
+        put_back: list[tuple] = []  # the failures, in the batch's order (the live worker's after its batch)
+        refused: list[tuple] = []  # the refused bindings (the live binder's, after those)
         for result in results:
             key = result.pod.key
             pod = self.pods[key]
@@ -318,11 +326,11 @@ class Replayer:
                 self.cache.forget(key)
                 pod.message = f"binding to {result.node_name} refused, as the live run's was"
                 self.result.bind_failures += 1
-                self.queue.add_unschedulable_if_not_present(by_key[key], unschedulable=False, message=pod.message)
-                self._retry_as_live(pod)
+                refused.append((pod, False, pod.message))
             elif result.status == cycle.SCHEDULED:
                 # Bound at once (a binding the live run saw refused is refused above).
                 self.cache.confirm(key)
+                pod.spec = self._started(pod.spec, self.clock.now, result.node_name)
                 pod.node, pod.bound_at, pod.message = result.node_name, self.clock.now, ""
                 pod.decision = decision_summary(result.decision, self.cache.table)
                 self.unbound.discard(key)
@@ -332,14 +340,40 @@ class Replayer:
                                                 pod.spec.labels)))
             else:
                 pod.message = result.message
-                self.queue.add_unschedulable_if_not_present(
-                    by_key[key], unschedulable=result.status == cycle.UNSCHEDULABLE, message=result.message)
-                self._retry_as_live(pod)
+                put_back.append((pod, result.status == cycle.UNSCHEDULABLE, result.message))
                 victims += [v.key for v in result.victims]
                 self.result.preemptors += bool(result.victims)
+        self._put_back([(by_key[pod.spec.key], pod, unschedulable, message)
+                        for pod, unschedulable, message in put_back + refused])
         self._hint_moves(bound)
         self._evict(victims)
         return len(infos)
+
+    def _put_back(self, failed: list[tuple]) -> None:
+        """(queue record, pod, unschedulable, message) back to the queue, each a step later than the one before:
+        the active queue orders pods of one priority by the instant they were put back, then by name, so
+        sharing one instant they would come back in name order, not in the order the live worker tried them."""
+        now = self.clock.now
+        try:
+            for step, (info, pod, unschedulable, message) in enumerate(failed):
+                self.clock.now = now + step * PUT_BACK_STEP
+                self.queue.add_unschedulable_if_not_present(info, unschedulable=unschedulable, message=message)
+                self._retry_as_live(pod)
+        finally:
+            self.clock.now = now
+
+    def _started(self, spec: PodSpec, now: float, node: str | None = None) -> PodSpec:
+        """The pod as bound at `now` (virtual): its start time is status.startTime, or, without one, the binding's
+        instant, as the live snapshot reads a pod no kubelet started (placed_pods: the simulated cluster's). It
+        orders preemption's candidates (the latest-started victims go first) and victims. A copy: the parsed spec
+        is shared by every configuration's run. Re-indexed on `node` when it is there already."""
+        if spec.start_time is not None:
+            return spec
+        started = copy.copy(spec)
+        started.start_time = self._epoch + now
+        if node is not None:
+            self.cache.table.pods.add_pod(self.cache.table.index[node], started)  # replaces the entry under its key
+        return started
 
     def _hint_moves(self, bound: list[PodChange]) -> None:
         """As the live binder once its batch is bound (scheduler/queue/hints.py): AssignedPodAdd moves the

@@ -254,6 +254,19 @@ def test_a_trace_starts_with_each_node_as_it_was_then_and_each_change_after(cloc
     assert service["spec"]["selector"] == {"app": "web"}
 
 
+def test_a_pod_bound_before_the_start_is_recorded_as_started_when_it_was_bound(clock):
+    """The simulated cluster has no kubelet to write status.startTime; the live snapshot reads a placed pod's
+    start as its binding time (preemption prefers the victims that started last): the trace says so too."""
+    live_run(clock)
+    start = Pod.objects.get(name="q00").queued_at
+    trace = record_from_database(start=start, end=clock.datetime())
+    bound = {f"{ns}/{name}": when for ns, name, when in Pod.objects.exclude(bound_at=None).values_list(
+        "namespace", "name", "bound_at")}
+    started = {f"{m['metadata']['namespace']}/{m['metadata']['name']}": m["status"]["startTime"]
+               for m, node_name in trace.pods if node_name}
+    assert len(started) >= 10
+    assert all(datetime.fromisoformat(when) == bound[key] <= start for key, when in started.items())
+
 
 def test_a_node_status_heartbeat_is_no_node_update_but_a_label_change_is():
     from scheduler.cluster.services import node_manifest_update

@@ -84,6 +84,10 @@ class Command(BaseCommand):
         say(f"engine: {pods} pods on {nodes} nodes, {options['engine_runs']} runs")
         runs = [perf.run_engine(pods=pods, nodes=nodes, placed=placed, seed=seed) for _ in range(max(1, options["engine_runs"]))]
         engine = sorted(runs, key=lambda r: r["pods_per_second"])[len(runs) // 2]
+        say(f"engine without opportunistic batching: {pods} pods, {options['engine_runs']} runs")
+        unbatched = sorted((perf.run_engine(pods=pods, nodes=nodes, placed=placed, seed=seed, batching=False)
+                            for _ in range(max(1, options["engine_runs"]))), key=lambda r: r["pods_per_second"])
+        per_pod = unbatched[len(unbatched) // 2]
         say(f"reference: {reference_sample} pods")
         reference = e2e.run_reference(nodes=nodes, placed=placed, sample=reference_sample, seed=seed)
         result = {
@@ -96,6 +100,10 @@ class Command(BaseCommand):
             "engine_runs_pods_per_s": [r["pods_per_second"] for r in runs],
             "engine_p50_ms": engine["latency_ms"]["p50"],
             "engine_p99_ms": engine["latency_ms"]["p99"],
+            "engine_batched_pods": engine["batched"],
+            # The same pods, each scheduled from scratch (the placements are the same, engine/test_batching.py).
+            "engine_unbatched_pods_per_s": per_pod["pods_per_second"],
+            "engine_unbatched_runs_pods_per_s": [r["pods_per_second"] for r in unbatched],
             "reference_pods_per_s": reference["pods_per_second"],
             "reference_sample": reference_sample,
             "engine_vs_reference": round(engine["pods_per_second"] / reference["pods_per_second"], 1)

@@ -1,5 +1,5 @@
 // Overview: counters, streaming throughput and latency charts (uPlot), the last bindings and failures.
-import {addMarks} from "./chartmarks.js";
+import {addMarks, seedMarks} from "./chartmarks.js";
 import {connectLive, el, fmt, podLink} from "./live.js";
 
 const WINDOW_S = 120; // seconds of history the charts keep
@@ -118,7 +118,7 @@ connectLive("overview", (frame) => {
     bindings = bindings.concat(frame.bindings).slice(-KEEP);
     failed = failed.concat(frame.failed).slice(-KEEP);
   }
-  marks = addMarks(marks, frame, WINDOW_S);
+  marks = frame.full ? seedMarks(frame, WINDOW_S) : addMarks(marks, frame, WINDOW_S);
   renderTables();
   push(frame);
 });
