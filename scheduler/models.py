@@ -93,6 +93,9 @@ class Pod(models.Model):
     created_at = models.DateTimeField(help_text="metadata.creationTimestamp")
     queued_at = models.DateTimeField(null=True, blank=True, help_text="first time queued (SLI start)")
     bound_at = models.DateTimeField(null=True, blank=True)
+    # When its last scheduling gate was removed. Gates are set only at creation and may only be removed, so a
+    # pod with this set was gated from its creation until then: what the rewind (/queue/?at=) reads.
+    ungated_at = models.DateTimeField(null=True, blank=True, help_text="its last scheduling gate removed")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -319,6 +322,7 @@ class DeletedPod(models.Model):
     created_at = models.DateTimeField()
     queued_at = models.DateTimeField(null=True, blank=True)
     bound_at = models.DateTimeField(null=True, blank=True)
+    ungated_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField()
     manifest = models.JSONField()
 

@@ -101,7 +101,7 @@ def test_node_loss_evicts_past_the_toleration_collects_the_orphans_and_recreates
     assert Pod.objects.filter(name__startswith="web-").count() == 9
     rs = ClusterObject.objects.get(kind="ReplicaSet", name__startswith="web-")
     assert Event.objects.filter(involved_kind="Deployment", involved_name="web", reason="ScalingReplicaSet",
-                                message=f"Scaled up replica set {rs.name} from 6 to 9").exists()
+                                message=f"Scaled up replica set {rs.name} to 9 from 6").exists()
 
 
 def test_zone_outage_moves_the_zones_pods_out_and_the_recovered_zone_takes_new_ones(workers):
@@ -132,4 +132,4 @@ def test_an_unschedulable_burst_waits_then_binds_on_the_new_node_and_scales_down
                                 message__contains="Insufficient cpu").exists()
     assert Pod.objects.filter(node_name="zone-d-0").exists()
     assert Event.objects.filter(involved_kind="Deployment", involved_name="burst",
-                                message=f"Scaled down replica set {burst.name} from 40 to 30").exists()
+                                message=f"Scaled down replica set {burst.name} to 30 from 40").exists()

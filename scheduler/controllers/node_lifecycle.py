@@ -11,10 +11,14 @@ from datetime import datetime, timezone as dt_timezone
 from django.db import transaction
 
 from ..cluster.services import node_manifest_update
-from ..models import Node
+from ..models import Event, Node, Pod
+from ..state.events import EventSpec, events_record
 from ..telemetry import live
+from . import memory
 
 CONTROLLER = "node-controller"
+KUBELET = "kubelet"
+_KNOWN = "node-lifecycle-known"  # node name -> when a monitor pass first saw it (upstream's knownNodeSet)
 NOT_READY, UNREACHABLE = "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "NoExecute"
@@ -60,12 +64,66 @@ def ready_status(manifest: dict) -> str:
     return "True"
 
 
+def node_event(name: str, uid: str, reason: str, message: str, controller: str,
+               type: str = Event.NORMAL) -> EventSpec:
+    return EventSpec(type=type, reason=reason, message=message, kind="Node", namespace="", name=name, uid=uid,
+                     reporting_controller=controller)
+
+
+def status_change(name: str, uid: str, new_status: str, controller: str) -> EventSpec:
+    """As RecordNodeStatusChange / the kubelet's recordNodeStatusEvent."""
+    return node_event(name, uid, new_status, f"Node {name} status is now: {new_status}", controller)
+
+
+def _set_pods_ready(node_name: str, ready: bool, now: datetime) -> list[str]:
+    """MarkPodsNotReady (ready=False), or the kubelet posting its pods Ready again: the Ready condition of each
+    bound pod of the node written as apipod.UpdatePodCondition does. The pods changed, by name."""
+    changed = []
+    stamp = _rfc3339(now)
+    for pk, namespace, name, manifest in Pod.objects.filter(node_name=node_name, deleting=False).values_list(
+            "pk", "namespace", "name", "manifest"):
+        conditions = [c for c in (manifest.get("status") or {}).get("conditions") or () if isinstance(c, dict)]
+        old = next((c for c in conditions if c.get("type") == "Ready"), None)
+        if ready and (old is None or old.get("status") == "True"):
+            continue  # Ready since its binding, or already again
+        if not ready and old is not None and old.get("status") == "False":
+            continue
+        cond = {"type": "Ready", "status": "True" if ready else "False", "lastProbeTime": None,
+                "lastTransitionTime": stamp}
+        manifest = {**manifest, "status": {**(manifest.get("status") or {}),
+                                          "conditions": [c for c in conditions if c is not old] + [cond]}}
+        Pod.objects.filter(pk=pk).update(manifest=manifest)
+        changed.append((namespace, name))
+    return changed
+
+
 def node_set_ready(*, name: str, status: str, now: datetime | None = None) -> bool | None:
-    """The node's Ready condition set to True, False or Unknown, then tainted at once (one monitor pass)."""
+    """The node's Ready condition set to True, False or Unknown, then tainted at once (one monitor pass); the
+    events as the kubelet and the node controller leave them (stamped at the wall's time)."""
     now = now or datetime.now(dt_timezone.utc)
-    changed = node_manifest_update(name=name, mutate=lambda m: _set_ready(m, status, now))
-    if changed is None:
+    row = Node.objects.filter(name=name).values_list("manifest", flat=True).first()
+    if row is None:
         return None
+    before = ready_status(row)
+    uid = str((row.get("metadata") or {}).get("uid") or "")
+    with transaction.atomic():
+        changed = node_manifest_update(name=name, mutate=lambda m: _set_ready(m, status, now))
+        if changed is None:
+            return None
+        events = []
+        if changed and status != before:
+            if status == "False":
+                events.append(status_change(name, uid, "NodeNotReady", KUBELET))
+            elif status == "True":
+                events.append(status_change(name, uid, "NodeReady", KUBELET))
+                _set_pods_ready(name, True, datetime.now(dt_timezone.utc))
+            elif before == "True":  # Unknown, from Ready: the node controller's transition
+                events.append(status_change(name, uid, "NodeNotReady", CONTROLLER))
+                marked = _set_pods_ready(name, False, datetime.now(dt_timezone.utc))
+                events += [EventSpec(type=Event.WARNING, reason="NodeNotReady", message="Node is not ready",
+                                     kind="Pod", namespace=ns, name=pod_name, reporting_controller=CONTROLLER)
+                           for ns, pod_name in marked]
+        events_record(events)
     if changed:
         state = {"True": "Ready", "False": "NotReady", "Unknown": "Unreachable"}[status]
         transaction.on_commit(lambda: live.nodes_changed([{"name": name, "state": state}]))
@@ -109,12 +167,31 @@ def _retaint(manifest: dict, now: datetime) -> None:
         spec.pop("taints", None)
 
 
+def _register(rows: list[tuple[str, dict]], now: datetime) -> None:
+    """A whole pass: RegisteredNode for the nodes it sees first, RemovingNode for those it knew and are gone."""
+    known = memory.recall(_KNOWN)
+    names = {name for name, _ in rows}
+    added = [(name, m) for name, m in rows if name not in known]
+    removed = sorted(set(known) - names)
+    events = [node_event(name, str((m.get("metadata") or {}).get("uid") or ""), "RegisteredNode",
+                         f"Node {name} event: Registered Node {name} in Controller", CONTROLLER) for name, m in added]
+    events += [node_event(name, "", "RemovingNode", f"Node {name} event: Removing Node {name} from Controller",
+                          CONTROLLER) for name in removed]
+    events_record(events)
+    memory.remember(_KNOWN, {name: now.timestamp() for name, _ in added})
+    memory.forget(_KNOWN, removed)
+
+
 def monitor(*, names: list[str] | None = None, now: datetime | None = None) -> list[str]:
-    """One pass over the nodes (upstream's nodeMonitorPeriod, 5 s, is the beat period): the nodes retainted."""
+    """One pass over the nodes (upstream's nodeMonitorPeriod, 5 s, is the beat period): the nodes retainted.
+    A pass over every node (`names` None) also registers new nodes and notices removed ones."""
     now = now or datetime.now(dt_timezone.utc)
-    rows = Node.objects.all() if names is None else Node.objects.filter(name__in=names)
+    rows = list((Node.objects.all() if names is None else Node.objects.filter(name__in=names))
+                .values_list("name", "manifest"))
+    if names is None:
+        _register(rows, now)
     changed = []
-    for name, manifest in rows.values_list("name", "manifest"):
+    for name, manifest in rows:
         spec = manifest.get("spec") or {}
         if desired_taints(manifest, now) == [t for t in spec.get("taints") or () if isinstance(t, dict)]:
             continue

@@ -267,6 +267,10 @@ class PluginScores:
     def weighted(self) -> np.ndarray:
         return self.normalized * self.weight
 
+    def at(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(raw, normalized) at these positions of the candidates."""
+        return np.asarray(self.raw)[positions], np.asarray(self.normalized)[positions]
+
 
 @dataclass
 class Decision:
@@ -621,13 +625,21 @@ def run_post_filter_plugins(handle: Handle, pod: PodSpec, nodes: NodeTable, deci
 
 class Algorithm:
     """schedulePod over a NodeTable: filter, score, select. Holds the round-robin start index, the
-    random choices (tiebreak.py: its seed is drawn when none is given) and the nominator (pods nominated to
-    nodes by preemption, counted while filtering)."""
+    random choices (tiebreak.py: its seed is drawn when none is given), the nominator (pods nominated to
+    nodes by preemption, counted while filtering) and, with `batching` (upstream's OpportunisticBatching
+    gate, on by default), the work pods of one scheduling signature share (batching.py): the same
+    decisions, computed once per signature and kept up to date."""
 
-    def __init__(self, seed: int | None = None, nominator=None):
+    def __init__(self, seed: int | None = None, nominator=None, *, batching: bool = True):
         self.next_start_node_index = 0
         self.tiebreak = TieBreak(seed)
         self.nominator = nominator
+        if batching:
+            from .batching import OpportunisticBatch
+
+            self.batch = OpportunisticBatch()
+        else:
+            self.batch = None
 
     @staticmethod
     def _rejected_at_pre_filter(decision: Decision, plugin: str, message: str) -> Decision:
@@ -653,41 +665,46 @@ class Algorithm:
     def _schedule(self, profile: Profile, pod: PodSpec, nodes: NodeTable, all_nodes: bool) -> Decision:
         n = nodes.n
         filters = profile.filters
-        rejected_by = np.empty(n, dtype=np.int64)
-        rejected_by.fill(-1)
+        if n == 0:
+            rejected_by = np.empty(0, dtype=np.int64)
+            return Decision(pod_key=pod.key, num_all_nodes=0, candidates=np.zeros(0, dtype=np.int64),
+                            rejected_by=rejected_by, filter_names=[p.name for p in filters],
+                            filter_results=[None] * len(filters))
+
+        # PreFilter and Filter: run, or read from the pod's signature batch (the same verdicts).
+        started = perf_counter()
+        batch = self.batch.lookup(profile, pod, nodes) if self.batch is not None and not all_nodes else None
+        fp = batch.filter_pass() if batch is not None else run_filters(profile, pod, nodes)
         decision = Decision(
             pod_key=pod.key, num_all_nodes=n, candidates=np.zeros(0, dtype=np.int64),
-            rejected_by=rejected_by, filter_names=[p.name for p in filters], filter_results=[None] * len(filters),
+            rejected_by=fp.rejected_by, filter_names=[p.name for p in filters], filter_results=[None] * len(filters),
         )
-        if n == 0:
-            return decision
-
-        fp = run_filters(profile, pod, nodes)
-        decision.pre_filter_seconds = fp.pre_filter_seconds
-        if fp.error is not None:
-            decision.error = fp.error
-            return decision
-        if fp.rejected is not None:
+        decision.pre_filter_seconds = fp.pre_filter_seconds if batch is None else perf_counter() - started
+        if fp.error is not None or fp.rejected is not None:
+            decision.rejected_by = np.full(n, -1, dtype=np.int64)  # no node was filtered
+            if fp.error is not None:
+                decision.error = fp.error
+                return decision
             return self._rejected_at_pre_filter(decision, *fp.rejected)
         # The nominator: pods nominated to a node with priority >= this pod's are counted there.
         nominated = self.nominator.counted_for(pod, nodes) if self.nominator is not None else []
         if nominated:
+            if batch is not None:
+                batch, fp = self._fresh(batch, pod, profile, nodes)
             fp = run_filters_with_nominated_pods(profile, pod, nodes, nominated, plain=fp)
             if fp.error is not None:
+                decision.rejected_by = np.full(n, -1, dtype=np.int64)
                 decision.error = fp.error
                 return decision
             decision.nominated_pods_counted = len(nominated)
-        decision.rejected_by = rejected_by = fp.rejected_by
-        decision.filter_results = fp.filter_results
-        decision.absent_status = fp.absent_status
-        decision.skipped_filters = fp.skipped
-        considered, remaining = fp.considered, fp.remaining
 
         # As evaluateNominatedNode: a node the pod was nominated to (by its preemption) is tried
-        # first, and taken when it passes; the round-robin index does not move.
+        # first, and taken when it passes; the round-robin index does not move. (Such a pod has no
+        # signature: its cycle is its own.)
         if pod.nominated_node_name:
             row = nodes.index.get(pod.nominated_node_name)
-            if row is not None and rejected_by[row] == -1:
+            if row is not None and fp.rejected_by[row] == -1:
+                self._take_filter_pass(decision, fp)
                 decision.candidates = np.asarray([row], dtype=np.int64)
                 decision.evaluated_nodes = 1
                 decision.selected_row = int(row)
@@ -695,10 +712,12 @@ class Algorithm:
                 return decision
 
         # numFeasibleNodesToFind, starting at the round-robin index over the considered nodes.
-        if considered is None:
-            processed, candidates = self._take_all_considered(profile, remaining, rejected_by, n, all_nodes)
-        else:
-            processed, candidates = self._take_narrowed(profile, considered, remaining, rejected_by, all_nodes)
+        processed, candidates = self._cut(profile, fp, n, all_nodes)
+        if batch is not None and batch.stale_within(*self._examined(fp, processed, n)):
+            # The cut reached nodes whose pods changed since the batch read them: read them again, cut again.
+            batch, fp = self._fresh(batch, pod, profile, nodes)
+            processed, candidates = self._cut(profile, fp, n, all_nodes)
+        self._take_filter_pass(decision, fp)
         decision.candidates = candidates
         decision.evaluated_nodes = processed
         self.next_start_node_index = (self.next_start_node_index + processed) % n
@@ -711,26 +730,15 @@ class Algorithm:
 
         # Score, normalize, weight.
         started = perf_counter()
-        totals = np.zeros(len(candidates), dtype=np.int64)
-        for plugin, weight in profile.scores:
-            try:
-                raw = plugin.score(pod, nodes, candidates)
-            except PluginError as err:
-                decision.error = f"running PreScore plugin {_go_quote(plugin.name)}: {err}"
-                decision.candidates = np.zeros(0, dtype=np.int64)
+        shared = batch.scores(candidates) if batch is not None else None
+        if shared is not None:
+            decision.plugin_scores, totals = shared
+            self.batch.batched_pods += 1
+        else:
+            totals = self._score(profile, pod, nodes, candidates, decision)
+            if totals is None:
                 decision.score_seconds = perf_counter() - started
                 return decision
-            if raw is None:
-                continue
-            raw = np.asarray(raw, dtype=np.int64)
-            normalized = np.asarray(plugin.normalize(raw), dtype=np.int64)
-            if len(normalized) and _out_of_range(normalized):
-                decision.error = f"plugin {plugin.name!r} returns an invalid score, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
-                decision.candidates = np.zeros(0, dtype=np.int64)
-                decision.score_seconds = perf_counter() - started
-                return decision
-            decision.plugin_scores.append(PluginScores(plugin.name, weight, raw, normalized))
-            totals += normalized * weight if weight != 1 else normalized
         decision.totals = totals
         decision.score_seconds = perf_counter() - started
 
@@ -739,6 +747,57 @@ class Algorithm:
         pick = best[0] if len(best) == 1 else best[self.tiebreak.randrange(len(best))]
         decision.selected_row = int(candidates[pick])
         return decision
+
+    @staticmethod
+    def _take_filter_pass(decision: Decision, fp: FilterPass) -> None:
+        decision.rejected_by = fp.rejected_by
+        decision.filter_results = fp.filter_results
+        decision.absent_status = fp.absent_status
+        decision.skipped_filters = fp.skipped
+
+    def _fresh(self, batch, pod: PodSpec, profile: Profile, nodes: NodeTable):
+        """The batch with its stale rows read again and its filter pass; without a batch (a plugin's answer
+        no longer fits it) the pod's own filter pass."""
+        if batch.refresh(pod):
+            return batch, batch.filter_pass()
+        self.batch.drop(batch)
+        return None, run_filters(profile, pod, nodes)
+
+    def _cut(self, profile: Profile, fp: FilterPass, n: int, all_nodes: bool) -> tuple[int, np.ndarray]:
+        if fp.considered is None:
+            return self._take_all_considered(profile, fp.remaining, fp.rejected_by, n, all_nodes)
+        return self._take_narrowed(profile, fp.considered, fp.remaining, fp.rejected_by, all_nodes)
+
+    def _examined(self, fp: FilterPass, processed: int, n: int) -> tuple[int, int, int, np.ndarray | None]:
+        """(start, processed, n, considered rows): where the cut just looked, for Batch.stale_within."""
+        if fp.considered is None:
+            return self.next_start_node_index % n, processed, n, None
+        rows = np.flatnonzero(fp.considered)
+        return (self.next_start_node_index % len(rows) if len(rows) else 0), processed, n, rows
+
+    def _score(self, profile: Profile, pod: PodSpec, nodes: NodeTable, candidates: np.ndarray,
+               decision: Decision) -> np.ndarray | None:
+        """Each score plugin on the candidates, normalized and weighted; None (the decision's error set)
+        when a plugin fails or returns an invalid score."""
+        totals = np.zeros(len(candidates), dtype=np.int64)
+        for plugin, weight in profile.scores:
+            try:
+                raw = plugin.score(pod, nodes, candidates)
+            except PluginError as err:
+                decision.error = f"running PreScore plugin {_go_quote(plugin.name)}: {err}"
+                decision.candidates = np.zeros(0, dtype=np.int64)
+                return None
+            if raw is None:
+                continue
+            raw = np.asarray(raw, dtype=np.int64)
+            normalized = np.asarray(plugin.normalize(raw), dtype=np.int64)
+            if len(normalized) and _out_of_range(normalized):
+                decision.error = f"plugin {plugin.name!r} returns an invalid score, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                decision.candidates = np.zeros(0, dtype=np.int64)
+                return None
+            decision.plugin_scores.append(PluginScores(plugin.name, weight, raw, normalized))
+            totals += normalized * weight if weight != 1 else normalized
+        return totals
 
     def _to_find(self, profile: Profile, num_considered: int, all_nodes: bool) -> int:
         if not profile.scores:

@@ -122,8 +122,10 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
             events.append((queued_at, 1, line))
 
     # The objects the plugins read (Services, ReplicaSets... for spreading; Namespaces for affinity), as the
-    # table keeps them: each with its current manifest, from its creation (those deleted are not kept).
-    for kind, manifest, created in ClusterObject.objects.filter(created_at__lte=end).order_by(
+    # table keeps them: each with its current manifest, from its creation (those deleted are not kept). Only the
+    # kinds the replay reads: a pod's priority is already resolved in its manifest (PriorityClasses, the system
+    # ones every database has included, are not needed), and the replay's preemption reads no budget.
+    for kind, manifest, created in ClusterObject.objects.filter(created_at__lte=end, kind__in=OBJECT_API_VERSIONS).order_by(
             "created_at", "kind", "namespace", "name").values_list("kind", "manifest", "created_at"):
         obj = {**manifest, "apiVersion": OBJECT_API_VERSIONS[kind], "kind": kind}
         if created <= start:

@@ -79,7 +79,8 @@ queue_incoming_pods = Counter(
 preemption_attempts = Counter(
     "preemption_attempts", "Total preemption attempts in the cluster till now", subsystem=SUBSYSTEM)
 preemption_victims = Histogram(
-    "preemption_victims", "Number of selected preemption victims", subsystem=SUBSYSTEM,
+    "preemption_victims", "Number of selected preemption victims for preemption initiated by a single pod",
+    subsystem=SUBSYSTEM,
     # As upstream: #victims > 64 is rare, so [64, +Inf) is one bucket.
     buckets=exponential_buckets(1, 2, 7))
 # A live gauge: each process's own in-flight bindings, summed over the processes still alive.

@@ -53,11 +53,14 @@ class ScenarioClock:
         return self.start + timedelta(seconds=self.elapsed())
 
     def sleep_until(self, elapsed: float, stop: Callable[[], bool], tick: Callable[[], None], period: float) -> None:
-        """Tick the control plane every `period` wall seconds until the scenario clock reaches `elapsed`."""
+        """Tick the control plane every `period` wall seconds until the scenario clock reaches `elapsed`, and once
+        more then: a tick that took long (a loaded machine, at a high time scale) may have let the clock pass
+        a controller's deadline, and what was due before the next step (an eviction before a recovery) must
+        happen before it."""
         while not stop():
+            tick()
             if self.elapsed() >= elapsed:
                 return
-            tick()
             left = (elapsed - self.elapsed()) / self.time_scale
             if left > 0:
                 time.sleep(min(period, left))

@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("scheduler", "0015_attempt_snapshot_at"),
+        ("scheduler", "0016_pod_ungated_at"),
     ]
 
     operations = [
