@@ -102,3 +102,19 @@ def test_node_fail_and_recover_print_as_kubectl_and_name_a_missing_node():
     r = cli("node", "fail", "nope")
     assert (r.code, r.err) == (1, 'Error from server (NotFound): nodes "nope" not found\n')
     assert node_lifecycle.monitor() == []
+
+
+def test_a_pass_decodes_only_the_nodes_that_may_need_taints_and_every_node_left_out_wants_the_taints_it_has():
+    apply(node("plain"), node("empty-taints", spec={"taints": []}), node("cordoned", spec={"unschedulable": True}),
+          node("uncordoned", spec={"unschedulable": False, "taints": [{"key": "node.kubernetes.io/unschedulable",
+                                                                        "effect": "NoSchedule"}]}),
+          node("team", spec={"taints": [{"key": "team", "value": "x", "effect": "NoSchedule"}]}))
+    node_set_ready(name="plain", status="True", now=T0)  # posts a Ready condition: looked at from now on
+    apply(node("quiet"))
+    looked_at = set(Node.objects.filter(node_lifecycle.may_need_taints()).values_list("name", flat=True))
+    assert looked_at == {"plain", "empty-taints", "cordoned", "uncordoned", "team"}
+    for name, manifest in Node.objects.exclude(name__in=looked_at).values_list("name", "manifest"):
+        assert node_lifecycle.desired_taints(manifest, T0) == taints(name) == [], name
+    assert sorted(node_lifecycle.monitor(now=T0)) == ["cordoned", "uncordoned"]
+    assert taints("cordoned") == [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
+    assert taints("uncordoned") == []

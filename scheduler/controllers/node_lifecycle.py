@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone as dt_timezone
 
 from django.db import transaction
+from django.db.models import Q
 
 from ..cluster.services import node_manifest_update
 from ..models import Node
@@ -109,10 +110,19 @@ def _retaint(manifest: dict, now: datetime) -> None:
         spec.pop("taints", None)
 
 
+def may_need_taints() -> Q:
+    """The nodes desired_taints may change: those with conditions, taints or spec.unschedulable."""
+    return (Q(manifest__status__has_key="conditions") | Q(manifest__spec__has_key="taints")
+            | Q(manifest__spec__has_key="unschedulable"))
+
+
 def monitor(*, names: list[str] | None = None, now: datetime | None = None) -> list[str]:
     """One pass over the nodes (upstream's nodeMonitorPeriod, 5 s, is the beat period): the nodes retainted."""
     now = now or datetime.now(dt_timezone.utc)
     rows = Node.objects.all() if names is None else Node.objects.filter(name__in=names)
+    # A node with no conditions, no taints and no spec.unschedulable wants no taint and has none: left out in
+    # the query, so a pass over a large healthy cluster decodes no manifest (50,000 nodes every 5 s otherwise).
+    rows = rows.filter(may_need_taints())
     changed = []
     for name, manifest in rows.values_list("name", "manifest"):
         spec = manifest.get("spec") or {}
