@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from ..manifests.cluster_objects import KINDS, POD_DISRUPTION_BUDGET, PRIORITY_CLASS, ParsedObject
 from ..manifests.errors import ManifestError, Problem
-from ..manifests.priority import priority_class_info
+from ..manifests.priority import SYSTEM_CLASSES, priority_class_info, system_class_manifest
 from ..models import ClusterObject
 
 # As kubectl names a resource in its output ("replicaset.apps/web created").
@@ -117,7 +117,17 @@ def cluster_object_apply(parsed: ParsedObject, result) -> None:
     result.statuses[(parsed.kind, parsed.namespace, parsed.name)] = "configured"
 
 
+class ObjectForbidden(Exception):
+    """The API server refuses the request (403): the message as it words it after `is forbidden: `."""
+
+
+SYSTEM_CLASS_UNDELETABLE = "this is a system priority class and cannot be deleted"
+
+
 def cluster_object_delete(*, kind: str, namespace: str, name: str) -> bool:
+    if kind == PRIORITY_CLASS and name in SYSTEM_CLASSES:
+        # As the priorityclass registry's Delete: the system classes stay.
+        raise ObjectForbidden(SYSTEM_CLASS_UNDELETABLE)
     with transaction.atomic():
         deleted, _ = ClusterObject.objects.filter(kind=kind, namespace=namespace if KINDS[kind][1] else "",
                                                   name=name).delete()
@@ -136,3 +146,19 @@ def priority_classes() -> dict:
     """The stored PriorityClasses by name (what Priority admission resolves a pod's class against)."""
     return {info.name: info for info in (priority_class_info(m) for m in
                                          ClusterObject.objects.filter(kind=PRIORITY_CLASS).values_list("manifest", flat=True))}
+
+
+def system_priority_classes_ensure() -> int:
+    """Create the system PriorityClasses that are missing, as the API server's bootstrap hook does at every start
+    (scheduling/bootstrap-system-priority-classes): `get pc` lists them, pods may name them. How many it made."""
+    made = 0
+    now = timezone.now()
+    for name in SYSTEM_CLASSES:
+        if ClusterObject.objects.filter(kind=PRIORITY_CLASS, namespace="", name=name).exists():
+            continue
+        manifest = system_class_manifest(name)
+        manifest["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        ClusterObject.objects.get_or_create(kind=PRIORITY_CLASS, namespace="", name=name, defaults={
+            "uid": manifest["metadata"]["uid"], "labels": {}, "selector": None, "replicas": None, "manifest": manifest})
+        made += 1
+    return made

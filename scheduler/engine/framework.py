@@ -17,6 +17,7 @@ import numpy as np
 from .nodes import NodeTable
 from .pods import DEFAULT_SCHEDULER_NAME, PodSpec
 from .resources import MAX_NODE_SCORE, MIN_NODE_SCORE
+from .tiebreak import TieBreak
 
 # As pkg/scheduler/schedule_one.go.
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -266,6 +267,10 @@ class PluginScores:
     def weighted(self) -> np.ndarray:
         return self.normalized * self.weight
 
+    def at(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(raw, normalized) at these positions of the candidates."""
+        return np.asarray(self.raw)[positions], np.asarray(self.normalized)[positions]
+
 
 @dataclass
 class Decision:
@@ -296,6 +301,9 @@ class Decision:
     nominated_pods_counted: int = 0
     skipped_filters: frozenset[str] = frozenset()  # filters a PreFilter returned Skip for
     post_filter: PostFilterResult | None = None  # set when the pod fit nowhere and PostFilter ran
+    # Where the worker's random choices stood when this cycle began: (tie-break seed, position, round-robin start
+    # index). The attempt records it; a replay seeks there (tiebreak.py).
+    tiebreak: tuple[int, int, int] | None = None
 
     @property
     def scheduled(self) -> bool:
@@ -356,6 +364,12 @@ class Decision:
 ABSENT = -2  # rejected_by value for rows a PreFilterResult excluded
 
 
+def rejected_by_dtype(filters: int) -> type:
+    """rejected_by's element type: the smallest that holds every filter's index (a batch keeps one
+    decision per pod until its attempts are written: int64 there was 400 KB a pod at 50,000 nodes)."""
+    return np.int8 if filters < 127 else np.int16
+
+
 def _go_quote(text: str) -> str:
     """Go's %q for the plain ASCII names plugins have."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -400,7 +414,7 @@ def run_filters(profile: Profile, pod: PodSpec, nodes: NodeTable) -> FilterPass:
     """PreFilter then Filter over all nodes, in the current cycle state (no cut, no score)."""
     n = nodes.n
     filters = profile.filters
-    rejected_by = np.empty(n, dtype=np.int64)
+    rejected_by = np.empty(n, dtype=rejected_by_dtype(len(filters)))
     rejected_by.fill(-1)
     out = FilterPass(rejected_by, [None] * len(filters))
 
@@ -617,12 +631,21 @@ def run_post_filter_plugins(handle: Handle, pod: PodSpec, nodes: NodeTable, deci
 
 class Algorithm:
     """schedulePod over a NodeTable: filter, score, select. Holds the round-robin start index, the
-    RNG, and the nominator (pods nominated to nodes by preemption, counted while filtering)."""
+    random choices (tiebreak.py: its seed is drawn when none is given), the nominator (pods nominated to
+    nodes by preemption, counted while filtering) and, with `batching` (upstream's OpportunisticBatching
+    gate, on by default), the work pods of one scheduling signature share (batching.py): the same
+    decisions, computed once per signature and kept up to date."""
 
-    def __init__(self, seed: int | None = None, nominator=None):
+    def __init__(self, seed: int | None = None, nominator=None, *, batching: bool = True):
         self.next_start_node_index = 0
-        self.rng = np.random.default_rng(seed)
+        self.tiebreak = TieBreak(seed)
         self.nominator = nominator
+        if batching:
+            from .batching import OpportunisticBatch
+
+            self.batch = OpportunisticBatch()
+        else:
+            self.batch = None
 
     @staticmethod
     def _rejected_at_pre_filter(decision: Decision, plugin: str, message: str) -> Decision:
@@ -636,51 +659,58 @@ class Algorithm:
         """Run one scheduling algorithm pass. `all_nodes` disables the numFeasibleNodesToFind cut (explain)."""
         state = CycleState()
         token = _CURRENT_CYCLE.set(state)
+        at = (*self.tiebreak.state(), self.next_start_node_index)
         try:
             decision = self._schedule(profile, pod, nodes, all_nodes)
         finally:
             _CURRENT_CYCLE.reset(token)
         decision.cycle_state = state
+        decision.tiebreak = at
         return decision
 
     def _schedule(self, profile: Profile, pod: PodSpec, nodes: NodeTable, all_nodes: bool) -> Decision:
         n = nodes.n
         filters = profile.filters
-        rejected_by = np.empty(n, dtype=np.int64)
-        rejected_by.fill(-1)
+        if n == 0:
+            rejected_by = np.empty(0, dtype=rejected_by_dtype(len(filters)))
+            return Decision(pod_key=pod.key, num_all_nodes=0, candidates=np.zeros(0, dtype=np.int64),
+                            rejected_by=rejected_by, filter_names=[p.name for p in filters],
+                            filter_results=[None] * len(filters))
+
+        # PreFilter and Filter: run, or read from the pod's signature batch (the same verdicts).
+        started = perf_counter()
+        batch = self.batch.lookup(profile, pod, nodes) if self.batch is not None and not all_nodes else None
+        fp = batch.filter_pass() if batch is not None else run_filters(profile, pod, nodes)
         decision = Decision(
             pod_key=pod.key, num_all_nodes=n, candidates=np.zeros(0, dtype=np.int64),
-            rejected_by=rejected_by, filter_names=[p.name for p in filters], filter_results=[None] * len(filters),
+            rejected_by=fp.rejected_by, filter_names=[p.name for p in filters], filter_results=[None] * len(filters),
         )
-        if n == 0:
-            return decision
-
-        fp = run_filters(profile, pod, nodes)
-        decision.pre_filter_seconds = fp.pre_filter_seconds
-        if fp.error is not None:
-            decision.error = fp.error
-            return decision
-        if fp.rejected is not None:
+        decision.pre_filter_seconds = fp.pre_filter_seconds if batch is None else perf_counter() - started
+        if fp.error is not None or fp.rejected is not None:
+            decision.rejected_by = np.full(n, -1, dtype=rejected_by_dtype(len(filters)))  # no node was filtered
+            if fp.error is not None:
+                decision.error = fp.error
+                return decision
             return self._rejected_at_pre_filter(decision, *fp.rejected)
         # The nominator: pods nominated to a node with priority >= this pod's are counted there.
         nominated = self.nominator.counted_for(pod, nodes) if self.nominator is not None else []
         if nominated:
+            if batch is not None:
+                batch, fp = self._fresh(batch, pod, profile, nodes)
             fp = run_filters_with_nominated_pods(profile, pod, nodes, nominated, plain=fp)
             if fp.error is not None:
+                decision.rejected_by = np.full(n, -1, dtype=rejected_by_dtype(len(filters)))
                 decision.error = fp.error
                 return decision
             decision.nominated_pods_counted = len(nominated)
-        decision.rejected_by = rejected_by = fp.rejected_by
-        decision.filter_results = fp.filter_results
-        decision.absent_status = fp.absent_status
-        decision.skipped_filters = fp.skipped
-        considered, remaining = fp.considered, fp.remaining
 
         # As evaluateNominatedNode: a node the pod was nominated to (by its preemption) is tried
-        # first, and taken when it passes; the round-robin index does not move.
+        # first, and taken when it passes; the round-robin index does not move. (Such a pod has no
+        # signature: its cycle is its own.)
         if pod.nominated_node_name:
             row = nodes.index.get(pod.nominated_node_name)
-            if row is not None and rejected_by[row] == -1:
+            if row is not None and fp.rejected_by[row] == -1:
+                self._take_filter_pass(decision, fp)
                 decision.candidates = np.asarray([row], dtype=np.int64)
                 decision.evaluated_nodes = 1
                 decision.selected_row = int(row)
@@ -688,10 +718,12 @@ class Algorithm:
                 return decision
 
         # numFeasibleNodesToFind, starting at the round-robin index over the considered nodes.
-        if considered is None:
-            processed, candidates = self._take_all_considered(profile, remaining, rejected_by, n, all_nodes)
-        else:
-            processed, candidates = self._take_narrowed(profile, considered, remaining, rejected_by, all_nodes)
+        processed, candidates = self._cut(profile, fp, n, all_nodes)
+        if batch is not None and batch.stale_within(*self._examined(fp, processed, n)):
+            # The cut reached nodes whose pods changed since the batch read them: read them again, cut again.
+            batch, fp = self._fresh(batch, pod, profile, nodes)
+            processed, candidates = self._cut(profile, fp, n, all_nodes)
+        self._take_filter_pass(decision, fp)
         decision.candidates = candidates
         decision.evaluated_nodes = processed
         self.next_start_node_index = (self.next_start_node_index + processed) % n
@@ -704,6 +736,55 @@ class Algorithm:
 
         # Score, normalize, weight.
         started = perf_counter()
+        shared = batch.scores(candidates) if batch is not None else None
+        if shared is not None:
+            decision.plugin_scores, totals = shared
+            self.batch.batched_pods += 1
+        else:
+            totals = self._score(profile, pod, nodes, candidates, decision)
+            if totals is None:
+                decision.score_seconds = perf_counter() - started
+                return decision
+        decision.totals = totals
+        decision.score_seconds = perf_counter() - started
+
+        # selectHost: uniformly at random among the top scores.
+        best = (totals == totals.max()).nonzero()[0]
+        pick = best[0] if len(best) == 1 else best[self.tiebreak.randrange(len(best))]
+        decision.selected_row = int(candidates[pick])
+        return decision
+
+    @staticmethod
+    def _take_filter_pass(decision: Decision, fp: FilterPass) -> None:
+        decision.rejected_by = fp.rejected_by
+        decision.filter_results = fp.filter_results
+        decision.absent_status = fp.absent_status
+        decision.skipped_filters = fp.skipped
+
+    def _fresh(self, batch, pod: PodSpec, profile: Profile, nodes: NodeTable):
+        """The batch with its stale rows read again and its filter pass; without a batch (a plugin's answer
+        no longer fits it) the pod's own filter pass."""
+        if batch.refresh(pod):
+            return batch, batch.filter_pass()
+        self.batch.drop(batch)
+        return None, run_filters(profile, pod, nodes)
+
+    def _cut(self, profile: Profile, fp: FilterPass, n: int, all_nodes: bool) -> tuple[int, np.ndarray]:
+        if fp.considered is None:
+            return self._take_all_considered(profile, fp.remaining, fp.rejected_by, n, all_nodes)
+        return self._take_narrowed(profile, fp.considered, fp.remaining, fp.rejected_by, all_nodes)
+
+    def _examined(self, fp: FilterPass, processed: int, n: int) -> tuple[int, int, int, np.ndarray | None]:
+        """(start, processed, n, considered rows): where the cut just looked, for Batch.stale_within."""
+        if fp.considered is None:
+            return self.next_start_node_index % n, processed, n, None
+        rows = np.flatnonzero(fp.considered)
+        return (self.next_start_node_index % len(rows) if len(rows) else 0), processed, n, rows
+
+    def _score(self, profile: Profile, pod: PodSpec, nodes: NodeTable, candidates: np.ndarray,
+               decision: Decision) -> np.ndarray | None:
+        """Each score plugin on the candidates, normalized and weighted; None (the decision's error set)
+        when a plugin fails or returns an invalid score."""
         totals = np.zeros(len(candidates), dtype=np.int64)
         for plugin, weight in profile.scores:
             try:
@@ -711,8 +792,7 @@ class Algorithm:
             except PluginError as err:
                 decision.error = f"running PreScore plugin {_go_quote(plugin.name)}: {err}"
                 decision.candidates = np.zeros(0, dtype=np.int64)
-                decision.score_seconds = perf_counter() - started
-                return decision
+                return None
             if raw is None:
                 continue
             raw = np.asarray(raw, dtype=np.int64)
@@ -720,18 +800,10 @@ class Algorithm:
             if len(normalized) and _out_of_range(normalized):
                 decision.error = f"plugin {plugin.name!r} returns an invalid score, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
                 decision.candidates = np.zeros(0, dtype=np.int64)
-                decision.score_seconds = perf_counter() - started
-                return decision
+                return None
             decision.plugin_scores.append(PluginScores(plugin.name, weight, raw, normalized))
             totals += normalized * weight if weight != 1 else normalized
-        decision.totals = totals
-        decision.score_seconds = perf_counter() - started
-
-        # selectHost: uniformly at random among the top scores.
-        best = (totals == totals.max()).nonzero()[0]
-        pick = best[0] if len(best) == 1 else best[int(self.rng.integers(len(best)))]
-        decision.selected_row = int(candidates[pick])
-        return decision
+        return totals
 
     def _to_find(self, profile: Profile, num_considered: int, all_nodes: bool) -> int:
         if not profile.scores:

@@ -20,6 +20,10 @@ from .pods import HostPort, PodSpec, Resources, Taint
 from .resources import CPU, MEMORY, PODS, STANDARD_RESOURCES
 
 
+# Rows kept in NodeTable.changed_rows before the list starts again (as if all usage had changed).
+MAX_CHANGED_ROWS = 1 << 16
+
+
 @dataclass(frozen=True)
 class ImageState:
     """One entry of node.status.images: every name it goes by, and its size in bytes."""
@@ -153,10 +157,26 @@ class NodeTable:
         # InterPodAffinity read them), and the other cluster objects those plugins read.
         self.pods = PodIndex(n)
         self.objects = ClusterObjects()
+        # Which rows' usage changed, in order, since `usage_epoch` last moved (a reload of all usage
+        # moves it): the signature batches (batching.py) recompute only those rows of what they keep.
+        self.usage_epoch = 0
+        self.changed_rows: list[int] = []
         self.reset_usage(usage)
 
     # ---- usage -------------------------------------------------------------------------
+    def _all_usage_changed(self) -> None:
+        self.usage_epoch += 1
+        self.changed_rows = []
+
+    def _row_changed(self, row: int) -> None:
+        rows = self.changed_rows
+        if len(rows) >= MAX_CHANGED_ROWS:
+            self._all_usage_changed()  # bounded: whoever kept the old list starts again
+        else:
+            rows.append(row)
+
     def reset_usage(self, usage: Sequence[NodeUsage] | None) -> None:
+        self._all_usage_changed()
         n = self.n
         self._min_free: dict[str, int] = {}
         self.requested: dict[str, np.ndarray] = {r: np.zeros(n, dtype=np.int64) for r in self.allocatable}
@@ -169,6 +189,7 @@ class NodeTable:
     def load_usage(self, standard: dict[str, np.ndarray], nonzero_cpu: np.ndarray, nonzero_memory: np.ndarray,
                    scalars: dict[int, dict[str, int]], ports: dict[int, list[HostPort]]) -> None:
         """Replace all usage at once from columns (a snapshot of the shared state)."""
+        self._all_usage_changed()
         self._min_free.clear()
         for r, col in self.requested.items():
             col[:] = standard[r] if r in standard else 0
@@ -190,6 +211,7 @@ class NodeTable:
 
     def set_row_usage(self, row: int, usage: NodeUsage) -> None:
         """Replace one node's usage (after a lost reservation race)."""
+        self._row_changed(row)
         self._min_free.clear()
         for r, col in self.requested.items():
             col[row] = usage.requested.get(r, 0)
@@ -203,6 +225,7 @@ class NodeTable:
         self.set_row_ports(row, list(usage.ports))
 
     def set_row_ports(self, row: int, ports: list[HostPort]) -> None:
+        self._row_changed(row)
         for key in list(self.ports):
             self.ports[key].pop(row, None)
             if not self.ports[key]:
@@ -238,6 +261,7 @@ class NodeTable:
         self.pods.remove_pod(row, pod)
 
     def _apply(self, row, requested, nonzero_cpu, nonzero_memory, ports, sign) -> None:
+        self._row_changed(row)
         for r, v in requested.items():
             col = self.requested.get(r)
             if col is None:
@@ -288,6 +312,7 @@ class NodeTable:
         other.allocatable = dict(self.allocatable)
         other._min_free = dict(self._min_free)
         other.pods = self.pods.copy()
+        other.changed_rows = list(self.changed_rows)
         return other
 
     # ---- labels ------------------------------------------------------------------------

@@ -7,7 +7,12 @@ and 500Mi scheduled one after another with the default profile, each assumed int
 before the next, as schedule_one does. No database, queue or binder: only schedulePod and assume.
 
     python -m scheduler.engine.perf [--pods N] [--nodes N] [--placed N] [--seed N] [--no-gc-freeze] [--topology]
+                                    [--no-batching]
     python -m scheduler.engine.perf --preemption [--pods N] [--nodes N] [--seed N]
+
+The pods all have one scheduling signature, so with opportunistic batching (on by default, as upstream's
+OpportunisticBatching gate) they share their filter and score work (engine/batching.py); --no-batching
+schedules every pod from scratch (the same placements, for comparison).
 
 --topology adds PodTopologySpread and InterPodAffinity where upstream's default profile has them
 (filters and scores at weight 2), to show what they cost pods that use neither.
@@ -24,11 +29,13 @@ prints one JSON object.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -92,9 +99,59 @@ def build_scheduling_basic(nodes: int = 5000, placed: int = 1000, seed: int = 0,
     return cache, profile, make_pod
 
 
+@dataclass
+class Churn:
+    """scheduler_perf's churn op (mode create) beside the measured pods: `make(i)` is the i-th object, one each
+    `interval` seconds of the run's clock, as its ticker; each goes through a whole cycle in the same loop."""
+
+    make: Callable[[int], PodSpec]
+    interval: float
+    created: int = 0
+    attempts: int = 0  # failed attempts of churned pods (each ran the PostFilter: scheduler_preemption_attempts_total)
+    preemptions: int = 0  # of them nominating a node
+    victims: int = 0
+    bound: int = 0  # churned pods placed (on the room their preemption made, or at once)
+    victims_measured: int = 0  # measured pods among the victims (they leave the run unplaced)
+
+    def report(self) -> dict:
+        return {"churned_pods": self.created, "preemption_attempts": self.attempts, "preemptions": self.preemptions,
+                "preemption_victims": self.victims, "preemptors_bound": self.bound,
+                "measured_pods_preempted": self.victims_measured}
+
+
+def _churn_cycle(cache: Cache, profile: Profile, algorithm: Algorithm, pod: PodSpec, churn: Churn,
+                 measured: set[str]) -> None:
+    """One churned pod through schedule_one; a preemption's victims leave the cache (their deletion observed at
+    once: no API server here), and the preemptor's next cycle lands on its nominated node."""
+    from .schedule_one import SCHEDULED, UNSCHEDULABLE, schedule_one
+
+    first = schedule_one(pod, profile=profile, algorithm=algorithm, cache=cache)
+    if first.status == SCHEDULED:
+        churn.bound += 1
+        return
+    if first.status != UNSCHEDULABLE:
+        return
+    churn.attempts += first.decision is not None and first.decision.post_filter is not None
+    if not first.nominated_node:
+        return
+    churn.preemptions += 1
+    churn.victims += len(first.victims)
+    row = cache.table.index[first.nominated_node]
+    for v in first.victims:
+        churn.victims_measured += v.key in measured
+        if v.key in cache.assumed:
+            cache.forget(v.key)
+        else:
+            cache.table.remove_pod(row, v)
+    again = schedule_one(dataclasses.replace(pod, nominated_node_name=first.nominated_node), profile=profile,
+                         algorithm=algorithm, cache=cache)
+    churn.bound += again.status == SCHEDULED
+
+
 def time_schedule(cache: Cache, profile: Profile, algorithm: Algorithm, batch: list[PodSpec], *,
-                  freeze_gc: bool = True) -> dict:
-    """Schedule `batch` one pod after another (schedulePod, then assume) and time it.
+                  freeze_gc: bool = True, churn: Churn | None = None) -> dict:
+    """Schedule `batch` one pod after another (schedulePod, then assume) and time it; with `churn`, its pods are
+    created on its ticker and scheduled between the measured ones (the time they take counts: one loop).
 
     With `freeze_gc`, the objects built before the clock starts (the cluster and the pods, which a
     running scheduler keeps in its informer caches for good) are moved out of the cyclic GC's
@@ -103,13 +160,20 @@ def time_schedule(cache: Cache, profile: Profile, algorithm: Algorithm, batch: l
     pods = len(batch)
     latencies = np.zeros(pods, dtype=np.float64)
     scheduled = 0
+    batched_before = algorithm.batch.batched_pods if algorithm.batch is not None else 0
     clock = time.perf_counter
+    measured = {p.key for p in batch} if churn is not None else set()
     if freeze_gc:
         gc.collect()
         gc.freeze()
     try:
         started, cpu_started = clock(), time.process_time()
+        next_churn = started + (churn.interval if churn is not None else 0.0)
         for i, pod in enumerate(batch):
+            while churn is not None and clock() >= next_churn:
+                next_churn += churn.interval
+                _churn_cycle(cache, profile, algorithm, churn.make(churn.created), churn, measured)
+                churn.created += 1
             t0 = clock()
             decision = algorithm.schedule(profile, pod, cache.table)
             if decision.selected_row is not None:
@@ -123,7 +187,10 @@ def time_schedule(cache: Cache, profile: Profile, algorithm: Algorithm, batch: l
             gc.unfreeze()
     ms = latencies * 1000.0
     return {
+        **(churn.report() if churn is not None else {}),
         "scheduled": scheduled,
+        # Pods whose filter and score work was shared with an earlier pod of their signature.
+        "batched": (algorithm.batch.batched_pods - batched_before) if algorithm.batch is not None else 0,
         "gc_frozen": freeze_gc,
         "seconds": round(elapsed, 4),
         "pods_per_second": round(pods / elapsed, 1) if elapsed > 0 else None,
@@ -141,11 +208,11 @@ def time_schedule(cache: Cache, profile: Profile, algorithm: Algorithm, batch: l
 
 
 def run_engine(pods: int = 10000, nodes: int = 5000, placed: int = 1000, seed: int = 0, *, freeze_gc: bool = True,
-               topology: bool = False) -> dict:
+               topology: bool = False, batching: bool = True) -> dict:
     """SchedulingBasic: `pods` default pods through time_schedule on `nodes` nodes, `placed` of them placed."""
     cache, profile, make_pod = build_scheduling_basic(nodes=nodes, placed=placed, seed=seed, topology=topology)
     batch = [make_pod(i) for i in range(pods)]  # building pods is the informer's work, not timed
-    timed = time_schedule(cache, profile, Algorithm(seed=seed), batch, freeze_gc=freeze_gc)
+    timed = time_schedule(cache, profile, Algorithm(seed=seed, batching=batching), batch, freeze_gc=freeze_gc)
     out = {"workload": "SchedulingBasic", "nodes": nodes, "placed": placed, "pods": pods, **timed}
     if topology:
         out["profile"] = "default + PodTopologySpread + InterPodAffinity"
@@ -249,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-gc-freeze", action="store_true", help="leave the setup objects to the cyclic GC")
     parser.add_argument("--topology", action="store_true",
                         help="add PodTopologySpread and InterPodAffinity as upstream's default profile has them")
+    parser.add_argument("--no-batching", action="store_true",
+                        help="every pod from scratch (OpportunisticBatching off): the same placements, slower")
     parser.add_argument("--preemption", action="store_true",
                         help="scheduler_perf's PreemptionBasic: every pod goes through a preemption cycle")
     args = parser.parse_args(argv)
@@ -258,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write("\n")
         return 0
     result = run_engine(pods=args.pods, nodes=args.nodes, placed=args.placed, seed=args.seed,
-                        freeze_gc=not args.no_gc_freeze, topology=args.topology)
+                        freeze_gc=not args.no_gc_freeze, topology=args.topology, batching=not args.no_batching)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -8,7 +8,9 @@ import random
 
 from hypothesis import strategies as st
 
+from scheduler.engine.cluster_objects import ClusterObjects
 from scheduler.engine.config import ProfileConfig, default_profile
+from scheduler.engine.labels import LabelSelector, LabelSelectorRequirement
 from scheduler.engine.nodes import ImageState, NodeSpec, NodeUsage
 from scheduler.engine.plugin_args import (
     LEAST_ALLOCATED,
@@ -28,11 +30,16 @@ from scheduler.engine.pods import (
     Container,
     HostPort,
     NodeSelectorTerm,
+    OwnerReference,
+    PodAffinity,
+    PodAffinityTerm,
     PodSpec,
     PreferredTerm,
     Requirement,
     Taint,
     Toleration,
+    TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
 )
 
 GPU = "example.com/gpu"
@@ -217,6 +224,109 @@ def cases(draw, random_profile: bool):
     pod = draw(PODS)
     profile = draw(PROFILES) if random_profile else default_profile()
     return specs, use, pod, profile, draw(st.integers(0, 2**32 - 1))
+
+
+# ---- clusters with topology labels, labelled pods with affinity terms, spread constraints --------
+
+TOPO_KEYS = ("kubernetes.io/hostname", "topology.kubernetes.io/zone", "rack", "zone", "missing-key")
+NAMESPACES = ("default", "other", "unknown")
+NAMESPACE_LABELS = {"default": {"team": "a"}, "other": {"team": "b"}}
+POD_LABEL_VALUES = {"app": ("a", "b"), "tier": ("x", "y", "")}
+
+
+def random_labels(rng: random.Random) -> dict[str, str]:
+    return {k: rng.choice(vs) for k, vs in POD_LABEL_VALUES.items() if rng.random() < 0.6}
+
+
+def random_selector(rng: random.Random) -> LabelSelector | None:
+    roll = rng.random()
+    if roll < 0.12:
+        return None  # nil: selects nothing
+    if roll < 0.24:
+        return LabelSelector()  # empty: selects everything (and counts nothing for spreading)
+    labels = {k: rng.choice(vs) for k, vs in POD_LABEL_VALUES.items() if rng.random() < 0.4}
+    exprs = []
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        key = rng.choice(list(POD_LABEL_VALUES) + ["other"])
+        op = rng.choice(["In", "NotIn", "Exists", "DoesNotExist"])
+        values = tuple(rng.sample(("a", "b", "x", "y"), rng.randint(1, 2))) if op in ("In", "NotIn") else ()
+        exprs.append(LabelSelectorRequirement(key, op, values))
+    return LabelSelector.of(labels, exprs)
+
+
+def random_term(rng: random.Random) -> PodAffinityTerm:
+    return PodAffinityTerm(
+        topology_key=rng.choice(TOPO_KEYS), label_selector=random_selector(rng),
+        namespaces=rng.choice([(), (), ("other",), ("default", "other")]),
+        namespace_selector=rng.choice([None, None, LabelSelector(),
+                                       LabelSelector.of(match_expressions=[LabelSelectorRequirement("team", "In", ("a",))])]),
+    )
+
+
+def random_affinity(rng: random.Random, odds: float) -> PodAffinity | None:
+    if rng.random() >= odds:
+        return None
+    return PodAffinity(
+        required=tuple(random_term(rng) for _ in range(rng.choice([0, 1, 1, 2]))),
+        preferred=tuple(WeightedPodAffinityTerm(rng.randint(1, 100), random_term(rng))
+                        for _ in range(rng.choice([0, 1, 2]))),
+    )
+
+
+def random_topology_node(rng: random.Random, name: str) -> NodeSpec:
+    labels = {}
+    if rng.random() < 0.9:
+        labels["kubernetes.io/hostname"] = name
+    if rng.random() < 0.75:
+        labels["topology.kubernetes.io/zone"] = rng.choice(["z1", "z2", "z3"])
+    if rng.random() < 0.6:
+        labels["rack"] = rng.choice(["r1", "r2", ""])  # "" is a value (and what a missing key reads as)
+    if rng.random() < 0.5:
+        labels["zone"] = rng.choice(["a", "b"])
+    taints = (Taint("dedicated", "x", NO_SCHEDULE),) if rng.random() < 0.15 else ()
+    return NodeSpec(name=name, labels=labels, taints=taints,
+                    allocatable={"cpu": 8000, "memory": 16 * GI, "pods": 110})
+
+
+def random_existing_pod(rng: random.Random, i: int) -> PodSpec:
+    return PodSpec(rng.choice(NAMESPACES), f"e{i}", labels=random_labels(rng), deleting=rng.random() < 0.08,
+                   pod_affinity=random_affinity(rng, 0.2), pod_anti_affinity=random_affinity(rng, 0.25))
+
+
+def random_spread(rng: random.Random) -> TopologySpreadConstraint:
+    return TopologySpreadConstraint(
+        max_skew=rng.randint(1, 3), topology_key=rng.choice(TOPO_KEYS),
+        when_unsatisfiable=rng.choice(["DoNotSchedule", "ScheduleAnyway"]), label_selector=random_selector(rng),
+        min_domains=rng.choice([None, None, 1, 2, 4]), node_affinity_policy=rng.choice([None, "Honor", "Ignore"]),
+        node_taints_policy=rng.choice([None, "Honor", "Ignore"]),
+        match_label_keys=tuple(rng.sample(("app", "tier", "missing"), rng.choice([0, 0, 1, 2]))),
+    )
+
+
+def random_incoming_pod(rng: random.Random) -> PodSpec:
+    owners = ()
+    if rng.random() < 0.3:
+        owners = (OwnerReference(*rng.choice([("apps/v1", "ReplicaSet", "rs"), ("apps/v1", "StatefulSet", "ss"),
+                                                ("v1", "ReplicationController", "rc")]), controller=True),)
+    return PodSpec(
+        rng.choice(NAMESPACES[:2]), "incoming", labels=random_labels(rng), owner_references=owners,
+        topology_spread_constraints=tuple(random_spread(rng) for _ in range(rng.choice([0, 1, 1, 2]))),
+        pod_affinity=random_affinity(rng, 0.4), pod_anti_affinity=random_affinity(rng, 0.4),
+        node_selector={"zone": "a"} if rng.random() < 0.15 else {},
+        tolerations=(Toleration("dedicated", "Exists"),) if rng.random() < 0.2 else (),
+        containers=(Container("c", requests={"cpu": 100}),),
+    )
+
+
+def random_objects(rng: random.Random) -> ClusterObjects:
+    return ClusterObjects(
+        namespace_labels=dict(NAMESPACE_LABELS),
+        services={"default": [rng.choice([{"app": "a"}, {"tier": "x"}, None])] if rng.random() < 0.5 else []},
+        replica_sets={("default", "rs"): random_selector(rng)},
+        stateful_sets={("default", "ss"): LabelSelector.of({"app": "b"})},
+        replication_controllers={("default", "rc"): {"tier": "y"}},
+    )
+
 
 
 # ---- a fixed small cluster and pod ------------------------------------------------------------

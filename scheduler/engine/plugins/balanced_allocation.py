@@ -77,6 +77,12 @@ def go_half(a: np.ndarray) -> np.ndarray:
 
 class NodeResourcesBalancedAllocation:
     name: ClassVar[str] = "NodeResourcesBalancedAllocation"
+    usage_dependent: ClassVar[bool] = True  # the requests counted on the node
+    score_extensions: ClassVar[bool] = False  # no NormalizeScore
+
+    def sign(self, pod: PodSpec, nodes: NodeTable):
+        """The pod's signature element (KEP-5598): its requests (calculatePodResourceRequestList)."""
+        return tuple(sorted(pod.requests.items()))
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None):
         self.args = args or NodeResourcesBalancedAllocationArgs()

@@ -35,6 +35,13 @@ def scaled_image_score(size: int, num_nodes: int, total_nodes: int) -> int:
 
 class ImageLocality:
     name: ClassVar[str] = "ImageLocality"
+    usage_dependent: ClassVar[bool] = False  # the nodes' images only
+    score_extensions: ClassVar[bool] = False  # no NormalizeScore
+
+    def sign(self, pod: PodSpec, nodes: NodeTable):
+        """The pod's signature element (KEP-5598): its containers' images, init containers first
+        (their number sets the score's upper threshold)."""
+        return tuple(c.image for c in pod.init_containers), tuple(c.image for c in pod.containers)
 
     def score(self, pod: PodSpec, nodes: NodeTable, rows: np.ndarray) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)

@@ -193,6 +193,18 @@ class InterPodAffinity:
         if w < 0 or w > 100:
             raise ValueError(f"hardPodAffinityWeight: Invalid value: {w}: not in valid range [0, 100]")
 
+    # ---- signature (KEP-5598) --------------------------------------------------------------
+    usage_dependent: ClassVar[bool] = False  # signed only when both PreFilter and PreScore skip
+
+    def sign(self, pod: PodSpec, nodes: NodeTable):
+        """A pod with affinity terms is unsignable, as upstream's SignPod. Upstream signs the others by
+        their labels; we sign them only while no pod in the cluster has affinity terms either (then
+        PreFilter and PreScore skip), so that a pod with terms placed anywhere never leaves a shared
+        verdict stale: a narrower set of pods, the same placements."""
+        if pod_info(pod) is not EMPTY_POD_INFO or nodes.pods.pods_with_affinity:
+            return None
+        return ()
+
     # ---- PreFilter / Filter --------------------------------------------------------------
     def pre_filter(self, pod: PodSpec, nodes: NodeTable):
         info = pod_info(pod)

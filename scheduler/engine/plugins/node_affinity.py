@@ -157,6 +157,13 @@ _UNRESOLVABLE = frozenset((ERR_REASON_ENFORCED, ERR_REASON_POD))
 
 class NodeAffinity:
     name: ClassVar[str] = "NodeAffinity"
+    usage_dependent: ClassVar[bool] = False  # the node's labels and name only
+
+    def sign(self, pod: PodSpec, nodes: NodeTable):
+        """The pod's signature element (KEP-5598): nodeSelector and the node affinity terms (the
+        added affinity of the args is the plugin's own, the same for every pod)."""
+        selector = tuple(sorted(pod.node_selector.items())) if pod.node_selector else ()
+        return selector, pod.required_terms, pod.preferred_terms
 
     def __init__(self, args: NodeAffinityArgs | None = None):
         self.args = args or NodeAffinityArgs()

@@ -18,6 +18,11 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName:
     name: ClassVar[str] = "NodeName"
+    usage_dependent: ClassVar[bool] = False
+
+    def sign(self, pod: PodSpec, nodes: NodeTable):
+        """The pod's signature element (KEP-5598): spec.nodeName."""
+        return pod.node_name
 
     def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
         if not pod.node_name:

@@ -24,12 +24,26 @@ def sanitize(ip: str, protocol: str) -> tuple[str, str]:
 
 class NodePorts:
     name: ClassVar[str] = "NodePorts"
+    usage_dependent: ClassVar[bool] = True  # the host ports in use on the node
+
+    def sign(self, pod: PodSpec, nodes: NodeTable):
+        """The pod's signature element (KEP-5598): its host ports (schedutil.GetHostPorts)."""
+        return pod.host_ports
 
     def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
         # As upstream PreFilter: no host ports means Skip (every node passes).
         wanted = [p for p in pod.host_ports if p.port > 0]
         if not wanted:
             return FilterResult.all_pass(nodes.n)
+        return FilterResult.from_reasons(nodes.n, [(ERR_REASON, self._conflicts(wanted, nodes))])
+
+    def filter_rows(self, pod: PodSpec, nodes: NodeTable, rows: np.ndarray) -> FilterResult:
+        """Filter's verdict on `rows` only, every reason kept (for the signature batches)."""
+        wanted = [p for p in pod.host_ports if p.port > 0]
+        conflict = self._conflicts(wanted, nodes)[rows] if wanted else np.zeros(len(rows), dtype=bool)
+        return FilterResult(~conflict, [(ERR_REASON, conflict)])
+
+    def _conflicts(self, wanted, nodes: NodeTable) -> np.ndarray:
         conflict = np.zeros(nodes.n, dtype=bool)
         for want in wanted:
             ip, protocol = sanitize(want.ip, want.protocol)
@@ -39,7 +53,7 @@ class NodePorts:
                     continue
                 hit = [row for row, ips in by_row.items() if ips and _conflicts(ip, ips)]
                 conflict[hit] = True
-        return FilterResult.from_reasons(nodes.n, [(ERR_REASON, conflict)])
+        return conflict
 
 
 def _conflicts(ip: str, used_ips: list[str]) -> bool:

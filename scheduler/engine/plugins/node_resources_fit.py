@@ -162,6 +162,13 @@ def broken_linear(shape: tuple[tuple[int, int], ...], p: np.ndarray) -> np.ndarr
 
 class NodeResourcesFit:
     name: ClassVar[str] = "NodeResourcesFit"
+    usage_dependent: ClassVar[bool] = True  # the requests counted on the node
+    score_extensions: ClassVar[bool] = False  # no NormalizeScore
+
+    def sign(self, pod: PodSpec, nodes: NodeTable):
+        """The pod's signature element (KEP-5598): its requests as Filter reads them, and the non-zero
+        cpu and memory requests Score reads (computePodResourceRequest)."""
+        return tuple(sorted(pod.requests.items())), pod.nonzero_requests[CPU], pod.nonzero_requests[MEMORY]
 
     def __init__(self, args: NodeResourcesFitArgs | None = None):
         self.args = args or NodeResourcesFitArgs()
@@ -204,18 +211,33 @@ class NodeResourcesFit:
         # Fast path, exact: every node has room for all of it when even the fullest one does.
         if nodes.min_free(PODS) >= 1 and all(want <= nodes.min_free(resource) for _, resource, want in checks):
             return FilterResult.all_pass(nodes.n)
+        reasons, too_big = self._reasons(checks, nodes, slice(None))
+        return FilterResult.from_reasons(nodes.n, reasons, unresolvable_rows=too_big)
+
+    def filter_rows(self, pod: PodSpec, nodes: NodeTable, rows: np.ndarray) -> FilterResult:
+        """Filter's verdict on `rows` only, every reason kept (for the signature batches)."""
+        checks = derived(pod, (self, "filter"), (pod.requests,), lambda: self._checks(pod))
+        reasons, too_big = self._reasons(checks, nodes, rows)
+        failed = reasons[0][1]
+        for _, mask in reasons[1:]:
+            failed = failed | mask
+        return FilterResult(~failed, reasons, unresolvable_rows=too_big)
+
+    @staticmethod
+    def _reasons(checks, nodes: NodeTable, rows) -> tuple[list[tuple[str, np.ndarray]], np.ndarray | None]:
+        """Each reason's mask over `rows` (a slice or row indices), and where a request exceeds allocatable."""
         # As upstream: the pod count is checked before, and independently of, the requests
         # (podCount + 1 > allowedPodNumber, i.e. podCount >= allowedPodNumber).
-        reasons: list[tuple[str, np.ndarray]] = [("Too many pods", nodes.pod_count >= nodes.allocatable_of(PODS))]
+        reasons: list[tuple[str, np.ndarray]] = [("Too many pods", nodes.pod_count[rows] >= nodes.allocatable_of(PODS)[rows])]
         # As InsufficientResource.Unresolvable: a request above the node's whole allocatable makes the
         # node's status UnschedulableAndUnresolvable (no eviction can make room); "Too many pods" never does.
         too_big = None
         for text, resource, want in checks:
-            allocatable = nodes.allocatable_of(resource)
-            reasons.append((text, want > allocatable - nodes.requested_of(resource)))
+            allocatable = nodes.allocatable_of(resource)[rows]
+            reasons.append((text, want > allocatable - nodes.requested_of(resource)[rows]))
             above = want > allocatable
             too_big = above if too_big is None else too_big | above
-        return FilterResult.from_reasons(nodes.n, reasons, unresolvable_rows=too_big)
+        return reasons, too_big
 
     def _ignored(self, resource: str) -> bool:
         prefix = resource.split("/")[0] if self.ignored_groups else ""

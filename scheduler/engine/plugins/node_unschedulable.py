@@ -20,6 +20,11 @@ _UNSCHEDULABLE_TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, value="", effect=NO_S
 
 class NodeUnschedulable:
     name: ClassVar[str] = "NodeUnschedulable"
+    usage_dependent: ClassVar[bool] = False  # reads the node's spec only
+
+    def sign(self, pod: PodSpec, nodes: NodeTable):
+        """The pod's signature element (KEP-5598): its tolerations."""
+        return pod.tolerations
 
     def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
         # As upstream: a pod tolerating the unschedulable taint also tolerates spec.unschedulable.

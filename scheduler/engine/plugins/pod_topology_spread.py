@@ -295,6 +295,19 @@ class PodTopologySpread:
         return [Constraint(c.max_skew, c.topology_key, selector, c.min_domains, c.node_affinity_policy,
                            c.node_taints_policy) for c in constraints]
 
+    # ---- signature (KEP-5598) --------------------------------------------------------------
+    usage_dependent: ClassVar[bool] = False  # signed only when both PreFilter and PreScore skip
+
+    def sign(self, pod: PodSpec, nodes: NodeTable):
+        """As upstream's SignPod: a pod with constraints, its own or defaulted, is unsignable (its
+        verdict on a node reads the pods on the node's whole domain); one without has nothing to add."""
+        try:
+            if self.constraints(pod, nodes, DO_NOT_SCHEDULE) or self.constraints(pod, nodes, SCHEDULE_ANYWAY):
+                return None
+        except SelectorError:
+            return None
+        return ()
+
     # ---- PreFilter / Filter --------------------------------------------------------------
     def pre_filter(self, pod: PodSpec, nodes: NodeTable):
         constraints = self._hard_constraints(pod, nodes)

@@ -45,6 +45,11 @@ def tolerations_tolerate(tolerations, taint: Taint) -> bool:
 
 class TaintToleration:
     name: ClassVar[str] = "TaintToleration"
+    usage_dependent: ClassVar[bool] = False  # the node's taints only
+
+    def sign(self, pod: PodSpec, nodes: NodeTable):
+        """The pod's signature element (KEP-5598): its tolerations."""
+        return pod.tolerations
 
     def _untolerated_columns(self, tolerations, effects: tuple[str, ...], nodes: NodeTable) -> np.ndarray:
         """Indices of the cluster's distinct taints with one of `effects` that no toleration covers."""
