@@ -571,8 +571,17 @@ def _filters_with_nominated_usage(profile: Profile, pod: PodSpec, nodes: NodeTab
                                   nominated: list[tuple[int, PodSpec]]) -> FilterPass:
     """run_filters with the nominated pods' requests, non-zero requests and host ports counted on their nodes'
     columns for the pass only (restored exactly after, the least-free cache with them)."""
-    rows = np.fromiter((r for r, _ in nominated), dtype=np.int64, count=len(nominated))
-    resources = {r for _, p in nominated for r in p.requests}
+    usage = getattr(nominated, "usage", None)  # the nominator's columns (Nominator.counted_for), else built here
+    if usage is not None:
+        rows, requests, nonzero = usage
+        resources = {r for r, v in requests.items() if v.any()}
+    else:
+        rows = np.fromiter((r for r, _ in nominated), dtype=np.int64, count=len(nominated))
+        resources = {r for _, p in nominated for r in p.requests}
+        requests = {r: np.fromiter((p.requests.get(r, 0) for _, p in nominated), np.int64, len(nominated))
+                    for r in resources}
+        nonzero = {r: np.fromiter((p.nonzero_requests[r] for _, p in nominated), np.int64, len(nominated))
+                   for r in (CPU, MEMORY)}
     if any(r not in nodes.requested for r in resources):
         # A resource no node declares yet: the table's own path creates its column.
         added = []
@@ -584,10 +593,8 @@ def _filters_with_nominated_usage(profile: Profile, pod: PodSpec, nodes: NodeTab
         finally:
             for row, other in reversed(added):
                 nodes.remove_pod(row, other)
-    columns = [(nodes.requested[r], np.fromiter((p.requests.get(r, 0) for _, p in nominated), np.int64, len(nominated)))
-               for r in resources]
-    columns += [(nodes.nonzero_requested[r], np.fromiter((p.nonzero_requests[r] for _, p in nominated), np.int64,
-                                                         len(nominated))) for r in (CPU, MEMORY)]
+    columns = [(nodes.requested[r], requests[r]) for r in resources]
+    columns += [(nodes.nonzero_requested[r], nonzero[r]) for r in (CPU, MEMORY)]
     with_ports = [(row, p) for row, p in nominated if p.host_ports]
     port_keys = {(hp.protocol, hp.port) for _, p in with_ports for hp in p.host_ports}
     had_keys = {k for k in port_keys if k in nodes.ports}

@@ -59,3 +59,28 @@ def test_the_fast_path_gives_the_verdicts_of_adding_each_pod_and_restores_the_ta
         plain = run_filters(profile, incoming, table)
         whole = run_filters_with_nominated_pods(profile, incoming, table, nominated, plain=plain)
         assert (whole.rejected_by >= 0).sum() >= (plain.rejected_by >= 0).sum()
+
+
+def test_the_nominators_columns_are_the_pods_it_counts():
+    from .nominator import Nominator
+
+    rng = np.random.default_rng(3)
+    table = _table(rng, 6)
+    nom = Nominator()
+    pods = [_pod(f"nom-{k}", rng) for k in range(9)]
+    for k, p in enumerate(pods):
+        nom.add(p, f"n{k % 6}" if k != 8 else "gone")  # one nominated to a node the table does not have
+    import dataclasses
+
+    incoming = dataclasses.replace(pods[0], priority=1)  # itself (on n0) never counted, nor what is below 1
+    counted = nom.counted_for(incoming, table)
+    # By node in nomination order, then in each node's own order (the nominator's), on the table's nodes.
+    expected = [p.key for node in range(6) for k, p in enumerate(pods[:8]) if k % 6 == node and k and p.priority >= 1]
+    assert expected and [p.key for _, p in counted] == expected
+    assert all(table.names[r] == nom.node_of(p.key) for r, p in counted)
+    rows, requests, nonzero = counted.usage
+    assert list(rows) == [r for r, _ in counted]
+    assert list(requests["cpu"]) == [p.requests.get("cpu", 0) for _, p in counted]
+    assert list(nonzero["memory"]) == [p.nonzero_requests["memory"] for _, p in counted]
+    nom.delete(pods[1])  # a change: the columns follow
+    assert pods[1].key not in [p.key for _, p in nom.counted_for(incoming, table)]
