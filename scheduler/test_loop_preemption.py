@@ -199,3 +199,21 @@ def test_an_attempt_records_where_its_workers_draws_stood_and_preemption_draws_f
     # Nominated after one draw (the offset among the two candidate nodes), then bound on its nominated node.
     assert vip == [("unschedulable", 2), ("scheduled", 3)]
 
+
+def test_preemption_reads_a_bound_pods_start_as_its_binding_even_on_a_node_nothing_else_changed(clock):
+    """"old" then "new" are bound by this worker (its own reservations: its index holds what it assumed); an
+    agent arriving bound on new's node makes the worker read that node again, and nothing touches old's. The
+    binding is the simulated kubelet's start (placed_pods): so the victim is the one that started last, "new",
+    as upstream's pickOneNodeForPreemption prefers, not "old" read as never started (now)."""
+    apply(priority_class("high", 1000), node("node-a", cpu="1", labels={"name": "a"}),
+          node("node-b", cpu="1", labels={"name": "b"}))
+    apply(pod("old", nodeSelector={"name": "a"}))
+    drain()
+    apply(pod("new", nodeSelector={"name": "b"}))
+    drain()
+    apply(pod("agent", cpu="0", memory="0", nodeName="node-b"))
+    apply(pod("vip", priorityClassName="high"))
+    drain(clock)
+    first = Attempt.objects.filter(pod_name="vip").order_by("number").first()
+    assert first.trace["preemption"]["victims"] == ["default/new"]
+    assert Pod.objects.get(name="vip").node_name == "node-b" and Pod.objects.filter(name="old").exists()
