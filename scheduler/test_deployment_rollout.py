@@ -247,3 +247,48 @@ def test_get_prints_the_counts_of_a_stuck_rollout_from_the_status_as_kubectl_doe
                                               "terminatingReplicas": 0}
     assert text.startswith("apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  annotations:\n")  # keys sorted
     assert re.search(r'^  creationTimestamp: "\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"$', text, re.M)  # quoted as go-yaml
+
+
+def rollout_status(*args):
+    """(exit status, stdout, the `error: ...` kubectl would print) of `rollout status ARGS`."""
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("rollout", "status", *args, stdout=out, stderr=err)
+    except CommandError as e:
+        return e.returncode, out.getvalue(), f"error: {e}" if str(e) else err.getvalue().strip()
+    return 0, out.getvalue(), ""
+
+
+def test_rollout_status_follows_the_rollout_as_kubectl_and_says_when_it_cannot_finish(clock):
+
+    apply(node("a"), workload("Deployment", replicas=2, progressDeadlineSeconds=60))
+    settle(clock)
+    assert rollout_status("deployment/web") == (0, 'deployment "web" successfully rolled out\n', "")
+    apply(workload("Deployment", replicas=2, progressDeadlineSeconds=60, template_spec={"nodeSelector": {"disk": "x"}}))
+    assert rollout_status("deploy", "web", "--watch=false")[1] == "Waiting for deployment spec update to be observed...\n"
+    settle(clock)
+    assert rollout_status("deployment/web", "-w", "false")[1] == (
+        'Waiting for deployment "web" rollout to finish: 1 out of 2 new replicas have been updated...\n')
+    code, out, err = rollout_status("deployment/web", "--timeout", "1s")
+    assert (code, err) == (1, "error: timed out waiting for the condition")
+    workloads.sync_all(timezone.now() + timedelta(seconds=61))
+    assert rollout_status("deployment/web")[::2] == (1, 'error: deployment "web" exceeded its progress deadline')
+    assert rollout_status("deployment/nope")[::2] == (
+        1, 'Error from server (NotFound): deployments.apps "nope" not found')
+
+
+def test_rollout_status_of_a_stateful_set_reads_its_partitioned_rolling_update(clock):
+    apply(node("a"), workload("StatefulSet", name="db", replicas=2))
+    spec = ClusterObject.objects.get(kind="StatefulSet").manifest["spec"]
+    # SetDefaults_StatefulSet: an unset strategy is RollingUpdate with partition 0.
+    assert (spec["updateStrategy"], spec["podManagementPolicy"], spec["revisionHistoryLimit"]) == (
+        {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}, "OrderedReady", 10)
+    settle(clock)
+    assert rollout_status("sts/db")[1] == "partitioned roll out complete: 2 new pods have been updated...\n"
+    apply(workload("StatefulSet", name="db", replicas=2, updateStrategy={"type": "OnDelete"}))
+    assert rollout_status("sts/db")[::2] == (1, "error: rollout status is only available for RollingUpdate strategy type")

@@ -271,6 +271,8 @@ class Worker:
                 log.exception("recording the scheduling result of %s failed", pod.key)
                 outcomes.append(self._failed_internally(pod, info, result, exc, now, popped_at))
 
+        if stats.conflicts:
+            metrics.reservation_conflicts.inc(stats.conflicts)
         self._write(outcomes)
         reported = [o.reported for o in outcomes if o.reported]
         if reported:  # committed: the backend may tell the cluster (the kubernetes backend's leader does)

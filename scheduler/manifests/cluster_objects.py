@@ -145,6 +145,32 @@ def _deployment(o, obj: dict, spec: dict) -> None:
     o.bool(spec.get("paused"), "spec.paused")
 
 
+def _statefulset_defaults(obj: dict) -> None:
+    """SetDefaults_StatefulSet, written into the stored object: podManagementPolicy OrderedReady, updateStrategy
+    RollingUpdate (with partition 0 when the type was left empty), the PVC retention policy Retain/Retain,
+    revisionHistoryLimit 10. (MaxUnavailableStatefulSet's maxUnavailable default is not written.)"""
+    spec = obj.setdefault("spec", {})
+    if not spec.get("podManagementPolicy"):
+        spec["podManagementPolicy"] = "OrderedReady"
+    strategy = dict(spec.get("updateStrategy") or {})
+    if not strategy.get("type"):
+        strategy["type"] = "RollingUpdate"
+        if strategy.get("rollingUpdate") is None:
+            strategy["rollingUpdate"] = {}
+    if strategy["type"] == "RollingUpdate" and isinstance(strategy.get("rollingUpdate"), dict):
+        strategy["rollingUpdate"] = {**strategy["rollingUpdate"]}
+        if strategy["rollingUpdate"].get("partition") is None:
+            strategy["rollingUpdate"]["partition"] = 0
+    spec["updateStrategy"] = strategy
+    policy = dict(spec.get("persistentVolumeClaimRetentionPolicy") or {})
+    for key in ("whenDeleted", "whenScaled"):
+        if not policy.get(key):
+            policy[key] = "Retain"
+    spec["persistentVolumeClaimRetentionPolicy"] = policy
+    if spec.get("revisionHistoryLimit") is None:
+        spec["revisionHistoryLimit"] = 10
+
+
 def parse_cluster_object(o, obj: dict, kind: str, namespace: str, name: str, labels: dict, uid: str) -> ParsedObject:
     spec = o.map(obj.get("spec"), "spec") if kind != NAMESPACE else {}
     selector: dict | None = None
@@ -204,6 +230,8 @@ def parse_cluster_object(o, obj: dict, kind: str, namespace: str, name: str, lab
         selector = raw
         if kind == DEPLOYMENT:
             _deployment(o, obj, spec)
+        elif kind == STATEFUL_SET and not o.problems:
+            _statefulset_defaults(obj)
         elif kind == REPLICA_SET:
             min_ready = o.int(spec.get("minReadySeconds"), "spec.minReadySeconds", 0) or 0
             if min_ready < 0:
