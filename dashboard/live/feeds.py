@@ -25,7 +25,7 @@ class OverviewFeed:
 
     def __init__(self, clock=time.monotonic):
         self.clock = clock
-        self.rates = SlidingRates(("bound", "attempts", "failures"))
+        self.rates = SlidingRates(("bound", "attempts", "failures", "preemption_attempts", "preemption_victims"))
 
     async def frame(self, full: bool, tally: Tally, dt: float) -> dict | None:
         c = tally.counts
@@ -33,7 +33,9 @@ class OverviewFeed:
         frame = {
             "type": "frame", "view": self.view, "full": full, "t": time.time(), "dt": round(dt, 3),
             # Over the last RATE_WINDOW_SECONDS (the page says so), not this frame alone.
-            "rates": {"scheduled": rates["bound"], "attempts": rates["attempts"], "failures": rates["failures"]},
+            "rates": {"scheduled": rates["bound"], "attempts": rates["attempts"], "failures": rates["failures"],
+                      # scheduler_preemption_attempts_total and the victims they chose, as rates too.
+                      "preemption_attempts": rates["preemption_attempts"], "preemption_victims": rates["preemption_victims"]},
             "rate_window_s": RATE_WINDOW_SECONDS,
             "counts": c,
             "lat": {k: [hist.quantile(tally.hists[k], 0.5), hist.quantile(tally.hists[k], 0.99)] for k in LATENCIES},

@@ -91,3 +91,8 @@ def test_a_full_frame_seeds_the_marks_with_the_recorded_ones_and_a_pod_both_reco
     marks = call("seedMarks", frame, WINDOW)
     assert [(m["t"], m["kind"], m["label"]) for m in marks] == [
         (100.2, "node", "zone-a-0 Unreachable"), (190.1, "pods", "2 pods evicted (taint) from zone-a-0")]
+
+
+def test_a_preemptions_victims_are_one_mark_that_says_they_were_preempted():
+    frame = {"t": 2000.5, "disruptions": [["default", f"low-{i}", "node-b", "PreemptionByScheduler", 2000.1] for i in range(3)]}
+    assert marks_after(frame) == [(2000.1, "pods", "3 pods preempted from node-b")]

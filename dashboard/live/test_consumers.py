@@ -489,3 +489,38 @@ def test_recorded_marks_name_the_states_as_the_live_feed_and_leave_out_what_is_o
                                                                    ["a", "Ready"]]
     Event.objects.update(last_timestamp=timezone.now() - timedelta(seconds=state.MARKS_WINDOW_S + 1))
     assert state.recent_marks()["node_events"] == []
+
+
+def _a_pod_preempts_another():
+    """Through the loop as the workers run it: a high-priority pod's PostFilter nominates a node, the preempt
+    task evicts the victim, the preemptor binds."""
+    from scheduler.testing.loop import FakeClock, apply, drain, node, pod
+
+    try:
+        apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+              node("node-a", cpu="1"), pod("low", cpu="800m", nodeName="node-a"))
+        apply(pod("vip", cpu="800m", priorityClassName="high"))
+        drain(FakeClock())
+        assert Pod.objects.get(name="vip").node_name == "node-a" and not Pod.objects.filter(name="low").exists()
+    finally:
+        connections.close_all()
+
+
+async def test_a_preemption_reaches_the_overview_as_rates_and_a_mark_for_its_victim(cookie):
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    assert (await frame(ws))["full"] is True
+    await sync_to_async(_a_pod_preempts_another, thread_sensitive=False)()
+    attempts = victims = 0
+    rates, disruptions = {}, []
+    deadline = time.monotonic() + 30
+    while (not attempts or not disruptions) and time.monotonic() < deadline:
+        f = await frame(ws)
+        attempts += f["counts"]["preemption_attempts"]
+        victims += f["counts"]["preemption_victims"]
+        rates = f["rates"] if f["rates"]["preemption_attempts"] else rates
+        disruptions += [d[:4] for d in f["disruptions"]]
+    await ws.disconnect()
+    assert (attempts, victims) == (1, 1)  # as scheduler_preemption_attempts_total and _victims move
+    assert rates["preemption_attempts"] > 0 and rates["preemption_victims"] > 0
+    assert disruptions == [["default", "low", "node-a", "PreemptionByScheduler"]]  # the chart's mark

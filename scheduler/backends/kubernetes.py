@@ -67,11 +67,14 @@ class KubernetesBackend:
         return currency.current_through(self.redis)
 
     def report(self, *, failed: list, scheduled: list) -> None:
-        """failed: (Pod row, condition reason or None for an event only, message); scheduled: (Pod row, node)."""
+        """failed: (Pod row, condition reason or None for an event only, message[, nominated node: "" clears it]);
+        scheduled: (Pod row, node)."""
         if not failed and not scheduled:
             return
         job = {"op": "report",
-               "failed": [{**_pod_ref(pod), "reason": reason, "message": message} for pod, reason, message in failed],
+               "failed": [{**_pod_ref(pod), "reason": reason, "message": message,
+                           **({"nominated": rest[0]} if rest and rest[0] is not None else {})}
+                          for pod, reason, message, *rest in failed],
                "scheduled": [{**_pod_ref(pod), "node": node} for pod, node in scheduled]}
         if self.report_sink is not None:
             self.report_sink(job)

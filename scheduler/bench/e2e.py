@@ -10,8 +10,10 @@ from __future__ import annotations
 import copy
 import json
 import random
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -117,13 +119,59 @@ HELD_SCHEDULER_NAME = "schedboard-bench-held"
 
 
 @dataclass
+class ChurnLoad:
+    """scheduler_perf's churn op (mode create) during the measured phase: `make(i)` is the i-th pod's manifest,
+    created every `interval` seconds in `namespace` and queued, as a watch would queue it."""
+
+    make: Callable[[int], dict]
+    interval: float
+    namespace: str
+
+
+@dataclass
 class Loaded:
     """What a run loaded: the measured pods' keys (held until the clock starts), the warm-up pods' keys, and
-    the namespaces the two live in (no other pod is there, so their bound pods are counted there)."""
+    the namespaces the two live in (no other pod is there, so their bound pods are counted there); a churn op."""
 
     measured: list[str]
     warmup: list[str]
     namespaces: tuple[str, ...]
+    churn: ChurnLoad | None = None
+
+
+class Churner(threading.Thread):
+    """Creates the churn op's pods on its ticker in this process, with its own connection to the bench database,
+    each row written as the API server would store it (no admission of ours: scheduler_perf's API server runs
+    without the Priority plugin) and queued at once, until stopped."""
+
+    def __init__(self, churn: ChurnLoad, queue):
+        super().__init__(name="bench-churn", daemon=True)
+        self.churn, self.queue = churn, queue
+        self.stopped = threading.Event()
+        self.created: list[str] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        next_tick = time.monotonic() + self.churn.interval
+        try:
+            while not self.stopped.wait(max(0.0, next_tick - time.monotonic())):
+                next_tick += self.churn.interval
+                manifest = self.churn.make(len(self.created))
+                [key] = load_manifests(nodes=[], placed=[], pending=[manifest])
+                priority = int((manifest.get("spec") or {}).get("priority") or 0)
+                self.queue.add(key, priority)
+                self.created.append(key)
+        except BaseException as exc:  # noqa: BLE001 - reported by the run, which then fails
+            self.error = exc
+        finally:
+            connections.close_all()
+
+    def stop(self) -> list[str]:
+        self.stopped.set()
+        self.join(30)
+        if self.error is not None:
+            raise RuntimeError(f"the churn op failed: {self.error!r}") from self.error
+        return self.created
 
 
 def load_manifests(*, nodes: list[dict], placed: list[tuple[dict, str]], pending: list[dict], held: int = 0,
@@ -138,10 +186,11 @@ def load_manifests(*, nodes: list[dict], placed: list[tuple[dict, str]], pending
     usage_by_spec: dict[str, dict] = {}
 
     def usage_of(manifest: dict) -> dict:
-        # Pods of one template differ only in metadata: parse each distinct spec once.
+        # Pods of one template differ only in metadata: parse each distinct spec once (priority: spec.priority).
         key = json.dumps(manifest.get("spec"), sort_keys=True)
         if key not in usage_by_spec:
-            usage_by_spec[key] = pod_usage_fields(pod_from_manifest(manifest))
+            spec = pod_from_manifest(manifest)
+            usage_by_spec[key] = {**pod_usage_fields(spec), "priority": spec.priority}
         return usage_by_spec[key]
 
     per_node: dict[str, dict[str, int]] = {}
@@ -179,7 +228,8 @@ def load_manifests(*, nodes: list[dict], placed: list[tuple[dict, str]], pending
             cluster_object_upsert_mirrored(kind=parsed.kind, namespace=parsed.namespace, name=parsed.name,
                                            uid=str(uuid.uuid4()), labels=parsed.labels, selector=parsed.selector,
                                            replicas=parsed.replicas, manifest=parsed.manifest)
-        Node.objects.bulk_create(node_rows, batch_size=2000)
+        if node_rows:
+            Node.objects.bulk_create(node_rows, batch_size=2000)
         Pod.objects.bulk_create([pod_row(m, node_name) for m, node_name in placed], batch_size=2000)
         Pod.objects.bulk_create([pod_row(m, scheduler_name=HELD_SCHEDULER_NAME if i < held else "default-scheduler")
                                  for i, m in enumerate(pending)], batch_size=2000)
@@ -217,7 +267,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
     from django.core.management import call_command
 
     from .. import loop
-    from ..models import Attempt, Pod
+    from ..models import Attempt, DeletedPod, Pod
     from ..queue.redis_queue import RedisQueue
     from ..queue.queues import get_redis
 
@@ -253,6 +303,10 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             def bound() -> int:
                 return Pod.objects.filter(namespace__in=namespaces).exclude(node_name="").count()
 
+            def done() -> int:
+                # Bound, or preempted: a measured pod a preemption evicted leaves the run unplaced.
+                return bound() + (DeletedPod.objects.filter(namespace__in=namespaces).count() if loaded.churn else 0)
+
             for key in warmup:
                 queue.add(key, 0)
             kick(r, workers)
@@ -264,16 +318,20 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             t0 = time.perf_counter()
             Pod.objects.filter(namespace__in=namespaces, name__in=[k.split("/", 1)[1] for k in measured]).update(
                 queued_at=started_wall, scheduler_name="default-scheduler")
+            churner = Churner(loaded.churn, queue) if loaded.churn else None
+            if churner:
+                churner.start()  # as scheduler_perf's churn op: its ticker runs from the measured op's start
             for key in measured:
                 queue.add(key, 0)
             kick(r, workers)
             target = len(warmup) + pods
             # Halfway, save the active configuration again as a new version (issue 4's live switch):
             # how long until the workers' first attempt on it, with the pods still flowing.
-            wait(lambda: bound() >= len(warmup) + pods // 2, timeout, wp, "half the pods bound")
+            wait(lambda: done() >= len(warmup) + pods // 2, timeout, wp, "half the pods bound")
             switched = _switch_profile_version()
-            wait(lambda: bound() >= target, timeout, wp, "all pods bound")
+            wait(lambda: done() >= target, timeout, wp, "all pods bound")
             elapsed = time.perf_counter() - t0
+            churn = _churn_report(churner.stop(), loaded, started_wall, wp) if churner else {}
             if watch:
                 watch.wait_seen(pods)
             rss = wp.peak_rss_mb()
@@ -294,6 +352,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 "binding_p99_ms": pct([row[4] for row in scheduled if row[4] is not None], 99),
                 "worker_peak_rss_mb": rss,
                 "overcommitted_nodes": len(list(over)),
+                **churn,
                 **_switch_report(switched, namespaces),
                 **(watch.report() if watch else {}),
             }
@@ -306,6 +365,38 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             r.delete(key)
         loop.reset_worker()
         admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+CHURN_SETTLE_SECONDS = 60.0
+
+
+def _churn_report(created: list[str], loaded: Loaded, started, wp) -> dict:
+    """What the churn op's pods did: their failed attempts (each ran DefaultPreemption's PostFilter), those that
+    nominated a node, the victims (their Preempted events: each was deleted by the preempt task), the preemptors
+    bound once their preemption is settled (waited for up to CHURN_SETTLE_SECONDS after the measured pods)."""
+    from django.db.models import Sum
+
+    from ..models import RESULT_UNSCHEDULABLE, Attempt, DeletedPod, Event, Pod
+
+    ns = loaded.churn.namespace
+    churned = Pod.objects.filter(namespace=ns)
+    deadline = time.monotonic() + CHURN_SETTLE_SECONDS
+    while time.monotonic() < deadline and churned.filter(node_name="").exclude(nominated_node="").exists():
+        time.sleep(0.1)  # preemptions under way: their victims going, the preemptor to bind
+    failed = list(Attempt.objects.filter(namespace=ns, started_at__gte=started, result=RESULT_UNSCHEDULABLE)
+                  .values_list("trace", flat=True))
+    return {
+        "churned_pods": len(created),
+        "preemption_attempts": len(failed),
+        "preemptions": sum(bool(((t or {}).get("preemption") or {}).get("nominated")) for t in failed),
+        # Deleted rows (the preempt task deletes each victim; nothing else deletes pods here), and their events.
+        "preemption_victims": DeletedPod.objects.filter(deleted_at__gte=started).count(),
+        "preempted_events": Event.objects.filter(reason="Preempted", last_timestamp__gte=started).aggregate(
+            n=Sum("count"))["n"] or 0,
+        "preemptors_bound": churned.exclude(node_name="").count(),
+        "preemptors_pending": churned.filter(node_name="").count(),
+        "measured_pods_preempted": DeletedPod.objects.filter(namespace__in=loaded.namespaces).count(),
+    }
 
 
 def _switch_profile_version():

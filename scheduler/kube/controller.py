@@ -340,7 +340,8 @@ class Committer:
                         # binding call overwrites its pending status patch, the older patch is not sent.
                         continue
                     current = row.manifest if row is not None and isinstance(row.manifest, dict) else {}
-                    self.patch_condition(f["namespace"], f["name"], f["uid"], current, "False", f["reason"], f["message"])
+                    self.patch_condition(f["namespace"], f["name"], f["uid"], current, "False", f["reason"], f["message"],
+                                         nominated=f.get("nominated"))
             except Exception:  # noqa: BLE001 - best effort, as upstream's events; the next pod's go on
                 log.exception("could not report the scheduling failure of %s/%s", f.get("namespace"), f.get("name"))
         for s in job.get("scheduled") or ():
@@ -353,18 +354,24 @@ class Committer:
                 log.exception("could not report the binding of %s/%s", s.get("namespace"), s.get("name"))
 
     def patch_condition(self, namespace: str, name: str, uid: str, current: dict, status: str, reason: str,
-                        message: str) -> bool:
-        """As updatePod + UpdatePodCondition: patch pods/status only when the condition changes."""
+                        message: str, *, nominated: str | None = None) -> bool:
+        """As updatePod + UpdatePodCondition: patch pods/status when the condition changes, or when a preemption
+        nominated the pod (`nominated`: the node, "" to clear): then the nomination goes in the same patch, as
+        upstream's, so the API never holds the failure without the nomination made with it (an event showing
+        one without the other would race the nominator)."""
         old = next((c for c in (current.get("status") or {}).get("conditions") or () if c.get("type") == "PodScheduled"), None)
         transition = _now()
         if old is not None and old.get("status") == status:
             transition = old.get("lastTransitionTime") or transition
-            if old.get("reason") == reason and old.get("message") == message and not old.get("lastProbeTime"):
+            if (old.get("reason") == reason and old.get("message") == message and not old.get("lastProbeTime")
+                    and nominated is None):
                 return False
         condition = {"type": "PodScheduled", "status": status, "reason": reason, "message": message,
                      "lastProbeTime": None, "lastTransitionTime": transition}
         # The UID goes in as a precondition, as PatchPodStatus does.
         patch = {"metadata": {"uid": uid}, "status": {"conditions": [condition]}}
+        if nominated is not None:
+            patch["status"]["nominatedNodeName"] = nominated or None
         try:
             call(self.core.patch_namespaced_pod_status, name, namespace, patch,
                  _content_type=STRATEGIC_MERGE_PATCH, backoff=Backoff(attempts=4))

@@ -1,5 +1,5 @@
 // The overview charts' markers, without the DOM (tested with Node.js): when a node changes state (NotReady,
-// Unreachable, Ready, Deleted) or a controller takes pods away (taint eviction, PodGC, drain), a vertical
+// Unreachable, Ready, Deleted) or pods are taken away (taint eviction, PodGC, drain, preemption), a vertical
 // line on the throughput and latency charts lines the burst of requeues and attempts up with its cause.
 
 export const MAX_MARKS = 40; // markers kept at most, newest last
@@ -10,6 +10,7 @@ const REASONS = {
   DeletionByPodGC: "collected (PodGC)",
   EvictionByEvictionAPI: "evicted (drain)",
   TerminationByKubelet: "terminated (kubelet)",
+  PreemptionByScheduler: "preempted",
 };
 
 export function reasonLabel(reason) {
