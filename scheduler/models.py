@@ -180,6 +180,12 @@ class Attempt(models.Model):
     # its transaction deletes the row, before it commits, so its stamp alone cannot say whether a snapshot read
     # a few milliseconds later saw it; a replay holds back the deletions this attempt did not see.
     snapshot_deleted_pod = models.BigIntegerField(null=True, blank=True)
+    # Where the worker's random choices stood when this attempt's cycle began (engine/tiebreak.py): the seed and
+    # the number of draws before it (selectHost's pick among equal top scores, preemption's offset among the
+    # candidates), and the round-robin index the node scan started at. A replay draws the same (migration 0016).
+    tiebreak_seed = models.BigIntegerField(null=True, blank=True)
+    tiebreak_position = models.BigIntegerField(null=True, blank=True)
+    start_node_index = models.IntegerField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     result = models.CharField(max_length=16, choices=RESULT_CHOICES)
     node_name = models.CharField(max_length=253, blank=True, default="", help_text="chosen node")

@@ -149,3 +149,19 @@ def test_a_monitor_pass_registers_new_nodes_and_notices_removed_ones():
     assert node_events("a") == [("RegisteredNode", "Node a event: Registered Node a in Controller", "node-controller")]
     assert node_events("b") == [("RegisteredNode", "Node b event: Registered Node b in Controller", "node-controller"),
                                 ("RemovingNode", "Node b event: Removing Node b from Controller", "node-controller")]
+
+
+def test_a_pass_decodes_only_the_nodes_that_may_need_taints_and_every_node_left_out_wants_the_taints_it_has():
+    apply(node("plain"), node("empty-taints", spec={"taints": []}), node("cordoned", spec={"unschedulable": True}),
+          node("uncordoned", spec={"unschedulable": False, "taints": [{"key": "node.kubernetes.io/unschedulable",
+                                                                        "effect": "NoSchedule"}]}),
+          node("team", spec={"taints": [{"key": "team", "value": "x", "effect": "NoSchedule"}]}))
+    node_set_ready(name="plain", status="True", now=T0)  # posts a Ready condition: looked at from now on
+    apply(node("quiet"))
+    looked_at = set(Node.objects.filter(node_lifecycle.may_need_taints()).values_list("name", flat=True))
+    assert looked_at == {"plain", "empty-taints", "cordoned", "uncordoned", "team"}
+    for name, manifest in Node.objects.exclude(name__in=looked_at).values_list("name", "manifest"):
+        assert node_lifecycle.desired_taints(manifest, T0) == taints(name) == [], name
+    assert sorted(node_lifecycle.monitor(now=T0)) == ["cordoned", "uncordoned"]
+    assert taints("cordoned") == [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
+    assert taints("uncordoned") == []

@@ -160,3 +160,38 @@ def test_old_replica_sets_past_the_revision_history_limit_are_deleted_oldest_fir
     # The current one and the two newest old ones: the first is gone.
     assert sorted(ClusterObject.objects.filter(kind="ReplicaSet").values_list("name", flat=True)) == sorted(names[1:])
     assert Pod.objects.get().manifest["spec"]["containers"][0]["image"] == "d"
+
+
+def test_a_stateful_sets_new_template_replaces_its_pods_from_the_highest_ordinal_once_each_is_ready(clock):
+    apply(node("a"), workload("StatefulSet", name="db", replicas=3))
+    settle(clock)
+    first = ClusterObject.objects.get(kind="StatefulSet").manifest["status"]
+    assert first["currentRevision"] == first["updateRevision"] and first["readyReplicas"] == 3
+    apply(workload("StatefulSet", name="db", replicas=3, image="postgres"))
+    sts = ClusterObject.objects.get(kind="StatefulSet")
+    assert statefulset.sync(sts)["deleted"] == ["db-2"]
+    assert statefulset.sync(ClusterObject.objects.get(pk=sts.pk)) == {"created": ["db-2"], "deleted": []}
+    # db-2 is back at the new revision but not yet bound: nothing more goes until it is Running and Ready.
+    assert statefulset.sync(ClusterObject.objects.get(pk=sts.pk)) == {"created": [], "deleted": []}
+    status = ClusterObject.objects.get(pk=sts.pk).manifest["status"]
+    assert (status["currentRevision"], status["updatedReplicas"]) == (first["currentRevision"], 1)
+    settle(clock)
+    status = ClusterObject.objects.get(pk=sts.pk).manifest["status"]
+    assert status["currentRevision"] == status["updateRevision"] != first["updateRevision"]
+    assert (status["currentReplicas"], status["updatedReplicas"], status["readyReplicas"]) == (3, 3, 3)
+    assert {p.manifest["spec"]["containers"][0]["image"] for p in Pod.objects.all()} == {"postgres"}
+    assert [m for m in messages("StatefulSet", "db") if m.startswith("delete")] == [
+        "delete Pod db-2 in StatefulSet db successful", "delete Pod db-1 in StatefulSet db successful",
+        "delete Pod db-0 in StatefulSet db successful"]
+
+
+def test_an_on_delete_stateful_set_keeps_its_pods_until_they_are_deleted(clock):
+    apply(node("a"), workload("StatefulSet", name="db", replicas=2, updateStrategy={"type": "OnDelete"}))
+    settle(clock)
+    apply(workload("StatefulSet", name="db", replicas=2, image="postgres", updateStrategy={"type": "OnDelete"}))
+    settle(clock)
+    assert {p.manifest["spec"]["containers"][0]["image"] for p in Pod.objects.all()} == {"nginx"}
+    pod_delete(namespace="default", name="db-1")
+    settle(clock)
+    assert {p.name: p.manifest["spec"]["containers"][0]["image"] for p in Pod.objects.all()} == {
+        "db-0": "nginx", "db-1": "postgres"}

@@ -142,6 +142,7 @@ class Drive:
     first_bound_s: float
     created_s: float
     cpu_s: dict[str, float]  # by part of the scheduler
+    backlog: bool
     apiserver_cpu_s: float
 
     def figures(self, prefix: str) -> dict:
@@ -156,6 +157,9 @@ class Drive:
             f"{prefix}_seconds": round(self.elapsed, 3),
             f"{prefix}_first_bound_s": round(self.first_bound_s, 3),
             f"{prefix}_create_pods_per_s": round(pods / self.created_s, 1),
+            # Live, the pods come no faster than they are created: a scheduler that keeps up binds at the
+            # creation rate (1.0), and its created -> bound stays short; one that does not falls behind.
+            f"{prefix}_vs_create_rate": None if self.backlog else round(self.created_s / self.elapsed, 3),
             f"{prefix}_create_to_bound_p50_ms": pct(e2e, 50),
             f"{prefix}_create_to_bound_p99_ms": pct(e2e, 99),
             # The scheduler's processes, and the API server's, while the measured pods were scheduled.
@@ -233,7 +237,7 @@ def drive_shape(cluster, *, nodes: int, pods: int, backlog: bool, scheduler: Sch
         return Drive(names=names, created_at=created_at, created_wall=created_wall, watcher=watcher, t0=t0,
                      elapsed=max(watcher.bound_at[p] for p in names) - t0,
                      first_bound_s=min(watcher.bound_at[p] for p in names) - t0, created_s=created_s,
-                     cpu_s=cpu, apiserver_cpu_s=api_cpu)
+                     cpu_s=cpu, apiserver_cpu_s=api_cpu, backlog=backlog)
     finally:
         scheduler.proc = proc  # the caller stops the one running now
         api.close()

@@ -86,6 +86,8 @@ def _out_of_range(scores: np.ndarray) -> bool:
 class GatheredScores(PluginScores):
     """A plugin's scores over a decision's candidates, read from a batch's column when first asked."""
 
+    __slots__ = ("plugin", "weight", "_column", "_candidates", "_raw", "_normalized")
+
     def __init__(self, plugin: str, weight: int, column: np.ndarray, candidates: np.ndarray,
                  normalized: np.ndarray | None = None):
         self.plugin, self.weight = plugin, weight
@@ -102,6 +104,11 @@ class GatheredScores(PluginScores):
     @property
     def normalized(self) -> np.ndarray:
         return self.raw if self._normalized is None else self._normalized
+
+    def at(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # The few positions the audit keeps (top candidates), without gathering every candidate's score.
+        raw = self._raw[positions] if self._raw is not None else self._column[self._candidates[positions]]
+        return raw, (raw if self._normalized is None else self._normalized[positions])
 
 
 class _Column:

@@ -31,19 +31,17 @@ def score_matrix(decision: Decision, nodes: NodeTable, rows: np.ndarray | None =
     """node -> {"plugins": {name: {raw, normalized, weight, weighted}}, "total"} over the scored candidates."""
     if not decision.plugin_scores and len(decision.totals) == 0:
         return {}
-    positions = np.arange(len(decision.candidates)) if rows is None else rows
+    positions = np.arange(len(decision.candidates)) if rows is None else np.asarray(rows, dtype=np.int64)
+    # Column by column into Python ints first (one tolist per array, not one int() per cell).
+    names = nodes.names
+    candidates = decision.candidates[positions].tolist()
+    totals = decision.totals[positions].tolist()
+    columns = [(ps.plugin, ps.weight, *(a.tolist() for a in ps.at(positions))) for ps in decision.plugin_scores]
     out: dict[str, dict] = {}
-    for pos in positions:
-        plugins = {
-            ps.plugin: {
-                "raw": int(ps.raw[pos]),
-                "normalized": int(ps.normalized[pos]),
-                "weight": ps.weight,
-                "weighted": int(ps.normalized[pos]) * ps.weight,
-            }
-            for ps in decision.plugin_scores
-        }
-        out[nodes.names[decision.candidates[pos]]] = {"plugins": plugins, "total": int(decision.totals[pos])}
+    for j, row in enumerate(candidates):
+        plugins = {name: {"raw": raw[j], "normalized": normalized[j], "weight": weight, "weighted": normalized[j] * weight}
+                   for name, weight, raw, normalized in columns}
+        out[names[row]] = {"plugins": plugins, "total": totals[j]}
     return out
 
 

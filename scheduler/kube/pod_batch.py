@@ -301,17 +301,27 @@ def _after_commit(w: _Writes, queue) -> None:
         return
 
     def publish():
-        done: list[str] = []  # consecutive "done"s go in one round trip; the order of the rest is kept
+        # Consecutive "done"s go in one round trip, and consecutive "add"s in another (a watch batch of new
+        # pods: one round trip, not one each); the order of the rest is kept.
+        run: list = []
+        kind = None
+
+        def flush():
+            if run:
+                queue.done_many(run) if kind == "done" else queue.add_many(run)
+                run.clear()
+
         for _key_, op, args in ops:
-            if op == "done":
-                done.append(args[0])
+            if op in ("done", "add"):
+                if op != kind:
+                    flush()
+                    kind = op
+                run.append(args[0] if op == "done" else args)
                 continue
-            if done:
-                queue.done_many(done)
-                done = []
-            getattr(queue, op)(*args)  # add, or delete (the pod is gone)
-        if done:
-            queue.done_many(done)
+            flush()
+            kind = None
+            getattr(queue, op)(*args)  # delete (the pod is gone)
+        flush()
         if moved:
             queue.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_DELETE)
         hinted = hints.move_after_assigned(queue, assigned)

@@ -143,8 +143,9 @@ class Worker:
         self.queue = queue or get_queue()
         # A given config is pinned (version 0, never reloaded); otherwise the active version is followed.
         self.follows_versions = config is None
-        self._use_config(*(active_config() if config is None else (INITIAL_VERSION, config)))
+        # Seeded by SCHEDBOARD_SEED, or with a seed of its own: every attempt records where its draws stood.
         self.algorithm = Algorithm(seed if seed is not None else settings.SCHEDBOARD_SEED)
+        self._use_config(*(active_config() if config is None else (INITIAL_VERSION, config)))
         self.snapshot = Snapshot()
         self.identity = f"{socket.gethostname()}-{os.getpid()}"
         self._pod_specs: OrderedDict[tuple, PodSpec] = OrderedDict()
@@ -155,6 +156,12 @@ class Worker:
     def _use_config(self, version: int, config: SchedulerConfig) -> None:
         self.version, self.config = version, config
         self.profiles = config.build_profiles(version=version)
+        for profile in self.profiles.values():
+            for plugin in profile.post_filters:
+                if hasattr(plugin, "rng"):
+                    # DefaultPreemption's random offset among the candidates: one stream with the tie-break, so
+                    # an attempt's recorded position says both (a replay seeks there).
+                    plugin.rng = self.algorithm.tiebreak
         if self.follows_versions:
             set_queue_backoff(self.queue, config)
 
@@ -211,9 +218,8 @@ class Worker:
         now = timezone.now()
         rows = _pods_by_key([i.key for i in infos])
         # Each attempt records what its snapshot could see (the replay applies the same changes before it).
-        self._snapshot_at = timezone.now()
         cache = self.snapshot.refresh()
-        self._snapshot_deleted = self.snapshot.deleted_mark
+        self._snapshot_at, self._snapshot_deleted = self.snapshot.read_at, self.snapshot.deleted_mark
         # After the snapshot: room a preemption freed (victims deleted after the nomination committed) is
         # never seen here without the nomination that claims it.
         self._sync_nominator()
@@ -265,6 +271,8 @@ class Worker:
                 log.exception("recording the scheduling result of %s failed", pod.key)
                 outcomes.append(self._failed_internally(pod, info, result, exc, now, popped_at))
 
+        if stats.conflicts:
+            metrics.reservation_conflicts.inc(stats.conflicts)
         self._write(outcomes)
         reported = [o.reported for o in outcomes if o.reported]
         if reported:  # committed: the backend may tell the cluster (the kubernetes backend's leader does)
@@ -465,6 +473,8 @@ class Worker:
             result={cycle.SCHEDULED: RESULT_SCHEDULED, cycle.UNSCHEDULABLE: RESULT_UNSCHEDULABLE}.get(result.status, RESULT_ERROR),
         )
         if decision is not None:
+            if decision.tiebreak is not None:
+                attempt.tiebreak_seed, attempt.tiebreak_position, attempt.start_node_index = decision.tiebreak
             attempt.num_nodes = decision.num_all_nodes
             attempt.feasible_nodes = len(decision.candidates)
             attempt.evaluated_nodes = decision.evaluated_nodes

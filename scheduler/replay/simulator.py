@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import math
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -127,6 +126,24 @@ def cluster_objects(manifests: list[dict]) -> ClusterObjects:
     return objects
 
 
+class _FollowingAlgorithm(Algorithm):
+    """The replay's Algorithm: before a pod's cycle, its random choices go where the live attempt's stood
+    (engine/tiebreak.py), so a tie among equal top scores or preemption's offset among candidates falls as it
+    fell live, whichever worker drew it and wherever its stream was. Attempts the live run did not make draw on."""
+
+    def __init__(self, seed: int | None, nominator, live_draws: Callable[[PodSpec], list | None]):
+        super().__init__(seed, nominator=nominator)
+        self.live_draws = live_draws
+
+    def schedule(self, profile, pod, nodes, *, all_nodes: bool = False):
+        at = self.live_draws(pod)
+        if at is not None:
+            seed, position, start_index = at
+            self.tiebreak.seek(seed, position)
+            self.next_start_node_index = start_index
+        return super().schedule(profile, pod, nodes, all_nodes=all_nodes)
+
+
 class Replayer:
     """Replays one trace under one configuration (or, with config=None, under the recorded ones)."""
 
@@ -134,7 +151,7 @@ class Replayer:
                  batch_size: int | None = None, cycle_seconds: float = 0.0,
                  pace: Callable[[float], None] | None = None,
                  on_progress: Callable[[int, int], None] | None = None,
-                 specs: dict[int, PodSpec] | None = None):
+                 specs: dict[int, PodSpec] | None = None, follow_live_draws: bool = True):
         self.trace = trace
         self.follows_recorded = config is None
         if config is None:
@@ -149,9 +166,11 @@ class Replayer:
         start = trace.header.get("start")
         self._epoch = datetime.fromisoformat(start).timestamp() if start else 0.0
         self.queue = MemoryQueue(clock=self.clock)
+        # With a nominator, as kube-scheduler: room preemption freed is kept for the pod it was freed for. Seeded
+        # (the trace's live seed, or --seed); following the live attempts' draws unless another seed was asked for.
+        self.live_draws: dict[str, list] = {}
+        self.algorithm = _FollowingAlgorithm(seed, Nominator(), self._live_draw if follow_live_draws else lambda pod: None)
         self._use_config(config)
-        # With a nominator, as kube-scheduler: room preemption freed is kept for the pod it was freed for.
-        self.algorithm = Algorithm(seed, nominator=Nominator())
         self.batch_size = batch_size or trace.header.get("batch_size") or DEFAULT_BATCH_SIZE
         self.cycle_seconds = cycle_seconds  # virtual time one pod's cycle takes (0: scheduling is instant)
         self.pace = pace
@@ -182,12 +201,19 @@ class Replayer:
         self.queue.max_backoff = float(config.pod_max_backoff_seconds)
 
     def _seed_post_filter(self, plugin) -> None:
-        """DefaultPreemption draws a random offset among the candidate nodes (upstream's getOffsetRand):
-        seeded from --seed, each profile's plugin alike, so a replay preempts the same victims every time;
+        """DefaultPreemption draws a random offset among the candidate nodes (upstream's getOffsetRand): from
+        the algorithm's stream, as the live worker's does, so a replay preempts the same victims every time;
         its clock is the virtual one."""
         if isinstance(plugin, DefaultPreemption):
-            plugin.rng = random.Random(self.seed)
+            plugin.rng = self.algorithm.tiebreak
             plugin.evaluator.clock = lambda: self._epoch + self.clock.now
+
+    def _live_draw(self, pod: PodSpec) -> list | None:
+        """Where the live attempt this replayed one stands for (the pod's n-th, as _retry_as_live counts) drew from."""
+        draws = self.live_draws.get(pod.key)
+        replayed = self.pods.get(pod.key)
+        n = replayed.attempts if replayed is not None else 0
+        return draws[n] if draws and n < len(draws) else None
 
     # ---- the cluster ---------------------------------------------------------------------
     def _rebuild(self) -> None:
@@ -446,12 +472,17 @@ class Replayer:
         for manifest, node in self.trace.pods:
             self._arrive(manifest, node, None if node else 0.0)
         events = picked_up([e for e in self.trace.events if e["kind"] != tr.BOUND])
+        self.live_draws.update(self.trace.pod_tiebreaks)
         for e in events:
-            if e["kind"] == tr.POD_ADD and e.get("retry_snapshot_t"):
+            if e["kind"] == tr.POD_ADD and (e.get("retry_snapshot_t") or e.get("tiebreaks")):
                 try:
-                    self.live_retries[self._spec(e["manifest"]).key] = sorted(e["retry_snapshot_t"])
+                    key = self._spec(e["manifest"]).key
                 except ManifestError:
-                    pass  # skipped when it arrives, with why
+                    continue  # skipped when it arrives, with why
+                if e.get("retry_snapshot_t"):
+                    self.live_retries[key] = sorted(e["retry_snapshot_t"])
+                if e.get("tiebreaks"):
+                    self.live_draws[key] = e["tiebreaks"]
         # After the last event: the trace's end, and one unschedulable-pool timeout more for what is still backing off.
         horizon = max(self.trace.header.get("duration_s") or 0.0, events[-1]["t"] if events else 0.0)
         horizon += self.queue.max_in_unschedulable

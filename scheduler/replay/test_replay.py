@@ -119,6 +119,29 @@ def test_most_allocated_packs_and_least_allocated_spreads_on_the_same_trace(spre
     assert most["spread_skew"]["kubernetes.io/hostname"] > least["spread_skew"]["kubernetes.io/hostname"]
 
 
+def test_the_json_report_has_the_trace_each_configurations_outcome_and_what_differs(spread_trace):
+    d = spread_trace.parent
+    report = replay_json(spread_trace, "--config", d / "MostAllocated.yaml", "--config", d / "LeastAllocated.yaml")
+    assert {"trace", "configs", "differ"} <= report.keys()
+    assert {"source", "nodes", "pods", "events", "duration_s", "seed", "recorded_bindings"} <= report["trace"].keys()
+    for c in report["configs"]:
+        assert {"config", "scheduled", "pending", "placements", "utilization", "fragmentation", "preemptions",
+                "time_to_bind_p50_s", "time_to_bind_p99_s"} <= c.keys()
+        assert {r: set(v) for r, v in c["utilization"].items()} == {"cpu": {"mean", "std"}, "memory": {"mean", "std"}}
+        assert {"pods", "cpu_millis", "memory_bytes"} <= c["fragmentation"].keys()
+        assert len(c["placements"]) == 40 and c["time_to_bind_p50_s"] <= c["time_to_bind_p99_s"]
+    assert report["differ"] == sorted(k for k in report["configs"][0]["placements"]
+                                      if report["configs"][0]["placements"][k] != report["configs"][1]["placements"][k])
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**63)])
+def test_a_seed_the_stream_cannot_take_is_refused_naming_the_option(spread_trace, seed):
+    err = io.StringIO()
+    with pytest.raises(KubectlError):
+        call_command("replay", str(spread_trace), "--seed", seed, stderr=err, stdout=io.StringIO())
+    assert err.getvalue() == f"error: --seed {seed}: must be between 0 and {2**63 - 1}\n"
+
+
 def test_the_table_says_the_spread_skew_and_preemptions_of_each_configuration(spread_trace):
     d = spread_trace.parent
     out = io.StringIO()
@@ -412,6 +435,17 @@ def test_live_retry_times_that_are_not_a_list_of_seconds_are_refused_naming_line
     with pytest.raises(TraceError) as refused:
         read_trace(text, "t.jsonl")
     assert str(refused.value) == f"t.jsonl:2: retry_snapshot_t must be a list of seconds since the start, got {value!r}"
+
+
+@pytest.mark.parametrize("kind, value", [("pod_add", [[7, 1]]), ("pod_add", [[7, -1, 0]]), ("pod", 3),
+                                         ("pod", [[7, 1, True]])])
+def test_live_draw_positions_that_are_not_seed_position_and_start_are_refused_naming_line_and_field(kind, value):
+    line = {"t": 1.0, "kind": kind, "manifest": {}, "tiebreaks": value}
+    text = '{"kind": "trace", "version": 1}\n' + json.dumps(line) + "\n"
+    with pytest.raises(TraceError) as refused:
+        read_trace(text, "t.jsonl")
+    assert str(refused.value) == ("t.jsonl:2: tiebreaks must be a list of [seed, position, start index] (whole numbers) "
+                                  f"or null, got {value!r}")
 
 
 def test_a_trace_line_of_an_unknown_kind_is_refused_with_its_line_number():

@@ -21,6 +21,7 @@ from django.utils import timezone
 from ..engine.pods import PodSpec
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from ..models import Node, Pod
+from .sql import rows_source, update_from_values
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +175,7 @@ def node_recount(node: Node) -> None:
 
 
 _CLAIM = """
-WITH v(id, node, version) AS (VALUES {values})
+WITH v(id, node, version) AS ({values})
 UPDATE scheduler_pod SET assumed_node = v.node, assumed_at = %s, binding_at = NULL
 FROM v
 WHERE scheduler_pod.id = v.id AND scheduler_pod.node_name = '' AND scheduler_pod.assumed_node = ''
@@ -184,7 +185,7 @@ RETURNING scheduler_pod.id
 
 # As NodeResourcesFit: the pod count always counts; a zero request never fails.
 _TAKE = """
-WITH v(name, cpu, mem, eph, pods, nzc, nzm, specv) AS (VALUES {values})
+WITH v(name, cpu, mem, eph, pods, nzc, nzm, specv) AS ({values})
 UPDATE scheduler_node SET
   req_cpu = req_cpu + v.cpu, req_memory = req_memory + v.mem, req_ephemeral = req_ephemeral + v.eph,
   req_pods = req_pods + v.pods, nonzero_cpu = nonzero_cpu + v.nzc, nonzero_memory = nonzero_memory + v.nzm,
@@ -277,9 +278,8 @@ def _reserve_batch(placements: list[Placement], guard=None) -> ReserveResult:
         claimed: set[int] = set()
         if simple:
             adapt = connection.ops.adapt_datetimefield_value  # the column's own form (SQLite keeps text)
-            values, params = _values([(pod_id, node, adapt(version)) for pod_id, _, node, _, version in simple],
-                                     template="(%s, %s, CAST(%s AS timestamptz))"
-                                     if connection.vendor == "postgresql" else None)
+            values, params = rows_source(["bigint", "text", "timestamptz"],
+                                         [(pod_id, node, adapt(version)) for pod_id, _, node, _, version in simple])
             cursor.execute(_CLAIM.format(values=values), [*params, timezone.now(), False])
             claimed = {row[0] for row in cursor.fetchall()}
         by_node: dict[str, list] = {}
@@ -292,7 +292,7 @@ def _reserve_batch(placements: list[Placement], guard=None) -> ReserveResult:
                 total = [sum(p[1][f] for p in group) for f in ("req_cpu", "req_memory", "req_ephemeral")]
                 nonzero = [sum(p[1][f] for p in group) for f in ("nonzero_cpu", "nonzero_memory")]
                 rows.append((node, *total, len(group), *nonzero, group[0][3] if group[0][3] is not None else 0))
-            values, params = _values(rows)
+            values, params = rows_source(["text", "bigint", "bigint", "bigint", "bigint", "bigint", "bigint", "bigint"], rows)
             cursor.execute(_TAKE.format(values=values), params)
             taken = dict(cursor.fetchall())
             result.generations.update(taken)
@@ -427,8 +427,6 @@ def usage_recount(*, chunk: int = RECOUNT_CHUNK, on_repair=None) -> dict:
         deadlock, and the skipped node is recounted by the next pass.
     Returns {"nodes": recounted, "skipped": busy nodes left for the next pass, "repaired": {node: [resources]}}.
     """
-    from .sql import update_from_values
-
     report = {"nodes": 0, "skipped": 0, "repaired": {}}
     columns = ["req_cpu", "req_memory", "req_ephemeral", "req_pods", "nonzero_cpu", "nonzero_memory", "req_scalar",
                "used_ports"]
@@ -464,10 +462,3 @@ def usage_recount(*, chunk: int = RECOUNT_CHUNK, on_repair=None) -> dict:
                 # The generation too: every worker's snapshot reloads these nodes.
                 Node.objects.filter(pk__in=[r[0] for r in repairs]).update(generation=F("generation") + 1)
                 update_from_values(Node, columns, repairs)
-
-
-def _values(rows: list[tuple], template: str | None = None) -> tuple[str, list]:
-    """A VALUES list with placeholders for `rows`, and the flat parameters."""
-    width = len(rows[0])
-    one = template or "(" + ", ".join(["%s"] * width) + ")"
-    return ", ".join([one] * len(rows)), [v for row in rows for v in row]

@@ -102,6 +102,9 @@ mirror_problems = Counter(
     "mirror_problems", "Objects from the API server the mirror could not apply as they are: 'unparsable' (counted "
     "as far as they can be read), 'failed' (the event raised; the rest of its batch went on).", ["kind", "problem"],
     namespace="schedboard")
+reservation_conflicts = Counter(
+    "reservation_conflicts", "Reservations refused because another worker took the node's room first (the pod is "
+    "placed again on a refreshed snapshot): the optimistic concurrency's lost races.", namespace="schedboard")
 bind_reservations_lost = Counter(
     "bind_reservations_lost", "Bindings not sent because their reservation was gone (expired and released, the pod "
     "deleted or placed again) by the time the binder took them.", namespace="schedboard")
