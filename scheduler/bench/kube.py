@@ -156,6 +156,9 @@ class Drive:
             f"{prefix}_pods_per_s": round(pods / self.elapsed, 1),
             f"{prefix}_seconds": round(self.elapsed, 3),
             f"{prefix}_first_bound_s": round(self.first_bound_s, 3),
+            # From the first binding seen to the last: the rate once started (a backlog's start-up left out).
+            f"{prefix}_after_first_pods_per_s": round((pods - 1) / (self.elapsed - self.first_bound_s), 1)
+            if pods > 1 and self.elapsed > self.first_bound_s else None,
             f"{prefix}_create_pods_per_s": round(pods / self.created_s, 1),
             # Live, the pods come no faster than they are created: a scheduler that keeps up binds at the
             # creation rate (1.0), and its created -> bound stays short; one that does not falls behind.

@@ -123,6 +123,7 @@ _ROWS = [
     ("created -> bound p50 ms", "create_to_bound_p50_ms"),
     ("created -> bound p99 ms", "create_to_bound_p99_ms"),
     ("first binding after the start s", "first_bound_s"),
+    ("pods/s from the first binding to the last", "after_first_pods_per_s"),
     ("pods created through the API per s", "create_pods_per_s"),
     ("pods/s / creation rate (live: 1 = kept up)", "vs_create_rate"),
     ("scheduler CPU s per 1,000 pods", "cpu_s_per_1000_pods"),

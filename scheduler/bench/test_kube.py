@@ -53,7 +53,8 @@ COMPARE_KEYS = {"kubesched_pods_per_s", "kubesched_create_to_bound_p50_ms", "kub
                 "kubesched_first_bound_s", "kubesched_cpu_s_per_1000_pods", "kubesched_client_qps",
                 "kubesched_client_burst", "kubesched_bind_mean_ms", "kubesched_default_pods_per_s",
                 "kubesched_default_client_qps", "kube_vs_kubesched_pods_per_s", "kube_vs_kubesched_default_pods_per_s",
-                "kube_cpu_s_per_1000_pods", "kube_vs_create_rate", "kubesched_vs_create_rate"}
+                "kube_cpu_s_per_1000_pods", "kube_vs_create_rate", "kubesched_vs_create_rate",
+                "kube_after_first_pods_per_s", "kubesched_after_first_pods_per_s"}
 
 
 def test_bench_compare_runs_kube_scheduler_on_the_same_shape_and_prints_the_ratio():
