@@ -54,3 +54,15 @@ def _worker_collector(**_kwargs) -> None:
     from scheduler.loop import collector
 
     collector.install()
+
+
+# With connections kept across tasks (CELERY_DB_REUSE_MAX), one that an error left unusable or that is
+# older than CONN_MAX_AGE is closed before the next task, as Django does before each request.
+from celery.signals import task_prerun  # noqa: E402
+
+
+@task_prerun.connect
+def _close_old_connections(**_kwargs) -> None:
+    from django.db import close_old_connections
+
+    close_old_connections()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 import time
 import uuid
@@ -270,6 +271,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 watch.measure(settle=len(warmup))
             say(f"warm; queueing {pods} pods")
             first_binding = Binding.objects.order_by("-id").values_list("id", flat=True).first() or 0
+            cpu_before = _cpu_seconds(wp, name)
             started_wall = timezone.now()
             t0 = time.perf_counter()
             Pod.objects.filter(namespace__in=namespaces, name__in=[k.split("/", 1)[1] for k in measured]).update(
@@ -284,6 +286,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             switched = _switch_profile_version()
             wait(all_bound(target, first_binding), timeout, wp, "all pods bound")
             elapsed = time.perf_counter() - t0
+            cpu_after = _cpu_seconds(wp, name)
             if watch:
                 watch.wait_seen(pods)
             rss = wp.peak_rss_mb()
@@ -303,6 +306,9 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 "binding_p50_ms": pct([row[4] for row in scheduled if row[4] is not None], 50),
                 "binding_p99_ms": pct([row[4] for row in scheduled if row[4] is not None], 99),
                 "worker_peak_rss_mb": rss,
+                # CPU time per pod while the measured pods went through (a shared machine's load slows the
+                # wall clock, much less this): the worker processes, beat, and the database's backends.
+                **_cpu_report(cpu_before, cpu_after, pods),
                 "overcommitted_nodes": len(list(over)),
                 **_switch_report(switched, namespaces),
                 **(watch.report() if watch else {}),
@@ -316,6 +322,38 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             r.delete(key)
         loop.reset_worker()
         admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _proc_cpu(pid: int) -> float | None:
+    """utime + stime of a process in seconds (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(wp: WorkerProcesses, database: str) -> dict[str, dict[int, float]]:
+    """CPU seconds so far of the workers, beat and the Postgres backends serving `database` (on this host)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        # (Not this process's own backend: its polling is the benchmark's, not the scheduler's.)
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [database])
+        backends = [row[0] for row in cursor.fetchall()]
+    groups = {"workers": wp.pids(), "beat": [wp.beat_proc.pid] if wp.beat_proc is not None else [],
+              "postgres": backends}
+    return {k: {pid: c for pid in pids if (c := _proc_cpu(pid)) is not None} for k, pids in groups.items()}
+
+
+def _cpu_report(before: dict, after: dict, pods: int) -> dict:
+    out = {}
+    for group in ("workers", "beat", "postgres"):
+        spent = sum(v - before.get(group, {}).get(pid, 0.0) for pid, v in after.get(group, {}).items())
+        out[f"cpu_ms_per_pod_{group}"] = round(spent * 1000.0 / pods, 3) if pods else None
+    out["postgres_backends"] = len(after.get("postgres", {}))
+    return out
 
 
 def _switch_profile_version():
