@@ -137,7 +137,8 @@ SCHEDBOARD_ASSUME_TTL_SECONDS = env_int("SCHEDBOARD_ASSUME_TTL_SECONDS", 30, min
 # job was lost, it is freed after this. A binder never starts an API call later than half of it after
 # marking, so no binding can still be on its way when the room is given to another pod.
 SCHEDBOARD_BINDING_TIMEOUT_SECONDS = env_int("SCHEDBOARD_BINDING_TIMEOUT_SECONDS", 300, minimum=2)
-SCHEDBOARD_SEED = env_int("SCHEDBOARD_SEED", 0) or None
+# 0 or unset: each worker draws a seed of its own (recorded with every attempt, so a replay still follows it).
+SCHEDBOARD_SEED = env_int("SCHEDBOARD_SEED", 0, minimum=0, maximum=2**63 - 1) or None
 # What an Attempt keeps of its decision for the attempt page (Attempt.trace): "failures" the filter
 # verdicts of attempts that found no node; "all" also every attempt's verdicts and every scored
 # candidate (hundreds of rows per pod on a large cluster); "off" nothing beyond the reason counts

@@ -26,5 +26,8 @@ from .settings import DATABASES  # noqa: E402  (named: it is changed below)
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 
-# Separate names let two test sessions share one Postgres server.
-DATABASES["default"]["TEST"] = {"NAME": os.environ.get("SCHEDBOARD_TEST_DB", "test_schedboard")}
+# Separate names let two test sessions share one Postgres server: the test database is named after
+# DATABASE_URL's (test_schedboard by default), so sessions with their own DATABASE_URL never drop each
+# other's; SCHEDBOARD_TEST_DB names it outright.
+os.environ.setdefault("SCHEDBOARD_TEST_DB", f"test_{DATABASES['default']['NAME']}")
+DATABASES["default"]["TEST"] = {"NAME": os.environ["SCHEDBOARD_TEST_DB"]}

@@ -93,6 +93,9 @@ class Pod(models.Model):
     created_at = models.DateTimeField(help_text="metadata.creationTimestamp")
     queued_at = models.DateTimeField(null=True, blank=True, help_text="first time queued (SLI start)")
     bound_at = models.DateTimeField(null=True, blank=True)
+    # When its last scheduling gate was removed. Gates are set only at creation and may only be removed, so a
+    # pod with this set was gated from its creation until then: what the rewind (/queue/?at=) reads.
+    ungated_at = models.DateTimeField(null=True, blank=True, help_text="its last scheduling gate removed")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -177,6 +180,12 @@ class Attempt(models.Model):
     # its transaction deletes the row, before it commits, so its stamp alone cannot say whether a snapshot read
     # a few milliseconds later saw it; a replay holds back the deletions this attempt did not see.
     snapshot_deleted_pod = models.BigIntegerField(null=True, blank=True)
+    # Where the worker's random choices stood when this attempt's cycle began (engine/tiebreak.py): the seed and
+    # the number of draws before it (selectHost's pick among equal top scores, preemption's offset among the
+    # candidates), and the round-robin index the node scan started at. A replay draws the same (migration 0016).
+    tiebreak_seed = models.BigIntegerField(null=True, blank=True)
+    tiebreak_position = models.BigIntegerField(null=True, blank=True)
+    start_node_index = models.IntegerField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     result = models.CharField(max_length=16, choices=RESULT_CHOICES)
     node_name = models.CharField(max_length=253, blank=True, default="", help_text="chosen node")
@@ -313,6 +322,7 @@ class DeletedPod(models.Model):
     created_at = models.DateTimeField()
     queued_at = models.DateTimeField(null=True, blank=True)
     bound_at = models.DateTimeField(null=True, blank=True)
+    ungated_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField()
     manifest = models.JSONField()
 

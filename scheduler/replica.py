@@ -33,7 +33,8 @@ class Replica(Controller):
     def __init__(self, *, schedule_inline: bool = False, **kwargs):
         super().__init__(bind=bind_jobs, **kwargs)
         # What the loop binds through in this process: this replica's API client, checked against its lease.
-        self.backend = KubernetesBackend(api_client=self.api_client, elector=self.elector, redis=self.redis)
+        self.backend = KubernetesBackend(api_client=self.api_client, elector=self.elector, redis=self.redis,
+                                         report_sink=self.committer.submit_report)
         set_backend(self.backend)
         self.schedule_inline = schedule_inline
 

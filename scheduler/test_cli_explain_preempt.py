@@ -17,15 +17,24 @@ kind: Node
 metadata: {{name: n{i}}}
 status: {{allocatable: {{cpu: "1", memory: 1Gi, pods: "10"}}}}
 """ for i in range(3))
+# The classes the pods name, as a cluster's dump holds them (Priority admission resolves the pods against them).
+NODES += "".join(f"""---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {{name: p{value}{"-never" if never else ""}}}
+value: {value}{chr(10) + "preemptionPolicy: Never" if never else ""}
+""" for value, never in ((1, False), (5, False), (10, False), (50, False), (50, True), (100, False)))
 
 
 def bound(name: str, node: str, priority: int, cpu: str = "900m", start: str = "2026-12-01T10:00:00Z") -> str:
+    # As `kubectl get -o yaml` prints an admitted pod: its class and the priority resolved from it.
     return f"""---
 apiVersion: v1
 kind: Pod
 metadata: {{name: {name}, namespace: default}}
 spec:
   nodeName: {node}
+  priorityClassName: p{priority}
   priority: {priority}
   containers: [{{name: c, image: x, resources: {{requests: {{cpu: {cpu}}}}}}}]
 status: {{startTime: "{start}"}}
@@ -38,9 +47,17 @@ def incoming(priority: int, policy: str = "") -> str:
 kind: Pod
 metadata: {{name: vip, namespace: default}}
 spec:
-  priority: {priority}{extra}
+  priorityClassName: p{priority}{"-never" if policy == "Never" else ""}{extra}
   containers: [{{name: c, image: x, resources: {{requests: {{cpu: 500m}}}}}}]
 """
+
+
+def test_a_file_pod_with_a_priority_but_no_class_is_refused_as_the_priority_admission_plugin_does(files):
+    # No class named and none globalDefault: admission computes 0, and a pod saying otherwise is refused.
+    cluster, pod = files(NODES, incoming(50).replace("priorityClassName: p50", "priority: 50"))
+    r = cli("explain", "--cluster", cluster, "--pod", pod, "--preempt")
+    assert r.code == 1 and ("spec.priority: the integer value of priority (50) must not be provided in pod spec; "
+                            "priority admission controller computed 0 from the given PriorityClass name") in r.err, r
 
 
 @pytest.fixture

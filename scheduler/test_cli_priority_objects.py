@@ -50,8 +50,11 @@ def test_priority_classes_apply_get_and_delete_as_kubectl(tmp_path):
     assert r.out == "priorityclass.scheduling.k8s.io/high created\npriorityclass.scheduling.k8s.io/batch created\n", r
     out = cli("get", "priorityclasses").out.splitlines()
     assert out[0].split() == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+    # With the two classes every API server creates at start.
     assert [line.split()[:3] + line.split()[4:] for line in out[1:]] == [
-        ["batch", "-10", "true", "Never"], ["high", "1000", "false", "PreemptLowerPriority"]]
+        ["batch", "-10", "true", "Never"], ["high", "1000", "false", "PreemptLowerPriority"],
+        ["system-cluster-critical", "2000000000", "false", "PreemptLowerPriority"],
+        ["system-node-critical", "2000001000", "false", "PreemptLowerPriority"]]
     got = json.loads(cli("get", "pc", "high", "-o", "json").out)
     assert (got["kind"], got["value"], got["preemptionPolicy"]) == ("PriorityClass", 1000, "PreemptLowerPriority")
     assert cli("delete", "pc", "high").out == 'priorityclass.scheduling.k8s.io "high" deleted\n'
@@ -86,7 +89,18 @@ def test_a_pods_class_resolves_its_priority_and_policy_and_the_global_default_ap
      "is 1000000000"),
     ("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: system-mine}\nvalue: 1\n",
      "pods.yaml: doc 1 (PriorityClass system-mine): metadata.name: Forbidden: priority class names with 'system-' "
-     "prefix are reserved for system use only"),
+     "prefix are reserved for system use only. error: system-mine is not a known system priority class"),
+    ("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: system-node-critical}\nvalue: 5\n",
+     "pods.yaml: doc 1 (PriorityClass system-node-critical): metadata.name: Forbidden: priority class names with "
+     "'system-' prefix are reserved for system use only. error: value of system-node-critical PriorityClass must be "
+     "2000001000"),
+    (pod("p", "\n  priority: 5"),
+     "pods.yaml: doc 1 (Pod default/p): spec.priority: the integer value of priority (5) must not be provided in pod "
+     "spec; priority admission controller computed 0 from the given PriorityClass name"),
+    (pod("p", "\n  preemptionPolicy: Never"),
+     "pods.yaml: doc 1 (Pod default/p): spec.preemptionPolicy: the string value of PreemptionPolicy (Never) must "
+     "not be provided in pod spec; priority admission controller computed PreemptLowerPriority from the given "
+     "PriorityClass name"),
     ("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: odd}\nvalue: 1\npreemptionPolicy: Sometimes\n",
      'pods.yaml: doc 1 (PriorityClass odd): preemptionPolicy: Unsupported value: "Sometimes": supported values: '
      '"PreemptLowerPriority", "Never"'),
@@ -107,6 +121,31 @@ def test_bad_documents_are_refused_with_the_api_servers_words_and_nothing_is_app
     r = cli("apply", "-f", str(tmp_path / write(tmp_path, "pods.yaml", docs)))
     assert r.code == 1 and r.err.splitlines()[0] == problem.replace("pods.yaml", str(tmp_path / "pods.yaml")), r
     assert (Pod.objects.count(), ClusterObject.objects.count()) == before
+
+
+def test_a_pod_naming_no_class_with_no_global_default_gets_priority_zero_as_admission_computes_it(tmp_path):
+    cli("apply", "-f", str(tmp_path / write(tmp_path, "pc.yaml", CLASSES.split("---")[0])))
+    assert cli("apply", "-f", str(tmp_path / write(tmp_path, "pods.yaml", pod("job") + pod("zero", "\n  priority: 0")))).code == 0
+    for name in ("job", "zero"):
+        p = Pod.objects.get(name=name)
+        assert (p.priority, p.manifest["spec"]["priority"], p.manifest["spec"]["preemptionPolicy"]) == (
+            0, 0, "PreemptLowerPriority")
+        assert "priorityClassName" not in p.manifest["spec"]  # no class to name, as the plugin leaves it
+
+
+def test_the_system_classes_are_there_in_every_namespace_and_cannot_be_deleted(tmp_path):
+    r = cli("apply", "-f", str(tmp_path / write(tmp_path, "pods.yaml", pod("agent", "\n  priorityClassName: system-node-critical")
+                                                 + pod("dns", "\n  priorityClassName: system-cluster-critical"))))
+    assert r.code == 0, r  # in "default": master's admission has no namespace rule for them
+    assert Pod.objects.get(name="agent").priority == 2000001000 and Pod.objects.get(name="dns").priority == 2000000000
+    got = json.loads(cli("get", "pc", "system-node-critical", "-o", "json").out)
+    assert (got["value"], got["description"]) == (
+        2000001000, "Used for system critical pods that must not be moved from their current node.")
+    r = cli("delete", "pc", "system-node-critical")
+    assert r.code == 1 and r.err == ('Error from server (Forbidden): priorityclasses.scheduling.k8s.io '
+                                     '"system-node-critical" is forbidden: this is a system priority class and cannot '
+                                     'be deleted\n'), r
+    assert ClusterObject.objects.filter(kind="PriorityClass", name="system-node-critical").exists()
 
 
 def test_a_second_global_default_class_is_refused():

@@ -101,7 +101,7 @@ def test_node_loss_evicts_past_the_toleration_collects_the_orphans_and_recreates
     assert Pod.objects.filter(name__startswith="web-").count() == 9
     rs = ClusterObject.objects.get(kind="ReplicaSet", name__startswith="web-")
     assert Event.objects.filter(involved_kind="Deployment", involved_name="web", reason="ScalingReplicaSet",
-                                message=f"Scaled up replica set {rs.name} from 6 to 9").exists()
+                                message=f"Scaled up replica set {rs.name} to 9 from 6").exists()
 
 
 def test_zone_outage_moves_the_zones_pods_out_and_the_recovered_zone_takes_new_ones(workers):
@@ -132,4 +132,34 @@ def test_an_unschedulable_burst_waits_then_binds_on_the_new_node_and_scales_down
                                 message__contains="Insufficient cpu").exists()
     assert Pod.objects.filter(node_name="zone-d-0").exists()
     assert Event.objects.filter(involved_kind="Deployment", involved_name="burst",
-                                message=f"Scaled down replica set {burst.name} from 40 to 30").exists()
+                                message=f"Scaled down replica set {burst.name} to 30 from 40").exists()
+
+
+def test_a_rolling_update_replaces_every_pod_a_few_at_a_time_and_keeps_the_old_replica_set_as_history(workers):
+    run(workers, "rolling-update")
+    d = ClusterObject.objects.get(kind="Deployment", name="web")
+    new = ClusterObject.objects.get(kind="ReplicaSet", name=f"web-{template_hash(template(d))}")
+    old = ClusterObject.objects.filter(kind="ReplicaSet", name__startswith="web-").exclude(pk=new.pk).get()
+    assert (old.replicas, new.replicas) == (0, 6)
+    assert {p.manifest["spec"]["containers"][0]["image"] for p in Pod.objects.filter(name__startswith="web-")} == {
+        "nginx:1.28"}
+    assert d.manifest["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    assert old.manifest["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+    progressing = [c for c in d.manifest["status"]["conditions"] if c["type"] == "Progressing"][0]
+    assert (progressing["reason"], progressing["message"]) == (
+        "NewReplicaSetAvailable", f'ReplicaSet "{new.name}" has successfully progressed.')
+    scaling = [e.message for e in Event.objects.filter(involved_kind="Deployment", involved_name="web",
+                                                       reason="ScalingReplicaSet").order_by("id")]
+    # maxSurge 2: the new set starts at 2 (8 pods at most); the old one goes down in steps, never at once.
+    assert f"Scaled up replica set {new.name} to 2" in scaling
+    downs = [m for m in scaling if m.startswith(f"Scaled down replica set {old.name}")]
+    assert len(downs) >= 2 and downs[-1].startswith(f"Scaled down replica set {old.name} to 0 from")
+    # Every web pod the old set lost was deleted by its controller (scaled down), none evicted.
+    assert not deleted("DeletionByTaintManager") and not deleted("EvictionByEvictionAPI")
+    sts = ClusterObject.objects.get(kind="StatefulSet", name="db")
+    status = sts.manifest["status"]
+    assert status["currentRevision"] == status["updateRevision"] and status["updatedReplicas"] == 3
+    assert {p.manifest["metadata"]["labels"]["controller-revision-hash"] for p in Pod.objects.filter(
+        name__startswith="db-")} == {status["updateRevision"]}
+    assert [e.message for e in Event.objects.filter(involved_kind="StatefulSet", reason="SuccessfulDelete")
+            .order_by("id")] == [f"delete Pod db-{i} in StatefulSet db successful" for i in (2, 1, 0)]

@@ -1,41 +1,21 @@
 """`make run`'s service: one process on SQLite with an in-memory queue, no Postgres or Redis."""
 
-import signal
-import subprocess
-import sys
-import time
-
 import pytest
-from scheduler.testing.embedded import BASE_DIR, embedded_env, manage
 
+from scheduler.testing.embedded import embedded_run, manage, migrated_env, poll
 
 pytestmark = pytest.mark.slow
 
 
 def test_the_embedded_service_seeds_a_cluster_and_schedules_the_trickle_without_postgres_or_redis(tmp_path):
-    env = embedded_env(tmp_path)
-    assert manage(env, "migrate", "--verbosity", "0").returncode == 0
-    proc = subprocess.Popen([sys.executable, "manage.py", "run", "--no-web", "--rate", "25"], cwd=BASE_DIR, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        pods = events = ""
-        while time.monotonic() < deadline:
-            time.sleep(2)
-            pods = manage(env, "get", "pods", "-A", "-o", "wide").stdout
-            events = manage(env, "get", "events", "-A").stdout
-            # Enough bound, and at least one of the demo's unschedulable-on-purpose pods tried.
-            if pods.count("Running") >= 20 and "FailedScheduling" in events:
-                break
-        else:
-            pytest.fail(f"the embedded loop did not schedule the trickle:\n{pods}\n{events}")
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
+    env = migrated_env(tmp_path)
+    with embedded_run(env, "--no-web", "--rate", "25") as run:
+        # Enough bound, and at least one of the demo's unschedulable-on-purpose pods tried.
+        pods, events = poll(lambda: (manage(env, "get", "pods", "-A", "-o", "wide").stdout,
+                                     manage(env, "get", "events", "-A").stdout),
+                            lambda seen: seen[0].count("Running") >= 20 and "FailedScheduling" in seen[1],
+                            "the embedded loop did not schedule the trickle")
+    out = run.out
     assert "seeded 15 nodes" in out and "schedboard is running (embedded mode)" in out
     # The loop and trickle threads share the SQLite file: writers wait their turn (BEGIN IMMEDIATE), and
     # none of their iterations fails on a lock.
@@ -67,59 +47,32 @@ LEFT = ("from scheduler.models import Attempt, ClusterEvent, Event; "
 
 
 def test_the_embedded_service_deletes_rows_past_their_retention_on_sqlite(tmp_path):
-    env = embedded_env(tmp_path)
-    assert manage(env, "migrate", "--verbosity", "0").returncode == 0
+    env = migrated_env(tmp_path)
     assert manage(env, "shell", "-c", OLD_ROWS).returncode == 0
     assert manage(env, "shell", "-c", LEFT).stdout.splitlines()[-1].split() == ["1", "1", "2"]
-    proc = subprocess.Popen([sys.executable, "manage.py", "run", "--no-web", "--no-seed", "--rate", "0"], cwd=BASE_DIR,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        left = None
-        while time.monotonic() < deadline:
-            time.sleep(1)
-            left = manage(env, "shell", "-c", LEFT).stdout.splitlines()[-1].split()
-            if left == ["0", "0", "1"]:  # the old attempt and event gone; of the cluster events, the newest stays
-                break
-        else:
-            pytest.fail(f"the embedded loop did not apply retention: {left}")
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
+    with embedded_run(env, "--no-web", "--no-seed", "--rate", "0") as run:
+        # The old attempt and event gone; of the cluster events, the newest stays.
+        poll(lambda: manage(env, "shell", "-c", LEFT).stdout.splitlines()[-1].split(), lambda left: left == ["0", "0", "1"],
+             "the embedded loop did not apply retention", interval=1)
+    out = run.out
     assert "retention: deleted 1 attempts, 1 events, 1 cluster events" in out, out[-4000:]
 
 
 def test_the_embedded_demo_places_the_topology_workloads_as_their_constraints_say(tmp_path):
     import json
 
-    env = embedded_env(tmp_path)
-    assert manage(env, "migrate", "--verbosity", "0").returncode == 0
-    proc = subprocess.Popen([sys.executable, "manage.py", "run", "--no-web", "--rate", "0"], cwd=BASE_DIR, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            time.sleep(2)
-            events = manage(env, "get", "events", "-n", "storefront").stdout
-            listed = json.loads(manage(env, "get", "pods", "-A", "-o", "json").stdout or '{"items": []}')["items"]
-            node_of = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"].get("nodeName")
-                       for p in listed}
-            demo = {k: v for k, v in node_of.items() if k.startswith(("storefront/", "monitoring/"))}
-            if len(demo) == 11 and sum(1 for v in demo.values() if v) == 10 and "loner" in events:
-                break
-        else:
-            pytest.fail(f"the demo workloads were not placed:\n{node_of}\n{events}")
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
+    env = migrated_env(tmp_path)
+
+    def seen():
+        events = manage(env, "get", "events", "-n", "storefront").stdout
+        listed = json.loads(manage(env, "get", "pods", "-A", "-o", "json").stdout or '{"items": []}')["items"]
+        node_of = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"].get("nodeName") for p in listed}
+        return {k: v for k, v in node_of.items() if k.startswith(("storefront/", "monitoring/"))}, events
+
+    with embedded_run(env, "--no-web", "--rate", "0") as run:
+        demo, events = poll(seen, lambda s: len(s[0]) == 11 and sum(1 for v in s[0].values() if v) == 10
+                            and "loner" in s[1], "the demo workloads were not placed")
+    out = run.out
     assert "seeded the storefront workloads" in out
     web = [v for k, v in demo.items() if k.startswith("storefront/web-")]
     assert len(web) == 6 and sorted(n.split("-")[1] for n in web) == ["a", "a", "b", "b", "c", "c"]  # zone-X-...

@@ -7,17 +7,15 @@ makes a watch's old resourceVersion really gone (410).
 """
 
 import json
-import threading
 import urllib.request
-import uuid
 
 import pytest
 
 from scheduler import loop
-from scheduler.backends import reset_backend
 from scheduler.kube.client import ApiError, call
 from scheduler.models import Attempt, Binding, Node, Pod
-from scheduler.testing.kube import NS, node, pod, read_pod, schedule_loop, scheduled_condition, wait_for_cluster
+from scheduler.testing.kube import (NS, empty_cluster, leading_replica, node, pod, read_pod, run_in_threads,
+                                    scheduled_condition, wait_for_cluster)
 
 KUBE_APISERVER_ARGS = ["--watch-cache=false"]  # so that compacting etcd makes an old resourceVersion gone
 
@@ -40,50 +38,22 @@ def api(kube_cluster):
 @pytest.fixture
 def core(api):
     core = api[0]
-    # Each test starts from an empty cluster (pods of the previous test deleted at once, no kubelet).
-    call(core.delete_collection_namespaced_pod, NS, grace_period_seconds=0)
-    call(core.delete_collection_node)
-    wait_for_cluster(lambda: not call(core.list_pod_for_all_namespaces)["items"] and not call(core.list_node)["items"],
-             "an empty cluster")
+    empty_cluster(core)  # each test starts from an empty cluster
     return core
 
 
 @pytest.fixture
 def replica(kube_cluster, core):
     """One replica of ours, leading, with its watches synced; the test drives the loop and the committer."""
-    from scheduler.replica import Replica
-
-    controller = Replica(api_client=kube_cluster.api_client(), namespace=NS, lease_name=f"lease-{uuid.uuid4().hex[:6]}",
-                            lease_duration=15, renew_deadline=10, retry_period=2, watch_timeout=60)
-    assert controller.elector.acquire()
-    controller.start_leading()
-    yield controller
-    controller.stop()
-    controller.stop_leading()
-    reset_backend()
+    with leading_replica(kube_cluster.api_client()) as controller:
+        yield controller
 
 
 @pytest.fixture
 def running(replica):
     """The replica's committer and the scheduling loop running in threads, as `kube run --inline` does."""
-    stop = threading.Event()
-
-    def commit():
-        from django.db import connections
-
-        try:
-            while not stop.is_set():
-                replica.committer.run_once(0.05)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=commit, daemon=True), threading.Thread(target=schedule_loop, args=(stop,), daemon=True)]
-    for t in threads:
-        t.start()
-    yield replica
-    stop.set()
-    for t in threads:
-        t.join(10)
+    with run_in_threads(replica):
+        yield replica
 
 
 def events_for(events_api, name):

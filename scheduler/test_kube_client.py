@@ -208,3 +208,41 @@ def test_the_client_from_the_settings_is_limited_to_their_qps_and_burst(settings
         api.close()
     # The 2 past the burst waited for their tokens (1/2 s each, less what their predecessor's call took).
     assert 0 < bucket.waited <= 1.0
+
+
+@pytest.mark.kube
+def test_the_hot_calls_bind_and_record_events_as_the_generated_client_and_fail_the_same_way():
+    """HotCalls (the binding and its event without the generated layers) answer and refuse as the generated
+    methods do, through the same rate limiter and credentials."""
+    from scheduler.kube.client import HotCalls
+    from scheduler.testing.kube_apiserver import local_kube_cluster
+
+    with local_kube_cluster() as cluster:
+        api = api_client(str(cluster.kubeconfig), qps=0.001, burst=100)
+        core, hot = client.CoreV1Api(api), HotCalls(api)
+        call(core.create_node, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+        call(core.create_namespaced_pod, "default", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                                     "spec": {"containers": [{"name": "c", "image": "x"}]}})
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p", "namespace": "default"},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}}
+        assert call(hot.create_namespaced_pod_binding, "p", "default", binding)["status"] == "Success"
+        assert call(core.read_namespaced_pod, "p", "default")["spec"]["nodeName"] == "n1"
+        with pytest.raises(ApiError) as conflict:
+            call(hot.create_namespaced_pod_binding, "p", "default", binding)
+        assert conflict.value.status == 409 and "already assigned to node" in str(conflict.value)
+        with pytest.raises(ApiError) as missing:
+            call(hot.create_namespaced_pod_binding, "gone", "default", {**binding, "metadata": {"name": "gone"}})
+        assert missing.value.status == 404
+        event = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "p.1", "namespace": "default"},
+                 "eventTime": "2026-12-02T00:00:00.000000Z", "reportingController": "default-scheduler",
+                 "reportingInstance": "default-scheduler-h", "action": "Binding", "reason": "Scheduled", "type": "Normal",
+                 "note": "Successfully assigned default/p to n1",
+                 "regarding": {"kind": "Pod", "namespace": "default", "name": "p"}}
+        assert call(hot.create_namespaced_event, "default", event)["metadata"]["name"] == "p.1"
+        series = {"series": {"count": 2, "lastObservedTime": "2026-12-02T00:00:01.000000Z"}}
+        patched = call(hot.patch_namespaced_event, "p.1", "default", series,
+                       _content_type="application/strategic-merge-patch+json")
+        assert patched["series"]["count"] == 2
+        # Every request took its token from the client's bucket (8 so far, 5 of them hot; barely any refill).
+        assert api.rest_client.bucket._tokens == pytest.approx(100 - 8, abs=0.5)
+        api.close()

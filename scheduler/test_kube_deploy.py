@@ -5,7 +5,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import uuid
 from pathlib import Path
 
@@ -214,10 +213,9 @@ def _kube_check(cluster):
 def test_the_deploy_roles_are_enough_to_schedule_and_kube_check_says_so(rbac_cluster):
     from kubernetes import client
 
-    from scheduler.backends import reset_backend
     from scheduler.kube.client import call
-    from scheduler.replica import Replica
-    from scheduler.testing.kube import node, pod, read_pod, schedule_loop, scheduled_condition, wait_for_cluster
+    from scheduler.testing.kube import (leading_replica, node, pod, read_pod, schedule_loop, scheduled_condition,
+                                        threads_running, wait_for_cluster)
 
     _grant_deploy_roles(rbac_cluster)
     result = _kube_check(rbac_cluster)
@@ -228,26 +226,14 @@ def test_the_deploy_roles_are_enough_to_schedule_and_kube_check_says_so(rbac_clu
     call(admin.create_node, node("node-a", cpu="2"))
     call(admin.create_namespaced_pod, "default", pod("fits", cpu="1"))
     call(admin.create_namespaced_pod, "default", pod("too-big", cpu="4"))
-    controller = Replica(api_client=rbac_cluster.api_client(USER), namespace=NAMESPACE,
-                            lease_name=f"schedboard-{uuid.uuid4().hex[:6]}", lease_duration=15, renew_deadline=10,
-                            retry_period=2, watch_timeout=60)
-    stop = threading.Event()
-    assert controller.elector.acquire()  # a Lease in our namespace: the Role
-    controller.start_leading()  # list+watch of nodes and pods: the ClusterRole
-    worker = threading.Thread(target=schedule_loop, args=(stop,), daemon=True)
-    worker.start()
-    try:
+    # Leading takes a Lease in our namespace (the Role), its list+watch of nodes and pods the ClusterRole.
+    with leading_replica(rbac_cluster.api_client(USER), namespace=NAMESPACE,
+                         lease_name=f"schedboard-{uuid.uuid4().hex[:6]}") as controller, threads_running(schedule_loop):
         wait_for_cluster(lambda: controller.committer.run_once(0.05) is not None and (
             read_pod(admin, "fits")["spec"].get("nodeName") == "node-a"
             and (scheduled_condition(read_pod(admin, "too-big")) or {}).get("reason") == "Unschedulable"
             and any(e["reason"] == "FailedScheduling" for e in call(client.EventsV1Api(rbac_cluster.api_client()).list_namespaced_event, "default")["items"])),
             "a binding, a pods/status patch and an event made as the deploy role")
-    finally:
-        stop.set()
-        worker.join(10)
-        controller.stop()
-        controller.stop_leading()
-        reset_backend()
 
 
 @pytest.mark.kube

@@ -18,9 +18,9 @@ from django.db import connection
 from scheduler import loop
 from scheduler.kube.client import call
 from scheduler.kube.events import micro_time
-from scheduler.testing.kube import NS, node, pod, read_pod
+from scheduler.testing.kube import (NS, empty_cluster, leading, leading_replica, new_replica, node, pod, read_pod,
+                                    wait_for_cluster)
 from scheduler.testing.metrics import free_port, sample, scrape
-from scheduler.testing.kube import wait_for_cluster
 
 pytestmark = [pytest.mark.kube, pytest.mark.django_db(transaction=True)]
 
@@ -96,8 +96,7 @@ def _lease(coordination, name):
 
 def test_two_replicas_elect_one_leader_and_the_other_takes_over_when_it_dies(replicas, apis):
     core, coordination = apis
-    call(core.delete_collection_namespaced_pod, NS, grace_period_seconds=0)
-    call(core.delete_collection_node)
+    empty_cluster(core)
     call(core.create_node, node("node-a"))
     a, b = replicas(2)
     wait_for_cluster(lambda: a.identity and b.identity, "both replicas up", 60)
@@ -143,19 +142,11 @@ def _holder(coordination, name):
 
 
 def test_a_leader_that_loses_its_lease_stops_binding_at_once(kube_cluster, apis):
-    from scheduler.backends import reset_backend
-    from scheduler.replica import Replica
-
     core, coordination = apis
-    call(core.delete_collection_namespaced_pod, NS, grace_period_seconds=0)
-    call(core.delete_collection_node)
+    empty_cluster(core)
     call(core.create_node, node("node-a"))
     lease = f"lease-{uuid.uuid4().hex[:6]}"
-    controller = Replica(api_client=kube_cluster.api_client(), namespace=NS, lease_name=lease,
-                            lease_duration=15, renew_deadline=10, retry_period=0.2, watch_timeout=60)
-    assert controller.elector.acquire()
-    controller.start_leading()
-    try:
+    with leading_replica(kube_cluster.api_client(), lease_name=lease, retry_period=0.2) as controller:
         call(core.create_namespaced_pod, NS, pod("p"))
         wait_for_cluster(lambda: loop.get_worker().queue.get(f"{NS}/p") is not None, "the pod queued")
         assert loop.run_schedule_task().scheduled == 1  # placed; its binding waits for the committer
@@ -171,16 +162,11 @@ def test_a_leader_that_loses_its_lease_stops_binding_at_once(kube_cluster, apis)
         error, _ = controller.backend.bind_many([{"pod_manifest": read_pod(core, "p"), "node_name": "node-a"}])[0]
         assert "not the leader" in str(error)
         assert read_pod(core, "p")["spec"].get("nodeName") is None
-    finally:
-        controller.stop()
-        controller.stop_leading()
-        reset_backend()
 
 
 def test_a_replica_serves_its_pod_s_scheduling_and_binding_metrics_on_the_metrics_port(replicas, apis):
     core, _ = apis
-    call(core.delete_collection_namespaced_pod, NS, grace_period_seconds=0)
-    call(core.delete_collection_node)
+    empty_cluster(core)
     call(core.create_node, node("node-a"))
     port = free_port()
     # Its own directory, as the controller's pod has its own emptyDir: only this port shows what it counts.
@@ -206,26 +192,16 @@ def test_the_leader_claims_its_pod_mirror_current_while_it_watches_and_withdraws
     watch is open and applied says up to when; a stopped one says nothing, so nothing is freed between leaders."""
     import time
 
-    from scheduler.backends import reset_backend
     from scheduler.kube import currency
-    from scheduler.replica import Replica
 
     core, _ = apis
-    lease = f"lease-{uuid.uuid4().hex[:6]}"
-    controller = Replica(api_client=kube_cluster.api_client(), namespace=NS, lease_name=lease,
-                         lease_duration=15, renew_deadline=10, retry_period=0.2, watch_timeout=60)
+    controller = new_replica(kube_cluster.api_client(), retry_period=0.2)
     currency.withdraw(controller.redis)
     assert controller.backend.mirror_current_through() is None
-    assert controller.elector.acquire()
-    controller.start_leading()
-    try:
+    with leading(controller):
         call(core.create_namespaced_pod, NS, pod(f"c-{uuid.uuid4().hex[:6]}"))
         wait_for_cluster(lambda: controller.backend.mirror_current_through() is not None, "the currency claim", 20)
         started = time.time()
         wait_for_cluster(lambda: (controller.backend.mirror_current_through() or 0) > started, "a fresh claim", 20)
         assert controller.backend.mirror_current_through() <= time.time()
-    finally:
-        controller.stop()
-        controller.stop_leading()
-        reset_backend()
     assert controller.backend.mirror_current_through() is None

@@ -4,15 +4,11 @@ DisruptionTarget condition and the Preempted event first), the preemptor is nomi
 (status.nominatedNodeName) and then bound; a PDB-protected pod is spared when another choice exists.
 PriorityClasses and PodDisruptionBudgets are mirrored (the 1.20 API server has policy/v1beta1 only)."""
 
-import threading
-import uuid
-
 import pytest
 
-from scheduler.backends import reset_backend
 from scheduler.kube.client import ApiError, call
 from scheduler.models import ClusterObject, Pod
-from scheduler.testing.kube import NS, node, pod, read_pod, schedule_loop, wait_for_cluster
+from scheduler.testing.kube import NS, empty_cluster, node, pod, read_pod, running_replica, wait_for_cluster
 
 pytestmark = [
     pytest.mark.kube,
@@ -34,48 +30,20 @@ def apis(kube_cluster):
 @pytest.fixture
 def core(apis):
     core, _, scheduling, custom = apis
-    call(core.delete_collection_namespaced_pod, NS, grace_period_seconds=0)
-    call(core.delete_collection_node)
     for pc in call(scheduling.list_priority_class)["items"]:
         if not pc["metadata"]["name"].startswith("system-"):
             call(scheduling.delete_priority_class, pc["metadata"]["name"])
     for b in call(custom.list_namespaced_custom_object, "policy", "v1beta1", NS, "poddisruptionbudgets")["items"]:
         call(custom.delete_namespaced_custom_object, "policy", "v1beta1", NS, "poddisruptionbudgets", b["metadata"]["name"])
-    wait_for_cluster(lambda: not call(core.list_pod_for_all_namespaces)["items"] and not call(core.list_node)["items"],
-                     "an empty cluster")
+    empty_cluster(core)
     return core
 
 
 @pytest.fixture
 def running(kube_cluster, core):
     """One replica of ours, leading, its committer and the scheduling loop in threads."""
-    from django.db import connections
-
-    from scheduler.replica import Replica
-
-    controller = Replica(api_client=kube_cluster.api_client(), namespace=NS, lease_name=f"lease-{uuid.uuid4().hex[:6]}",
-                            lease_duration=15, renew_deadline=10, retry_period=2, watch_timeout=60)
-    assert controller.elector.acquire()
-    controller.start_leading()
-    stop = threading.Event()
-
-    def commit():
-        try:
-            while not stop.is_set():
-                controller.committer.run_once(0.05)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=commit, daemon=True), threading.Thread(target=schedule_loop, args=(stop,), daemon=True)]
-    for t in threads:
-        t.start()
-    yield controller
-    stop.set()
-    for t in threads:
-        t.join(10)
-    controller.stop()
-    controller.stop_leading()
-    reset_backend()
+    with running_replica(kube_cluster.api_client()) as controller:
+        yield controller
 
 
 def with_class(obj, class_name):
@@ -131,3 +99,77 @@ def test_a_high_priority_pod_preempts_through_the_api_sparing_the_pdb_protected_
         "Normal", "Preempting", "batch-0", victim_uid)
     assert event["note"] == f"Preempted by pod {vip['metadata']['uid']} on node node-b"
     assert event["related"]["name"] == "vip"
+
+
+def preempted_events(events_api, victim_uid):
+    """The Preempted events regarding this victim (the namespace keeps earlier tests' events)."""
+    return [e for e in call(events_api.list_namespaced_event, NS)["items"]
+            if e["reason"] == "Preempted" and e["regarding"]["uid"] == victim_uid]
+
+
+def test_a_watch_event_racing_the_nomination_neither_frees_the_room_nor_makes_the_preemptor_preempt_again(
+        running, core, apis):
+    """The nomination is the worker's own (Pod.nominated_node, written in the transaction of its attempt); the
+    mirror's copy of the preemptor comes from the API server and lacks it until the patch comes back. An
+    event without it (as the echo of a patch sent before the nomination's) must change nothing: the preemptor
+    is not eligible to preempt again while its victim terminates on the nominated node (upstream's
+    PodEligibleToPreemptOthers), and a pod of lower priority never takes the room meanwhile."""
+    from scheduler.kube.mirror import pod_upsert
+    from scheduler.models import Attempt
+    from scheduler.queue.queues import get_queue
+
+    _, events_api, scheduling, _ = apis
+    for name, value in (("high", 1000), ("mid", 500)):
+        call(scheduling.create_priority_class, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                                "metadata": {"name": name}, "value": value})
+    wait_for_cluster(lambda: ClusterObject.objects.filter(kind="PriorityClass", name__in=["high", "mid"]).count() == 2,
+                     "the classes mirrored")
+    call(core.create_node, node("node-b", cpu="1"))
+    call(core.create_namespaced_pod, NS, pod("batch-0", cpu="800m", node_name="node-b"))
+    wait_for_cluster(lambda: Pod.objects.filter(name="batch-0").exists(), "the low pod mirrored")
+    victim = read_pod(core, "batch-0")["metadata"]["uid"]
+    call(core.create_namespaced_pod, NS, with_class(pod("vip", cpu="800m"), "high"))
+    wait_for_cluster(lambda: read_pod(core, "vip")["status"].get("nominatedNodeName") == "node-b"
+                     and Pod.objects.filter(name="batch-0", deleting=True).exists() and len(preempted_events(events_api, victim)) == 1,
+                     "vip nominated, its victim terminating (mirrored)")
+    attempts = Attempt.objects.filter(pod_name="vip").count()
+
+    # The racing event: vip as the API server had it before the nomination's patch.
+    stale = read_pod(core, "vip")
+    del stale["status"]["nominatedNodeName"]
+    pod_upsert(stale, queue=get_queue())
+    assert Pod.objects.get(name="vip").nominated_node == "node-b"  # the mirror never clears our nomination
+    call(core.create_node, node("tiny", cpu="100m"))  # NodeAdd: vip is tried again
+    wait_for_cluster(lambda: Attempt.objects.filter(pod_name="vip").count() > attempts, "vip tried again", timeout=40)
+    again = Attempt.objects.filter(pod_name="vip").latest("started_at")
+    assert again.message.endswith("preemption: not eligible due to a terminating pod on the nominated node."), again.message
+    call(core.create_namespaced_pod, NS, with_class(pod("mid", cpu="800m"), "mid"))
+    wait_for_cluster(lambda: Attempt.objects.filter(pod_name="mid").exists(), "mid tried")
+
+    call(core.delete_namespaced_pod, "batch-0", NS, grace_period_seconds=0)  # the kubelet's part
+    wait_for_cluster(lambda: read_pod(core, "vip")["spec"].get("nodeName") == "node-b", "vip bound on its room",
+                     timeout=60)
+    assert not read_pod(core, "mid")["spec"].get("nodeName")
+    assert len(preempted_events(events_api, victim)) == 1  # one preemption, one victim
+
+
+def test_the_failed_attempts_status_patch_carries_the_nomination_made_with_it(running, core):
+    """As upstream's updatePod: the PodScheduled condition and status.nominatedNodeName in one patch, so the API
+    never holds the failure without its nomination (and no event shows one without the other)."""
+    call(core.create_node, node("node-b", cpu="1"))
+    # Another scheduler's pod: our loop leaves it alone, only the committer's report below touches it.
+    call(core.create_namespaced_pod, NS, pod("vip", cpu="2", scheduler="other-scheduler"))
+    wait_for_cluster(lambda: Pod.objects.filter(name="vip").exists(), "vip mirrored")
+    uid = read_pod(core, "vip")["metadata"]["uid"]
+    message = "0/1 nodes are available: 1 Insufficient cpu. preemption: ..."
+    running.committer.report({"op": "report", "scheduled": [], "failed": [
+        {"namespace": NS, "name": "vip", "uid": uid, "resourceVersion": "", "scheduler": "default-scheduler",
+         "reason": "Unschedulable", "message": message, "nominated": "node-b"}]})
+    got = read_pod(core, "vip")
+    condition = next(c for c in got["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", message)
+    assert got["status"]["nominatedNodeName"] == "node-b"
+    running.committer.report({"op": "report", "scheduled": [], "failed": [
+        {"namespace": NS, "name": "vip", "uid": uid, "resourceVersion": "", "scheduler": "default-scheduler",
+         "reason": "Unschedulable", "message": message, "nominated": ""}]})
+    assert "nominatedNodeName" not in read_pod(core, "vip")["status"]  # cleared with the same patch

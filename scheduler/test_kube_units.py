@@ -328,16 +328,18 @@ MANIFEST = {"metadata": {"name": "p", "namespace": "default", "uid": "uid-1"}}
 
 
 def backend_with(core):
+    """The backend's reads and (through its hot calls, kube/client.HotCalls) its bindings go to `core`."""
     backend = KubernetesBackend(api_client=object(), backoff=NO_WAIT)
     type(backend).core = property(lambda self: core)
+    type(backend).hot = property(lambda self: core)
     return backend
 
 
 @pytest.fixture(autouse=True)
 def _restore_core_property():
-    original = KubernetesBackend.core
+    original, hot = KubernetesBackend.core, KubernetesBackend.hot
     yield
-    KubernetesBackend.core = original
+    KubernetesBackend.core, KubernetesBackend.hot = original, hot
 
 
 def test_binding_posts_the_pods_binding_subresource_with_the_uid():

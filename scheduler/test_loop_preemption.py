@@ -179,3 +179,41 @@ def test_a_victim_owned_by_a_replica_set_is_made_again_by_its_controller_and_wai
     # Its priority (0) is lower than the preemptor's: nothing to preempt, as upstream says.
     assert again.scheduled_message.endswith("preemption: 0/1 nodes are available: 1 No preemption victims found "
                                             "for incoming pod.")
+
+
+def test_an_attempt_records_where_its_workers_draws_stood_and_preemption_draws_from_that_stream(clock, settings):
+    """The tie-break among equal top scores and preemption's random offset among the candidates are one stream
+    (engine/tiebreak.py): each attempt records its seed and position, so a replay can draw what it drew."""
+    settings.SCHEDBOARD_SEED = None  # unseeded: the worker draws a seed of its own, and records it all the same
+    apply(priority_class("high", 1000), node("node-a", cpu="2"), node("node-b", cpu="2"))
+    apply(*[pod(f"low-{i}") for i in range(4)])
+    drain()
+    seed = loop.get_worker().algorithm.tiebreak.seed
+    rows = list(Attempt.objects.order_by("id").values_list("pod_name", "tiebreak_seed", "tiebreak_position",
+                                                           "start_node_index"))
+    # Two equal nodes, then one, then two equal again, then one: a draw for low-0 and low-2 only.
+    assert rows == [("low-0", seed, 0, 0), ("low-1", seed, 1, 0), ("low-2", seed, 1, 0), ("low-3", seed, 2, 0)]
+    apply(pod("vip", priorityClassName="high"))
+    drain(clock)
+    vip = list(Attempt.objects.filter(pod_name="vip").order_by("number").values_list("result", "tiebreak_position"))
+    # Nominated after one draw (the offset among the two candidate nodes), then bound on its nominated node.
+    assert vip == [("unschedulable", 2), ("scheduled", 3)]
+
+
+def test_preemption_reads_a_bound_pods_start_as_its_binding_even_on_a_node_nothing_else_changed(clock):
+    """"old" then "new" are bound by this worker (its own reservations: its index holds what it assumed); an
+    agent arriving bound on new's node makes the worker read that node again, and nothing touches old's. The
+    binding is the simulated kubelet's start (placed_pods): so the victim is the one that started last, "new",
+    as upstream's pickOneNodeForPreemption prefers, not "old" read as never started (now)."""
+    apply(priority_class("high", 1000), node("node-a", cpu="1", labels={"name": "a"}),
+          node("node-b", cpu="1", labels={"name": "b"}))
+    apply(pod("old", nodeSelector={"name": "a"}))
+    drain()
+    apply(pod("new", nodeSelector={"name": "b"}))
+    drain()
+    apply(pod("agent", cpu="0", memory="0", nodeName="node-b"))
+    apply(pod("vip", priorityClassName="high"))
+    drain(clock)
+    first = Attempt.objects.filter(pod_name="vip").order_by("number").first()
+    assert first.trace["preemption"]["victims"] == ["default/new"]
+    assert Pod.objects.get(name="vip").node_name == "node-b" and Pod.objects.filter(name="old").exists()

@@ -275,3 +275,48 @@ def test_a_checked_batch_that_loses_a_nodes_room_is_claimed_pod_by_pod(monkeypat
     assert dict(Pod.objects.exclude(assumed_node="").values_list("name", "assumed_node")) == {"web-0": "n0"}
     # The index holds web-0 once (reserved) and not web-1.
     assert [k for k, _ in w.snapshot.cache.table.pods.pods() if k.startswith("default/web")] == ["default/web-0"]
+
+
+def test_both_plugins_score_in_the_attempts_matrix_and_what_if_reweights_them(admin_client):
+    import re
+
+    from scheduler.engine.config import ProfileConfig, SchedulerConfig, default_profile
+    from scheduler.versions.profiles import config_for_version
+    from scheduler.versions.services import config_version_create
+    from scheduler.versions.whatif import CHANGED, SAME, StoredAttempt, Target, what_if
+
+    # A cache on n0 draws the web pod there (preferred hostname affinity); zone a already has a web pod, so
+    # its soft zone spread pushes it to zone b. The two plugins disagree, each at weight 2.
+    apply(node("n0", "a"), node("n1", "a"), node("n2", "b"))
+    apply(pod("cache-0", {"app": "cache"}, node_name="n0"), pod("web-old", {"app": "web"}, node_name="n1"))
+    soft = [{**spread(ZONE, app="web")[0], "whenUnsatisfiable": "ScheduleAnyway"}]
+    near_cache = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
+        "topologyKey": HOST, "labelSelector": {"matchLabels": {"app": "cache"}}}}]}}
+    apply(pod("web-new", {"app": "web"}, topologySpreadConstraints=soft, affinity=near_cache))
+    drain()
+    attempt = Attempt.objects.get(pod_name="web-new", result="scheduled")
+    by_node = {c["node"]: c["plugins"] for c in attempt.candidates}
+    assert {n: p["InterPodAffinity"]["normalized"] for n, p in by_node.items()} == {"n0": 100, "n1": 0, "n2": 0}
+    assert {n: p["PodTopologySpread"]["normalized"] for n, p in by_node.items()} == {"n0": 0, "n1": 0, "n2": 100}
+
+    html = admin_client.get(f"/attempts/{attempt.pk}/").content.decode()
+    header = re.search(r'<table class="data" id="scores">.*?</thead>', html, re.S).group(0)
+    plugins = re.findall(r'<th colspan="3" scope="colgroup">(\w+) <span class="muted">\(weight (\d+)\)</span></th>', header)
+    assert plugins == [("TaintToleration", "3"), ("NodeResourcesFit", "1"), ("PodTopologySpread", "2"),
+                       ("InterPodAffinity", "2"), ("NodeResourcesBalancedAllocation", "1"), ("ImageLocality", "1")]
+
+    def ran_with(version, profile_name):
+        return config_for_version(version).profile(profile_name)
+
+    stored = [StoredAttempt.from_row(attempt)]
+    assert [r.verdict for r in what_if(stored, Target("version 0", config_for_version(0)), ran_with=ran_with).results] == [SAME]
+    # InterPodAffinity above all: the stored scores say the pod goes next to the cache.
+    p = default_profile()
+    affinity_x50 = ProfileConfig(**{**p.__dict__, "scores": [(n, 50 if n == "InterPodAffinity" else w) for n, w in p.scores]})
+    version = config_version_create(config=SchedulerConfig([affinity_x50]), reason="near the cache")
+    [result] = what_if(stored, Target(f"version {version.number}", config_for_version(version.number)),
+                       ran_with=ran_with).results
+    if attempt.node_name == "n0":
+        assert result.verdict == SAME
+    else:
+        assert (result.verdict, result.new_node) == (CHANGED, "n0")

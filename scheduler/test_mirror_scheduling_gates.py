@@ -46,6 +46,7 @@ def test_a_mirrored_gated_pod_waits_unattempted_and_binds_once_its_gate_is_remov
     ungated["metadata"]["resourceVersion"] = "11"
     pod_upsert(ungated, queue=queues.get_queue())  # the update (a patch on the cluster) removing the last gate
     assert Pod.objects.get(name="gated").queued_at is not None
+    assert Pod.objects.get(name="gated").ungated_at is not None  # when, for the rewind
     assert gated_count() == 0 and queues.get_queue().lengths().get("active", 0) == 1
     drain()
     row = Pod.objects.get(name="gated")
@@ -59,3 +60,18 @@ def test_another_schedulers_gated_pod_is_not_ours_to_count():
     pod_upsert(other, queue=queues.get_queue())
     assert Pod.objects.get(name="gated").scheduled_reason == "SchedulingGated"  # as the API server set it
     assert gated_count({"default-scheduler"}) == 0 and gated_count() == 1
+
+
+def test_the_watch_batch_path_stamps_when_the_last_gate_went():
+    from django.db import transaction
+
+    from scheduler.kube.pod_batch import pods_apply_batch
+
+    ungated = copy.deepcopy(GATED)
+    del ungated["spec"]["schedulingGates"]
+    ungated["metadata"]["resourceVersion"] = "11"
+    with transaction.atomic():
+        pods_apply_batch([("ADDED", copy.deepcopy(GATED)), ("MODIFIED", ungated)], queue=queues.get_queue(),
+                         ours={"default-scheduler"}, apply_one=lambda *a: pytest.fail(f"slow path: {a}"))
+    row = Pod.objects.get(name="gated")
+    assert row.ungated_at is not None and not row.manifest["spec"].get("schedulingGates")

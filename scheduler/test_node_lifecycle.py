@@ -102,3 +102,66 @@ def test_node_fail_and_recover_print_as_kubectl_and_name_a_missing_node():
     r = cli("node", "fail", "nope")
     assert (r.code, r.err) == (1, 'Error from server (NotFound): nodes "nope" not found\n')
     assert node_lifecycle.monitor() == []
+
+
+def node_events(name):
+    return [(e.reason, e.message, e.reporting_controller)
+            for e in Event.objects.filter(involved_kind="Node", involved_name=name).order_by("id")]
+
+
+def test_the_kubelet_and_the_node_controller_record_the_status_changes_as_upstream():
+    apply(node("a"), node("b"), pod("web", nodeName="b"))
+    node_set_ready(name="a", status="False", now=T0)  # the kubelet posts NotReady
+    node_set_ready(name="a", status="True", now=T0 + timedelta(seconds=5))  # and Ready again
+    assert node_events("a") == [("NodeNotReady", "Node a status is now: NodeNotReady", "kubelet"),
+                                ("NodeReady", "Node a status is now: NodeReady", "kubelet")]
+    node_set_ready(name="b", status="Unknown", now=T0)  # the kubelet went silent: the node controller's call
+    assert node_events("b") == [("NodeNotReady", "Node b status is now: NodeNotReady", "node-controller")]
+    # MarkPodsNotReady: the pod's Ready condition False, and the pod's event.
+    web = Pod.objects.get(name="web")
+    ready = [c for c in web.manifest["status"]["conditions"] if c["type"] == "Ready"]
+    assert [c["status"] for c in ready] == ["False"]
+    e = Event.objects.get(involved_kind="Pod", involved_name="web")
+    assert (e.type, e.reason, e.message, e.reporting_controller) == (
+        "Warning", "NodeNotReady", "Node is not ready", "node-controller")
+    node_set_ready(name="b", status="True", now=T0 + timedelta(seconds=9))
+    web = Pod.objects.get(name="web")
+    assert [c["status"] for c in web.manifest["status"]["conditions"] if c["type"] == "Ready"] == ["True"]
+
+
+def test_a_node_already_not_ready_when_its_kubelet_goes_silent_gets_no_controller_event_nor_pod_marks():
+    # As upstream (kubernetes#109998): the controller only acts on a Ready -> not Ready transition it sees.
+    apply(node("a"), pod("web", nodeName="a"))
+    node_set_ready(name="a", status="False", now=T0)
+    node_set_ready(name="a", status="Unknown", now=T0 + timedelta(seconds=40))
+    assert [r for r, _, who in node_events("a")] == ["NodeNotReady"]
+    assert not Event.objects.filter(involved_kind="Pod").exists()
+
+
+def test_a_monitor_pass_registers_new_nodes_and_notices_removed_ones():
+    from scheduler.cluster.services import node_delete
+
+    apply(node("a"), node("b"))
+    node_lifecycle.monitor(now=T0)
+    node_lifecycle.monitor(now=T0 + timedelta(seconds=5))  # known by now: nothing new
+    node_delete(name="b")
+    node_lifecycle.monitor(now=T0 + timedelta(seconds=10))
+    assert node_events("a") == [("RegisteredNode", "Node a event: Registered Node a in Controller", "node-controller")]
+    assert node_events("b") == [("RegisteredNode", "Node b event: Registered Node b in Controller", "node-controller"),
+                                ("RemovingNode", "Node b event: Removing Node b from Controller", "node-controller")]
+
+
+def test_a_pass_decodes_only_the_nodes_that_may_need_taints_and_every_node_left_out_wants_the_taints_it_has():
+    apply(node("plain"), node("empty-taints", spec={"taints": []}), node("cordoned", spec={"unschedulable": True}),
+          node("uncordoned", spec={"unschedulable": False, "taints": [{"key": "node.kubernetes.io/unschedulable",
+                                                                        "effect": "NoSchedule"}]}),
+          node("team", spec={"taints": [{"key": "team", "value": "x", "effect": "NoSchedule"}]}))
+    node_set_ready(name="plain", status="True", now=T0)  # posts a Ready condition: looked at from now on
+    apply(node("quiet"))
+    looked_at = set(Node.objects.filter(node_lifecycle.may_need_taints()).values_list("name", flat=True))
+    assert looked_at == {"plain", "empty-taints", "cordoned", "uncordoned", "team"}
+    for name, manifest in Node.objects.exclude(name__in=looked_at).values_list("name", "manifest"):
+        assert node_lifecycle.desired_taints(manifest, T0) == taints(name) == [], name
+    assert sorted(node_lifecycle.monitor(now=T0)) == ["cordoned", "uncordoned"]
+    assert taints("cordoned") == [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
+    assert taints("uncordoned") == []

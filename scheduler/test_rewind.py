@@ -105,3 +105,28 @@ def test_a_pending_pods_sub_queue_follows_its_last_attempt(latest, queue, since_
     assert entry.queue == queue
     assert entry.since == T + timedelta(seconds=since_s)
     assert entry.backoff_expires == (None if expires_s is None else T + timedelta(seconds=expires_s))
+
+
+def test_gated_pods_are_rewound_from_their_creation_until_their_last_gate_goes(clock):
+    gates = [{"name": "example.com/quota"}, {"name": "example.com/approval"}]
+    apply(node("n1", cpu="4"), pod("held", cpu="1", schedulingGates=gates), pod("kept", cpu="1", schedulingGates=gates[:1]),
+          pod("gone", cpu="1", schedulingGates=gates[:1]), pod("theirs", cpu="1", schedulerName="other", schedulingGates=gates))
+    drain(clock)
+    t1 = timezone.now()
+    apply(pod("held", cpu="1"))  # both gates removed: queued, then bound
+    drain(clock)
+    pod_delete(namespace="default", name="gone")  # deleted while gated
+    t2 = timezone.now()
+
+    then = rewind(at=t1, scheduler_names={"default-scheduler"})
+    assert [g.key for g in then.gated] == ["default/held", "default/kept", "default/gone"]  # by age, as the live page
+    by_key = {g.key: g for g in then.gated}
+    assert by_key["default/held"].gates == [] and by_key["default/held"].ungated_at > t1  # its gates went after T
+    assert by_key["default/kept"].gates == ["example.com/quota"] and by_key["default/gone"].deleted_at > t1
+    assert not any(p.key == "default/held" for q in then.queues.values() for p in q)  # gated, not queued
+    assert {n.name: n.pods for n in then.nodes} == {"n1": 0}
+    assert [g.key for g in rewind(at=t1).gated] == ["default/held", "default/kept", "default/gone", "default/theirs"]
+
+    now = rewind(at=t2, scheduler_names={"default-scheduler"})
+    assert [g.key for g in now.gated] == ["default/kept"]  # held's gates are gone, gone is gone
+    assert {n.name: n.pods for n in now.nodes} == {"n1": 1}

@@ -62,13 +62,14 @@ GOOD_NODE = "- {at: 0s, apply: {apiVersion: v1, kind: Node, metadata: {name: n1}
 ])
 def test_a_bad_scenario_names_file_step_field_and_problem_and_changes_nothing(tmp_path, text, problems):
     apply(node("a"))
+    objects = ClusterObject.objects.count()  # the system PriorityClasses every cluster has
     path = tmp_path / "bad.yaml"
     path.write_text(text)
     want = [f"{path}: " + p.format(dir=tmp_path, path=path) for p in problems]
     r = cli("scenario", str(path), "--time-scale", "1000")
     assert (r.code, r.out, r.err) == (1, "", "\n".join(want) + "\n")
     assert list(Node.objects.values_list("name", "unschedulable")) == [("a", False)]
-    assert not Pod.objects.exists() and not ClusterObject.objects.exists()
+    assert not Pod.objects.exists() and ClusterObject.objects.count() == objects
 
 
 def test_bad_yaml_is_one_problem_with_its_place(tmp_path):

@@ -9,30 +9,10 @@ from scheduler.cluster.services import pod_delete
 from scheduler.controllers import statefulset, workloads
 from scheduler.models import ClusterObject, Event, Pod
 from scheduler.testing.cli import cli
-from scheduler.testing.loop import apply, drain, node
+from scheduler.testing.loop import apply, node
+from scheduler.testing.workloads import settle, workload
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock")]
-
-CONTAINERS = [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}]
-
-
-def workload(kind, name="web", replicas=3, api="apps/v1", image="nginx", **spec):
-    selector = {"app": name} if kind == "ReplicationController" else {"matchLabels": {"app": name}}
-    containers = [{**CONTAINERS[0], "image": image}]
-    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "default"},
-            "spec": {"replicas": replicas, "selector": selector,
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": containers}}, **spec}}
-
-
-def settle(clock, rounds=20):
-    """What beat and the workers do: the controllers, then the scheduler, until two rounds change nothing
-    (a StatefulSet waits for its last pod to be scheduled before the next)."""
-    quiet = 0
-    for _ in range(rounds):
-        quiet = 0 if workloads.sync_all() else quiet + 1
-        drain(clock)
-        if quiet == 2:
-            return
 
 
 def messages(kind, name):
@@ -50,8 +30,9 @@ def test_a_deployment_owns_a_replica_set_named_by_its_template_hash_whose_pods_c
     assert meta["ownerReferences"] == [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": d.uid,
                                         "controller": True, "blockOwnerDeletion": True}]
     assert meta["labels"] == {"app": "web", "pod-template-hash": pod_hash}
+    # max-replicas: 3 + maxSurge, the default 25% of 3 rounded up.
     assert meta["annotations"] == {"deployment.kubernetes.io/desired-replicas": "3",
-                                   "deployment.kubernetes.io/max-replicas": "3", "deployment.kubernetes.io/revision": "1"}
+                                   "deployment.kubernetes.io/max-replicas": "4", "deployment.kubernetes.io/revision": "1"}
     assert rs.selector == {"matchLabels": {"app": "web", "pod-template-hash": pod_hash}}
     pods = list(Pod.objects.all())
     assert len(pods) == 3 and all(p.node_name == "a" for p in pods)
@@ -59,7 +40,7 @@ def test_a_deployment_owns_a_replica_set_named_by_its_template_hash_whose_pods_c
         assert p.name.startswith(f"{rs.name}-") and len(p.name) == len(rs.name) + 6
         assert p.manifest["metadata"]["labels"] == {"app": "web", "pod-template-hash": pod_hash}
         assert p.manifest["metadata"]["ownerReferences"][0]["uid"] == rs.uid
-    assert messages("Deployment", "web") == [f"Scaled up replica set {rs.name} from 0 to 3"]
+    assert messages("Deployment", "web") == [f"Scaled up replica set {rs.name} to 3"]
     assert {e.reason for e in Event.objects.filter(involved_kind="Deployment")} == {"ScalingReplicaSet"}
     assert Event.objects.filter(involved_kind="ReplicaSet", reason="SuccessfulCreate").count() == 3
 
@@ -75,26 +56,26 @@ def test_a_deployment_scaled_and_its_lost_pod_replaced_and_get_prints_as_kubectl
     settle(clock)
     assert Pod.objects.filter(phase="Running").count() == 4
     rs = ClusterObject.objects.get(kind="ReplicaSet")
-    assert messages("Deployment", "web")[-1] == f"Scaled up replica set {rs.name} from 2 to 4"
+    assert messages("Deployment", "web")[-1] == f"Scaled up replica set {rs.name} to 4 from 2"
     out = cli("get", "deployments").out.splitlines()
     assert re.split(r"\s{2,}", out[0]) == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
     assert re.split(r"\s{2,}", out[1])[:4] == ["web", "4/4", "4", "4"]
     assert re.split(r"\s{2,}", cli("get", "rs").out.splitlines()[1])[:4] == [rs.name, "4", "4", "4"]
 
 
-def test_a_changed_template_recreates_the_pods_under_a_new_replica_set_old_scaled_to_zero_first(clock):
-    apply(node("a"), workload("Deployment", replicas=2))
+def test_a_recreate_deployment_scales_the_old_replica_set_to_zero_before_the_new_one_starts(clock):
+    apply(node("a"), workload("Deployment", replicas=2, strategy={"type": "Recreate"}))
     settle(clock)
     old = ClusterObject.objects.get(kind="ReplicaSet")
-    apply(workload("Deployment", replicas=2, image="httpd"))
+    apply(workload("Deployment", replicas=2, image="httpd", strategy={"type": "Recreate"}))
     settle(clock)
     new = ClusterObject.objects.filter(kind="ReplicaSet").exclude(name=old.name).get()
     assert ClusterObject.objects.get(name=old.name).replicas == 0
     assert new.manifest["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
     assert {p.manifest["spec"]["containers"][0]["image"] for p in Pod.objects.all()} == {"httpd"}
     assert Pod.objects.filter(phase="Running").count() == 2
-    assert messages("Deployment", "web")[1:] == [f"Scaled down replica set {old.name} from 2 to 0",
-                                                 f"Scaled up replica set {new.name} from 0 to 2"]
+    assert messages("Deployment", "web")[1:] == [f"Scaled down replica set {old.name} to 0 from 2",
+                                                 f"Scaled up replica set {new.name} to 2"]
 
 
 def test_deleting_a_deployment_deletes_its_replica_sets_and_their_pods():
@@ -179,3 +160,38 @@ def test_old_replica_sets_past_the_revision_history_limit_are_deleted_oldest_fir
     # The current one and the two newest old ones: the first is gone.
     assert sorted(ClusterObject.objects.filter(kind="ReplicaSet").values_list("name", flat=True)) == sorted(names[1:])
     assert Pod.objects.get().manifest["spec"]["containers"][0]["image"] == "d"
+
+
+def test_a_stateful_sets_new_template_replaces_its_pods_from_the_highest_ordinal_once_each_is_ready(clock):
+    apply(node("a"), workload("StatefulSet", name="db", replicas=3))
+    settle(clock)
+    first = ClusterObject.objects.get(kind="StatefulSet").manifest["status"]
+    assert first["currentRevision"] == first["updateRevision"] and first["readyReplicas"] == 3
+    apply(workload("StatefulSet", name="db", replicas=3, image="postgres"))
+    sts = ClusterObject.objects.get(kind="StatefulSet")
+    assert statefulset.sync(sts)["deleted"] == ["db-2"]
+    assert statefulset.sync(ClusterObject.objects.get(pk=sts.pk)) == {"created": ["db-2"], "deleted": []}
+    # db-2 is back at the new revision but not yet bound: nothing more goes until it is Running and Ready.
+    assert statefulset.sync(ClusterObject.objects.get(pk=sts.pk)) == {"created": [], "deleted": []}
+    status = ClusterObject.objects.get(pk=sts.pk).manifest["status"]
+    assert (status["currentRevision"], status["updatedReplicas"]) == (first["currentRevision"], 1)
+    settle(clock)
+    status = ClusterObject.objects.get(pk=sts.pk).manifest["status"]
+    assert status["currentRevision"] == status["updateRevision"] != first["updateRevision"]
+    assert (status["currentReplicas"], status["updatedReplicas"], status["readyReplicas"]) == (3, 3, 3)
+    assert {p.manifest["spec"]["containers"][0]["image"] for p in Pod.objects.all()} == {"postgres"}
+    assert [m for m in messages("StatefulSet", "db") if m.startswith("delete")] == [
+        "delete Pod db-2 in StatefulSet db successful", "delete Pod db-1 in StatefulSet db successful",
+        "delete Pod db-0 in StatefulSet db successful"]
+
+
+def test_an_on_delete_stateful_set_keeps_its_pods_until_they_are_deleted(clock):
+    apply(node("a"), workload("StatefulSet", name="db", replicas=2, updateStrategy={"type": "OnDelete"}))
+    settle(clock)
+    apply(workload("StatefulSet", name="db", replicas=2, image="postgres", updateStrategy={"type": "OnDelete"}))
+    settle(clock)
+    assert {p.manifest["spec"]["containers"][0]["image"] for p in Pod.objects.all()} == {"nginx"}
+    pod_delete(namespace="default", name="db-1")
+    settle(clock)
+    assert {p.name: p.manifest["spec"]["containers"][0]["image"] for p in Pod.objects.all()} == {
+        "db-0": "nginx", "db-1": "postgres"}

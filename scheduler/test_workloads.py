@@ -85,3 +85,36 @@ def test_a_template_the_api_server_refuses_is_a_failed_create_event_and_nothing_
     assert got["created"] == [] and "cpu" in got["error"]
     assert Pod.objects.count() == 0
     assert Event.objects.get(involved_name="web").reason == "FailedCreate"
+
+
+def _pod(name, node="n1", phase="Running", ready_s=None, created_s=0.0, cost=0, uid=None):
+    from datetime import datetime, timedelta, timezone as tz
+
+    from scheduler.controllers.pods import OwnedPod
+
+    t0 = datetime(2026, 12, 1, tzinfo=tz.utc)
+    return OwnedPod("default", name, node, phase, t0 + timedelta(seconds=created_s), False, uid=uid or name,
+                    ready_at=None if ready_s is None else t0 + timedelta(seconds=ready_s), deletion_cost=cost)
+
+
+@pytest.mark.parametrize("pods, related, first", [
+    # ActivePodsWithRanks, rule by rule: unassigned, Pending, not ready, lower deletion cost, doubled up,
+    # ready for less time (log2 buckets, uid inside one), newer.
+    ([_pod("bound", ready_s=1), _pod("unbound", node="", phase="Pending")], [], "unbound"),
+    ([_pod("running", ready_s=1), _pod("pending", phase="Pending")], [], "pending"),
+    ([_pod("ready", ready_s=1), _pod("notready")], [], "notready"),
+    ([_pod("cheap", ready_s=1, cost=-5), _pod("dear", ready_s=1, cost=10)], [], "cheap"),
+    ([_pod("alone", node="n1", ready_s=1), _pod("crowded", node="n2", ready_s=1)],
+     [_pod("x", node="n2"), _pod("y", node="n2")], "crowded"),
+    ([_pod("old", ready_s=10.0), _pod("young", ready_s=3000.0)], [], "young"),
+    ([_pod("b", ready_s=3000.0), _pod("a", ready_s=3000.5)], [], "a"),  # same log2 bucket: the smaller uid
+    ([_pod("older", created_s=0.0), _pod("newer", created_s=3000.0)], [], "newer"),
+])
+def test_scaling_down_deletes_the_pod_upstreams_ranking_puts_first(pods, related, first):
+    from datetime import datetime, timezone as tz
+
+    from scheduler.controllers.replicaset import pods_to_delete
+
+    now = datetime(2026, 12, 1, 1, 0, tzinfo=tz.utc)
+    assert [p.name for p in pods_to_delete(pods, related, 1, now)] == [first]
+    assert [p.name for p in pods_to_delete(list(reversed(pods)), related, 1, now)] == [first]

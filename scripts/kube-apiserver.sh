@@ -5,6 +5,8 @@
 #   scripts/kube-apiserver.sh path           # print the cached binary's path (exit 1 if not built)
 #   scripts/kube-apiserver.sh build kubectl  # the same for kubectl v1.20.2 (for a machine without kubectl)
 #   scripts/kube-apiserver.sh path kubectl
+#   scripts/kube-apiserver.sh build kube-scheduler  # kube-scheduler v1.20.2, for `bench --backend kubernetes --compare`
+#   scripts/kube-apiserver.sh path kube-scheduler
 #
 # Everything comes from the Debian archive apt already uses (see /work/shared/kube-apiserver.md):
 # bookworm's `kubernetes` source package is the last one that still ships upstream's vendor/ tree.
@@ -18,11 +20,11 @@ ORIG_TARBALL=kubernetes_1.20.5+really1.20.2.orig.tar.gz
 KUBE_GIT_COMMIT=faecb196815e248d3ecfb03c680a4507229c2a56
 
 CACHE_DIR=${SCHEDBOARD_KUBE_CACHE:-/var/cache/schedboard}
-# Which command of the tree: kube-apiserver (default) or kubectl.
+# Which command of the tree: kube-apiserver (default), kubectl or kube-scheduler.
 COMMAND=${2:-kube-apiserver}
 case "$COMMAND" in
-    kube-apiserver|kubectl) ;;
-    *) echo "unknown command $COMMAND: kube-apiserver or kubectl" >&2; exit 2 ;;
+    kube-apiserver|kubectl|kube-scheduler) ;;
+    *) echo "unknown command $COMMAND: kube-apiserver, kubectl or kube-scheduler" >&2; exit 2 ;;
 esac
 BINARY="$CACHE_DIR/$COMMAND-$KUBE_VERSION"
 GO_ROOT=/usr/lib/go-1.19
@@ -113,6 +115,16 @@ build() {
         echo "$BINARY"
         return
     fi
+    # One build at a time in the shared work directory (two sessions building two commands would
+    # unpack and remove the same tree under each other); the second waits, then finds its binary or builds.
+    mkdir -p "$CACHE_DIR"
+    exec 9>"$CACHE_DIR/build.lock"
+    flock 9
+    if binary_works; then
+        log "cached: $BINARY"
+        echo "$BINARY"
+        return
+    fi
     install_toolchain
 
     local work="$CACHE_DIR/build"
@@ -193,5 +205,5 @@ case "${1:-}" in
     path)
         binary_works || die "$BINARY is not built: run scripts/kube-apiserver.sh build $COMMAND"
         echo "$BINARY" ;;
-    *) echo "usage: $0 build|path [kube-apiserver|kubectl]" >&2; exit 2 ;;
+    *) echo "usage: $0 build|path [kube-apiserver|kubectl|kube-scheduler]" >&2; exit 2 ;;
 esac

@@ -25,7 +25,7 @@ class OverviewFeed:
 
     def __init__(self, clock=time.monotonic):
         self.clock = clock
-        self.rates = SlidingRates(("bound", "attempts", "failures"))
+        self.rates = SlidingRates(("bound", "attempts", "failures", "preemption_attempts", "preemption_victims"))
 
     async def frame(self, full: bool, tally: Tally, dt: float) -> dict | None:
         c = tally.counts
@@ -33,7 +33,9 @@ class OverviewFeed:
         frame = {
             "type": "frame", "view": self.view, "full": full, "t": time.time(), "dt": round(dt, 3),
             # Over the last RATE_WINDOW_SECONDS (the page says so), not this frame alone.
-            "rates": {"scheduled": rates["bound"], "attempts": rates["attempts"], "failures": rates["failures"]},
+            "rates": {"scheduled": rates["bound"], "attempts": rates["attempts"], "failures": rates["failures"],
+                      # scheduler_preemption_attempts_total and the victims they chose, as rates too.
+                      "preemption_attempts": rates["preemption_attempts"], "preemption_victims": rates["preemption_victims"]},
             "rate_window_s": RATE_WINDOW_SECONDS,
             "counts": c,
             "lat": {k: [hist.quantile(tally.hists[k], 0.5), hist.quantile(tally.hists[k], 0.99)] for k in LATENCIES},
@@ -49,7 +51,9 @@ class OverviewFeed:
             recent = await state.shared("recent", 0.2, state.recent)
             frame["recent"] = {"bindings": merge_recent(recent["bindings"], tally.bindings, lambda b: (b[0], b[1])),
                                "failed": merge_recent(recent["failed"], tally.failed,
-                                                      lambda f: (f[0], f[1], round(f[4], 3), f[3][:300]))}
+                                                      lambda f: (f[0], f[1], round(f[4], 3), f[3][:300])),
+                               # The charts' marks as recorded, so a page opened after them still shows them.
+                               "marks": recent["marks"]}
         return frame
 
 

@@ -158,6 +158,12 @@ def disrupted_message(pods: list[dict]) -> dict:
                             for p in pods[-15:]]}
 
 
+def preemptions_done(attempts: int, victims: int) -> None:
+    """A batch's preemption attempts (PostFilter runs) and the victims they chose, after its commit."""
+    if attempts:
+        _publisher.publish({"preemption_attempts": attempts, "preemption_victims": victims})
+
+
 def nodes_changed(nodes: list[dict]) -> None:
     """Nodes gone NotReady, Unreachable, Ready again or deleted, after the commit: the overview marks them."""
     if nodes:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime, timezone as dt_timezone
 
 from channels.db import database_sync_to_async
 from django.db.models import Count, Sum
 
 from scheduler.controllers.node_lifecycle import ready_status
-from scheduler.models import Binding, DeletedNode, Event, Node, Pod
+from scheduler.models import Binding, DeletedNode, DeletedPod, Event, Node, Pod
 from scheduler.engine.scheduling_gates import gates_of
 from scheduler.queue.queues import get_queue
 from scheduler.state.gated import gated_pods
@@ -55,6 +56,41 @@ def gauges() -> dict:
             "binding": Pod.objects.filter(node_name="").exclude(assumed_node="").count()}
 
 
+MARKS_WINDOW_S = 120  # as far back as the overview's charts reach (overview.js WINDOW_S)
+MARKS_LIMIT = 500  # deleted pods looked at for disruption marks at most
+# The recorded node events as the charts name their marks: the kubelet posts NodeNotReady when it reports
+# Ready=False, the node controller when it marks a silent node Unknown (unreachable).
+_NODE_MARK = {("NodeNotReady", "kubelet"): "NotReady", ("NodeNotReady", "node-controller"): "Unreachable",
+              ("NodeReady", "kubelet"): "Ready"}
+
+
+def recent_marks(now: float | None = None) -> dict:
+    """The chart marks of the last MARKS_WINDOW_S, from what was recorded (so a page opened after them shows
+    them): node condition changes (their events), deletions (DeletedNode) and disrupted pods (a deleted pod
+    whose DisruptionTarget condition says why), each [.., t] as the live feed sends them, oldest first."""
+    now = time.time() if now is None else now
+    since = datetime.fromtimestamp(now - MARKS_WINDOW_S, tz=dt_timezone.utc)
+    node_events = [[name, _NODE_MARK[(reason, controller)], at.timestamp()]
+                   for name, reason, controller, at in Event.objects.filter(
+                       involved_kind="Node", reason__in=("NodeNotReady", "NodeReady"), last_timestamp__gte=since)
+                   .values_list("involved_name", "reason", "reporting_controller", "last_timestamp")
+                   if (reason, controller) in _NODE_MARK]
+    node_events += [[name, "Deleted", at.timestamp()] for name, at in
+                    DeletedNode.objects.filter(deleted_at__gte=since).values_list("name", "deleted_at")]
+    disruptions = []
+    for ns, name, node, assumed, manifest, at in (DeletedPod.objects.filter(deleted_at__gte=since)
+                                                   .order_by("-deleted_at", "-id")
+                                                   .values_list("namespace", "name", "node_name", "assumed_node",
+                                                                "manifest", "deleted_at")[:MARKS_LIMIT]):
+        reason = next((c.get("reason") or "" for c in (manifest.get("status") or {}).get("conditions") or ()
+                       if isinstance(c, dict) and c.get("type") == "DisruptionTarget" and c.get("status") == "True"),
+                      None)
+        if reason is not None:
+            disruptions.append([ns, name, node or assumed, reason, at.timestamp()])
+    return {"node_events": sorted(node_events, key=lambda e: e[2]),
+            "disruptions": sorted(disruptions, key=lambda d: d[4])}
+
+
 def recent() -> dict:
     bindings = (Binding.objects.order_by("-bound_at", "-id")
                 .values_list("namespace", "pod_name", "node_name", "attempt__e2e_ms", "bound_at")[:RECENT])
@@ -62,7 +98,8 @@ def recent() -> dict:
               .values_list("involved_namespace", "involved_name", "message", "last_timestamp")[:RECENT])
     # Oldest first, as events arrive.
     return {"bindings": [[ns, name, node, e2e, at.timestamp()] for ns, name, node, e2e, at in reversed(bindings)],
-            "failed": [[ns, name, "", msg[:300], at.timestamp()] for ns, name, msg, at in reversed(failed)]}
+            "failed": [[ns, name, "", msg[:300], at.timestamp()] for ns, name, msg, at in reversed(failed)],
+            "marks": recent_marks()}
 
 
 # ---- queue ------------------------------------------------------------------------------

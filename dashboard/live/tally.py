@@ -10,7 +10,8 @@ from . import hist
 
 LAST_ITEMS = 15  # pods listed by name per message and per frame (the rest are counted)
 MAX_COMMITS = 64  # binding commit times per message/frame, for the bench's bind -> frame latency
-COUNTS = ("attempts", "assumed", "failures", "bound", "bind_failed", "popped", "disrupted")
+COUNTS = ("attempts", "assumed", "failures", "bound", "bind_failed", "popped", "disrupted",
+          "preemption_attempts", "preemption_victims")
 LATENCIES = ("algorithm", "binding", "e2e")
 MOVES = ("active", "backoff", "unschedulable")
 

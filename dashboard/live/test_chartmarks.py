@@ -80,3 +80,19 @@ def test_a_frame_without_events_keeps_the_marks_and_at_most_max_marks_are_kept()
     assert call("addMarks", [], {"t": 0}, WINDOW) == []
     marks = marks_after(many, {"t": 11.0})
     assert len(marks) == 40 and marks[-1] == (6.9, "node", "n59 NotReady")
+
+
+def test_a_full_frame_seeds_the_marks_with_the_recorded_ones_and_a_pod_both_recorded_and_live_counts_once():
+    frame = {"t": 200.0, "full": True,
+             "recent": {"marks": {"node_events": [["zone-a-0", "Unreachable", 100.2]],
+                                  "disruptions": [["default", "web-0", "zone-a-0", "DeletionByTaintManager", 190.1]]}},
+             "node_events": [], "disruptions": [["default", "web-0", "zone-a-0", "DeletionByTaintManager", 190.6],
+                                                ["default", "web-1", "zone-a-0", "DeletionByTaintManager", 190.7]]}
+    marks = call("seedMarks", frame, WINDOW)
+    assert [(m["t"], m["kind"], m["label"]) for m in marks] == [
+        (100.2, "node", "zone-a-0 Unreachable"), (190.1, "pods", "2 pods evicted (taint) from zone-a-0")]
+
+
+def test_a_preemptions_victims_are_one_mark_that_says_they_were_preempted():
+    frame = {"t": 2000.5, "disruptions": [["default", f"low-{i}", "node-b", "PreemptionByScheduler", 2000.1] for i in range(3)]}
+    assert marks_after(frame) == [(2000.1, "pods", "3 pods preempted from node-b")]

@@ -459,3 +459,68 @@ async def test_a_node_s_failure_its_evictions_and_its_deletion_reach_the_overvie
     assert node_events == [["zone-a-0", "NotReady"], ["zone-a-0", "Deleted"]]
     assert disruptions == [["live", "web-0", "zone-a-0", "DeletionByTaintManager"]]
     assert disrupted == 1
+
+
+async def test_a_page_opened_after_a_node_loss_gets_its_marks_in_the_first_frame(cookie):
+    await sync_to_async(_node_fails_its_pod_is_evicted_and_the_node_deleted, thread_sensitive=False)()
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    first = await frame(ws)
+    await ws.disconnect()
+    assert first["full"] is True
+    marks = first["recent"]["marks"]
+    assert [e[:2] for e in marks["node_events"]] == [["zone-a-0", "NotReady"], ["zone-a-0", "Deleted"]]
+    assert [d[:4] for d in marks["disruptions"]] == [["live", "web-0", "zone-a-0", "DeletionByTaintManager"]]
+    assert all(time.time() - 60 < t <= time.time() for *_, t in marks["node_events"] + marks["disruptions"])
+
+
+def test_recorded_marks_name_the_states_as_the_live_feed_and_leave_out_what_is_older_than_the_charts(db):
+    from datetime import timedelta
+
+    from scheduler.controllers.node_lifecycle import node_set_ready
+    from scheduler.models import Event
+    from scheduler.testing.loop import apply, node
+
+    apply(node("a"), node("b"))
+    node_set_ready(name="a", status="False")
+    node_set_ready(name="b", status="Unknown")
+    node_set_ready(name="a", status="True")
+    assert [e[:2] for e in state.recent_marks()["node_events"]] == [["a", "NotReady"], ["b", "Unreachable"],
+                                                                   ["a", "Ready"]]
+    Event.objects.update(last_timestamp=timezone.now() - timedelta(seconds=state.MARKS_WINDOW_S + 1))
+    assert state.recent_marks()["node_events"] == []
+
+
+def _a_pod_preempts_another():
+    """Through the loop as the workers run it: a high-priority pod's PostFilter nominates a node, the preempt
+    task evicts the victim, the preemptor binds."""
+    from scheduler.testing.loop import FakeClock, apply, drain, node, pod
+
+    try:
+        apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+              node("node-a", cpu="1"), pod("low", cpu="800m", nodeName="node-a"))
+        apply(pod("vip", cpu="800m", priorityClassName="high"))
+        drain(FakeClock())
+        assert Pod.objects.get(name="vip").node_name == "node-a" and not Pod.objects.filter(name="low").exists()
+    finally:
+        connections.close_all()
+
+
+async def test_a_preemption_reaches_the_overview_as_rates_and_a_mark_for_its_victim(cookie):
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    assert (await frame(ws))["full"] is True
+    await sync_to_async(_a_pod_preempts_another, thread_sensitive=False)()
+    attempts = victims = 0
+    rates, disruptions = {}, []
+    deadline = time.monotonic() + 30
+    while (not attempts or not disruptions) and time.monotonic() < deadline:
+        f = await frame(ws)
+        attempts += f["counts"]["preemption_attempts"]
+        victims += f["counts"]["preemption_victims"]
+        rates = f["rates"] if f["rates"]["preemption_attempts"] else rates
+        disruptions += [d[:4] for d in f["disruptions"]]
+    await ws.disconnect()
+    assert (attempts, victims) == (1, 1)  # as scheduler_preemption_attempts_total and _victims move
+    assert rates["preemption_attempts"] > 0 and rates["preemption_victims"] > 0
+    assert disruptions == [["default", "low", "node-a", "PreemptionByScheduler"]]  # the chart's mark

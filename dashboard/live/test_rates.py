@@ -19,7 +19,7 @@ class Clock:
 
 
 async def _no_db(name, ttl, fn):
-    return {"gauges": {}, "recent": {"bindings": [], "failed": []}}.get(name, {})
+    return {"gauges": {}, "recent": {"bindings": [], "failed": [], "marks": {"node_events": [], "disruptions": []}}}.get(name, {})
 
 
 def _frames_at_steady_rate(gaps: tuple[float, ...], seconds: float, monkeypatch) -> list[tuple[float, dict]]:

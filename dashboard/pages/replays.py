@@ -43,7 +43,8 @@ class ReplayForm(forms.Form):
     file_a = forms.FileField(label="or a KubeSchedulerConfiguration file for A", required=False)
     config_b = forms.ChoiceField(label="Configuration B")
     file_b = forms.FileField(label="or a KubeSchedulerConfiguration file for B", required=False)
-    seed = forms.IntegerField(label="Seed (empty: the trace's)", required=False)
+    seed = forms.IntegerField(label="Seed (empty: the live run's draws, as recorded)", required=False, min_value=0,
+                              max_value=2**31 - 1)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

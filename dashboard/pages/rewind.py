@@ -1,4 +1,4 @@
-"""/nodes/?at=T and /queue/?at=T: the node cache and the three sub-queues as they were at a past instant
+"""/nodes/?at=T and /queue/?at=T: the node cache and the three sub-queues (and the gated pods) as they were at a past instant
 (scheduler.state.rewind rebuilds them from the recorded history), with the attempts and bindings around it.
 Without `at` those URLs are the live pages (dashboard/live/views.py)."""
 
@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from scheduler.replay.natural import natural_key
 from scheduler.state.rewind import ACTIVE, BACKOFF, UNSCHEDULABLE, rewind
+from scheduler.versions.profiles import scheduler_names
 
 QUEUE_TITLES = ((ACTIVE, "Active", "pods in priority order, next first"),
                 (BACKOFF, "Backoff", "pods waiting out their backoff"),
@@ -40,7 +41,7 @@ def _rewound(request, template: str):
         at = parse_at(request.GET["at"])
     except BadInstant as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
-    r = rewind(at=at)
+    r = rewind(at=at, scheduler_names=set(scheduler_names()))
     return render(request, template, {
         "r": r, "at_value": at.astimezone(dt_timezone.utc).strftime("%Y-%m-%dT%H:%M:%S"),
         "nodes": sorted(r.nodes, key=lambda n: natural_key(n.name)),  # node-2 before node-10

@@ -61,6 +61,17 @@ def test_each_differing_placement_links_to_both_configurations_attempts(admin_cl
     assert admin_client.get(f"/replays/{run.pk}/pods/{same}/").status_code == 404
 
 
+def test_a_replay_still_running_shows_its_progress_bar_and_its_progress_answers_the_poll(admin_client):
+    run = ReplayRun.objects.create(trace_name="t.jsonl", trace=spread_trace_text(), configs=[], status="running",
+                                   progress=0.4)
+    html = admin_client.get(f"/replays/{run.pk}/").content.decode()
+    assert f'<div id="replay-progress" data-url="/replays/{run.pk}/progress">' in html
+    assert '<progress id="progress-bar" max="1" value="0.4">40 %</progress>' in html
+    assert 'id="replay-summary"' not in html
+    assert admin_client.get(f"/replays/{run.pk}/progress").json() == {"status": "running", "progress": 0.4, "error": ""}
+    assert "running (40&nbsp;%)" in admin_client.get("/replays/").content.decode()
+
+
 def test_a_trace_that_cannot_be_read_is_refused_on_the_form_and_nothing_starts(admin_client):
     response = start(admin_client, '{"kind": "trace", "version": 1}\n{"kind": "nope"}\n')
     assert response.status_code == 200 and "unknown kind" in response.content.decode()
@@ -90,7 +101,10 @@ def test_the_admins_version_page_links_a_replay_of_the_last_hour_recorded_from_t
 
     form = admin_client.get(link.group(1).replace("&amp;", "&")).content.decode()
     assert re.search(r'name="record_since" value="1h"', form)
-    assert re.search(rf'<option value="v{version.number}" selected>', form)
+    select = {name: re.search(rf'<select name="{name}".*?</select>', form, re.S).group(0) for name in ("config_a", "config_b")}
+    assert f'<option value="v{version.number}" selected>' in select["config_a"]
+    # B: the active version (saving one activates it; this one is).
+    assert f'<option value="v{version.number}" selected>version {version.number} (active)</option>' in select["config_b"]
 
     response = admin_client.post("/replays/", {"record_since": "1h", "config_a": f"v{version.number}", "config_b": "recorded"})
     run = ReplayRun.objects.get()

@@ -64,6 +64,19 @@ def test_the_queue_page_at_a_past_instant_shows_each_sub_queue(admin_client, clo
     assert 'id="before-retention"' in before and re.search(r'<span id="n-unschedulable">0</span>', before)
 
 
+def test_the_queue_page_at_a_past_instant_lists_the_pods_gated_then(admin_client, clock):
+    apply(node("n1"), pod("held", schedulingGates=[{"name": "example.com/quota"}]))
+    drain(clock)
+    t1 = timezone.now()
+    apply(pod("held"))  # its gate removed: queued and bound
+    drain(clock)
+    html = admin_client.get("/queue/", {"at": iso(t1)}).content.decode()
+    assert re.search(r'<span id="n-gated">1</span>', html) and '<tr data-pod="default/held">' in html
+    assert "scheduling gates (the last removed at " in html
+    now = admin_client.get("/queue/", {"at": iso(timezone.now())}).content.decode()
+    assert re.search(r'<span id="n-gated">0</span>', now) and 'id="empty-gated"' in now
+
+
 def test_the_live_pages_carry_the_time_control(admin_client):
     for path in ("/nodes/", "/queue/"):
         html = admin_client.get(path).content.decode()

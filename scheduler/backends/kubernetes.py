@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ..kube import currency
@@ -36,12 +37,17 @@ class KubernetesBackend:
     # The API server's watch also tells us a pod is bound (ours or anyone's); the mirror may get there first.
     mirrors_bindings = True
 
-    def __init__(self, *, api_client=None, elector=None, redis=None, backoff=None):
+    def __init__(self, *, api_client=None, elector=None, redis=None, backoff=None, report_sink=None):
         self._api_client = api_client
+        # In the leader itself (scheduler/replica.py): its binder's reports go straight to its events thread,
+        # not through Redis and back (a worker's still go through the jobs list).
+        self.report_sink = report_sink
         self.elector = elector
         self._redis = redis
         self.backoff = backoff
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+        self._hot = None
 
     # ---- worker side: hand work to the leader ---------------------------------------------------
     @property
@@ -61,12 +67,18 @@ class KubernetesBackend:
         return currency.current_through(self.redis)
 
     def report(self, *, failed: list, scheduled: list) -> None:
-        """failed: (Pod row, condition reason or None for an event only, message); scheduled: (Pod row, node)."""
+        """failed: (Pod row, condition reason or None for an event only, message[, nominated node: "" clears it]);
+        scheduled: (Pod row, node)."""
         if not failed and not scheduled:
             return
         job = {"op": "report",
-               "failed": [{**_pod_ref(pod), "reason": reason, "message": message} for pod, reason, message in failed],
+               "failed": [{**_pod_ref(pod), "reason": reason, "message": message,
+                           **({"nominated": rest[0]} if rest and rest[0] is not None else {})}
+                          for pod, reason, message, *rest in failed],
                "scheduled": [{**_pod_ref(pod), "node": node} for pod, node in scheduled]}
+        if self.report_sink is not None:
+            self.report_sink(job)
+            return
         self.redis.rpush(jobs_key(), json.dumps(job))
 
     def preempt(self, job: dict) -> None:
@@ -81,6 +93,15 @@ class KubernetesBackend:
 
             self._api_client = api_client()
         return self._api_client
+
+    @property
+    def hot(self):
+        """The per-pod calls without the generated client's layers (kube/client.py)."""
+        from ..kube.client import HotCalls
+
+        if self._hot is None or self._hot.api_client is not self.api_client:
+            self._hot = HotCalls(self.api_client)
+        return self._hot
 
     @property
     def core(self):
@@ -120,7 +141,7 @@ class KubernetesBackend:
         while True:
             try:
                 # Only the binding itself is held to the deadline (a read sends nothing).
-                call(core.create_namespaced_pod_binding, name, namespace, body, deadline=deadline, **kwargs)
+                call(self.hot.create_namespaced_pod_binding, name, namespace, body, deadline=deadline, **kwargs)
                 return
             except ApiError as exc:
                 if exc.status == 404:
@@ -169,8 +190,9 @@ class KubernetesBackend:
         """Bind in parallel (each request: bind()'s keyword arguments): (None or the error, seconds) each."""
         import time
 
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(BIND_PARALLELISM, thread_name_prefix="bind")
+        with self._pool_lock:  # the leader's binding cycles run in parallel (kube/controller.py): one pool
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(BIND_PARALLELISM, thread_name_prefix="bind")
 
         def one(request):
             started = time.perf_counter()

@@ -11,8 +11,10 @@ import copy
 import json
 import os
 import random
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -118,13 +120,59 @@ HELD_SCHEDULER_NAME = "schedboard-bench-held"
 
 
 @dataclass
+class ChurnLoad:
+    """scheduler_perf's churn op (mode create) during the measured phase: `make(i)` is the i-th pod's manifest,
+    created every `interval` seconds in `namespace` and queued, as a watch would queue it."""
+
+    make: Callable[[int], dict]
+    interval: float
+    namespace: str
+
+
+@dataclass
 class Loaded:
     """What a run loaded: the measured pods' keys (held until the clock starts), the warm-up pods' keys, and
-    the namespaces the two live in (no other pod is there, so their bound pods are counted there)."""
+    the namespaces the two live in (no other pod is there, so their bound pods are counted there); a churn op."""
 
     measured: list[str]
     warmup: list[str]
     namespaces: tuple[str, ...]
+    churn: ChurnLoad | None = None
+
+
+class Churner(threading.Thread):
+    """Creates the churn op's pods on its ticker in this process, with its own connection to the bench database,
+    each row written as the API server would store it (no admission of ours: scheduler_perf's API server runs
+    without the Priority plugin) and queued at once, until stopped."""
+
+    def __init__(self, churn: ChurnLoad, queue):
+        super().__init__(name="bench-churn", daemon=True)
+        self.churn, self.queue = churn, queue
+        self.stopped = threading.Event()
+        self.created: list[str] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        next_tick = time.monotonic() + self.churn.interval
+        try:
+            while not self.stopped.wait(max(0.0, next_tick - time.monotonic())):
+                next_tick += self.churn.interval
+                manifest = self.churn.make(len(self.created))
+                [key] = load_manifests(nodes=[], placed=[], pending=[manifest])
+                priority = int((manifest.get("spec") or {}).get("priority") or 0)
+                self.queue.add(key, priority)
+                self.created.append(key)
+        except BaseException as exc:  # noqa: BLE001 - reported by the run, which then fails
+            self.error = exc
+        finally:
+            connections.close_all()
+
+    def stop(self) -> list[str]:
+        self.stopped.set()
+        self.join(30)
+        if self.error is not None:
+            raise RuntimeError(f"the churn op failed: {self.error!r}") from self.error
+        return self.created
 
 
 def load_manifests(*, nodes: list[dict], placed: list[tuple[dict, str]], pending: list[dict], held: int = 0,
@@ -139,10 +187,11 @@ def load_manifests(*, nodes: list[dict], placed: list[tuple[dict, str]], pending
     usage_by_spec: dict[str, dict] = {}
 
     def usage_of(manifest: dict) -> dict:
-        # Pods of one template differ only in metadata: parse each distinct spec once.
+        # Pods of one template differ only in metadata: parse each distinct spec once (priority: spec.priority).
         key = json.dumps(manifest.get("spec"), sort_keys=True)
         if key not in usage_by_spec:
-            usage_by_spec[key] = pod_usage_fields(pod_from_manifest(manifest))
+            spec = pod_from_manifest(manifest)
+            usage_by_spec[key] = {**pod_usage_fields(spec), "priority": spec.priority}
         return usage_by_spec[key]
 
     per_node: dict[str, dict[str, int]] = {}
@@ -180,7 +229,8 @@ def load_manifests(*, nodes: list[dict], placed: list[tuple[dict, str]], pending
             cluster_object_upsert_mirrored(kind=parsed.kind, namespace=parsed.namespace, name=parsed.name,
                                            uid=str(uuid.uuid4()), labels=parsed.labels, selector=parsed.selector,
                                            replicas=parsed.replicas, manifest=parsed.manifest)
-        Node.objects.bulk_create(node_rows, batch_size=2000)
+        if node_rows:
+            Node.objects.bulk_create(node_rows, batch_size=2000)
         Pod.objects.bulk_create([pod_row(m, node_name) for m, node_name in placed], batch_size=2000)
         Pod.objects.bulk_create([pod_row(m, scheduler_name=HELD_SCHEDULER_NAME if i < held else "default-scheduler")
                                  for i, m in enumerate(pending)], batch_size=2000)
@@ -218,7 +268,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
     from django.core.management import call_command
 
     from .. import loop
-    from ..models import Attempt, Binding, Pod
+    from ..models import Attempt, Binding, DeletedPod, Pod
     from ..queue.redis_queue import RedisQueue
     from ..queue.queues import get_redis
 
@@ -254,14 +304,22 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             def bound() -> int:
                 return Pod.objects.filter(namespace__in=namespaces).exclude(node_name="").count()
 
-            def all_bound(target: int, first_binding: int):
+            def done() -> int:
+                # Bound, or preempted: a measured pod a preemption evicted leaves the run unplaced.
+                return bound() + (DeletedPod.objects.filter(namespace__in=namespaces).count() if loaded.churn else 0)
+
+            def all_done(target: int, first_binding: int):
                 # Polled every 50 ms: the newest Binding id is one index probe, where counting the bound
                 # pods reads them all (at 10,000 pods, a tenth of a core of the machine the workers
-                # share); the count is asked only once enough bindings exist (ids have gaps).
-                def done() -> bool:
-                    newest = Binding.objects.order_by("-id").values_list("id", flat=True).first() or 0
-                    return newest - first_binding >= target - len(warmup) and bound() >= target
-                return done
+                # share); the count is asked only once enough bindings exist (ids have gaps; with churn,
+                # preempted pods have none: then the count each time).
+                def check() -> bool:
+                    if not loaded.churn:
+                        newest = Binding.objects.order_by("-id").values_list("id", flat=True).first() or 0
+                        if newest - first_binding < target - len(warmup):
+                            return False
+                    return done() >= target
+                return check
 
             for key in warmup:
                 queue.add(key, 0)
@@ -276,17 +334,21 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             t0 = time.perf_counter()
             Pod.objects.filter(namespace__in=namespaces, name__in=[k.split("/", 1)[1] for k in measured]).update(
                 queued_at=started_wall, scheduler_name="default-scheduler")
+            churner = Churner(loaded.churn, queue) if loaded.churn else None
+            if churner:
+                churner.start()  # as scheduler_perf's churn op: its ticker runs from the measured op's start
             for key in measured:
                 queue.add(key, 0)
             kick(r, workers)
             target = len(warmup) + pods
             # Halfway, save the active configuration again as a new version (issue 4's live switch):
             # how long until the workers' first attempt on it, with the pods still flowing.
-            wait(all_bound(len(warmup) + pods // 2, first_binding), timeout, wp, "half the pods bound")
+            wait(all_done(len(warmup) + pods // 2, first_binding), timeout, wp, "half the pods bound")
             switched = _switch_profile_version()
-            wait(all_bound(target, first_binding), timeout, wp, "all pods bound")
+            wait(all_done(target, first_binding), timeout, wp, "all pods bound")
             elapsed = time.perf_counter() - t0
             cpu_after = _cpu_seconds(wp, name)
+            churn = _churn_report(churner.stop(), loaded, started_wall, wp) if churner else {}
             if watch:
                 watch.wait_seen(pods)
             rss = wp.peak_rss_mb()
@@ -310,6 +372,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 # wall clock, much less this): the worker processes, beat, and the database's backends.
                 **_cpu_report(cpu_before, cpu_after, pods),
                 "overcommitted_nodes": len(list(over)),
+                **churn,
                 **_switch_report(switched, namespaces),
                 **(watch.report() if watch else {}),
             }
@@ -354,6 +417,38 @@ def _cpu_report(before: dict, after: dict, pods: int) -> dict:
         out[f"cpu_ms_per_pod_{group}"] = round(spent * 1000.0 / pods, 3) if pods else None
     out["postgres_backends"] = len(after.get("postgres", {}))
     return out
+
+
+CHURN_SETTLE_SECONDS = 60.0
+
+
+def _churn_report(created: list[str], loaded: Loaded, started, wp) -> dict:
+    """What the churn op's pods did: their failed attempts (each ran DefaultPreemption's PostFilter), those that
+    nominated a node, the victims (their Preempted events: each was deleted by the preempt task), the preemptors
+    bound once their preemption is settled (waited for up to CHURN_SETTLE_SECONDS after the measured pods)."""
+    from django.db.models import Sum
+
+    from ..models import RESULT_UNSCHEDULABLE, Attempt, DeletedPod, Event, Pod
+
+    ns = loaded.churn.namespace
+    churned = Pod.objects.filter(namespace=ns)
+    deadline = time.monotonic() + CHURN_SETTLE_SECONDS
+    while time.monotonic() < deadline and churned.filter(node_name="").exclude(nominated_node="").exists():
+        time.sleep(0.1)  # preemptions under way: their victims going, the preemptor to bind
+    failed = list(Attempt.objects.filter(namespace=ns, started_at__gte=started, result=RESULT_UNSCHEDULABLE)
+                  .values_list("trace", flat=True))
+    return {
+        "churned_pods": len(created),
+        "preemption_attempts": len(failed),
+        "preemptions": sum(bool(((t or {}).get("preemption") or {}).get("nominated")) for t in failed),
+        # Deleted rows (the preempt task deletes each victim; nothing else deletes pods here), and their events.
+        "preemption_victims": DeletedPod.objects.filter(deleted_at__gte=started).count(),
+        "preempted_events": Event.objects.filter(reason="Preempted", last_timestamp__gte=started).aggregate(
+            n=Sum("count"))["n"] or 0,
+        "preemptors_bound": churned.exclude(node_name="").count(),
+        "preemptors_pending": churned.filter(node_name="").count(),
+        "measured_pods_preempted": DeletedPod.objects.filter(namespace__in=loaded.namespaces).count(),
+    }
 
 
 def _switch_profile_version():

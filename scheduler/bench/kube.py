@@ -18,11 +18,15 @@ kube-scheduler's clientConnection.qps/burst): the bench measures the scheduler, 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 
 from django.conf import settings
 
@@ -96,15 +100,159 @@ def _stop(proc) -> None:
             proc.wait()
 
 
+def cpu_seconds(pids) -> float:
+    """User + system CPU the live processes used so far (/proc/PID/stat), 0 for one that is gone."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (the 14th and 15th fields)
+    return total / tick
+
+
+def _cpu_by_part(parts: dict[str, list[int]]) -> dict[str, float]:
+    return {part: cpu_seconds(pids) for part, pids in parts.items()}
+
+
+@dataclass
+class Scheduler:
+    """What the shape drives: `start()` a scheduler process (again after `stop(proc)` for a backlog),
+    `pids()` the processes whose CPU is its cost (by part: name -> pids), `logs()` for a timeout's message."""
+
+    start: Callable[[], subprocess.Popen]
+    stop: Callable[[subprocess.Popen], None]
+    pids: Callable[[subprocess.Popen | None], dict[str, list[int]]]
+    logs: Callable[[], str]
+    proc: subprocess.Popen | None = None  # the one running now (drive_shape leaves it running)
+
+
+@dataclass
+class Drive:
+    """One shape driven through the API: who was created when, who was seen bound when and where."""
+
+    names: list[str]
+    created_at: dict[str, float]
+    created_wall: dict[str, float]
+    watcher: _BoundWatcher
+    t0: float
+    elapsed: float
+    first_bound_s: float
+    created_s: float
+    cpu_s: dict[str, float]  # by part of the scheduler
+    backlog: bool
+    apiserver_cpu_s: float
+
+    def figures(self, prefix: str) -> dict:
+        """pods/s, created -> bound and the checks every scheduler's run reports, under `prefix`."""
+        e2e = [(self.watcher.bound_at[p] - self.created_at[p]) * 1000.0 for p in self.names]
+        per_node: dict[str, int] = {}
+        for p in self.names:
+            per_node[self.watcher.nodes[p]] = per_node.get(self.watcher.nodes[p], 0) + 1
+        pods = len(self.names)
+        return {
+            f"{prefix}_pods_per_s": round(pods / self.elapsed, 1),
+            f"{prefix}_seconds": round(self.elapsed, 3),
+            f"{prefix}_first_bound_s": round(self.first_bound_s, 3),
+            # From the first binding seen to the last: the rate once started (a backlog's start-up left out).
+            f"{prefix}_after_first_pods_per_s": round((pods - 1) / (self.elapsed - self.first_bound_s), 1)
+            if pods > 1 and self.elapsed > self.first_bound_s else None,
+            f"{prefix}_create_pods_per_s": round(pods / self.created_s, 1),
+            # Live, the pods come no faster than they are created: a scheduler that keeps up binds at the
+            # creation rate (1.0), and its created -> bound stays short; one that does not falls behind.
+            f"{prefix}_vs_create_rate": None if self.backlog else round(self.created_s / self.elapsed, 3),
+            f"{prefix}_create_to_bound_p50_ms": pct(e2e, 50),
+            f"{prefix}_create_to_bound_p99_ms": pct(e2e, 99),
+            # The scheduler's processes, and the API server's, while the measured pods were scheduled.
+            f"{prefix}_cpu_s_per_1000_pods": round(sum(self.cpu_s.values()) * 1000.0 / pods, 2),
+            **({f"{prefix}_{part}_cpu_s_per_1000_pods": round(cpu * 1000.0 / pods, 2) for part, cpu in self.cpu_s.items()}
+               if len(self.cpu_s) > 1 else {}),
+            f"{prefix}_apiserver_cpu_s_per_1000_pods": round(self.apiserver_cpu_s * 1000.0 / pods, 2),
+            # 40 pods of 100m fill a node's 4 CPUs.
+            f"{prefix}_overcommitted_nodes": sum(1 for n in per_node.values() if n * 100 > 4000),
+        }
+
+
+class _Waiter:
+    """e2e.wait's process check: the logs to show when the wait times out."""
+
+    def __init__(self, logs):
+        self.logs = logs
+
+
+def drive_shape(cluster, *, nodes: int, pods: int, backlog: bool, scheduler: Scheduler, say, timeout: float) -> Drive:
+    """The shape every scheduler is measured on: `nodes` nodes, a warm-up of 20 pods (not measured), then
+    `pods` pods created by 8 client threads while the scheduler runs or, with `backlog`, while none runs
+    (then it starts, and everything counts from its start). Leaves the scheduler running."""
+    from kubernetes import client
+
+    from ..kube.client import call
+
+    api = cluster.api_client()
+    core = client.CoreV1Api(api)
+    waiter = _Waiter(scheduler.logs)
+    call(core.create_namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: call(core.create_node, _node(f"node-{i}")), range(nodes)))
+    proc = scheduler.start()
+    try:
+        # Warm-up (not measured): leader elected, watches synced, workers loaded.
+        warm = [f"warm-{i}" for i in range(20)]
+        start_rv = call(core.list_namespaced_pod, NAMESPACE)["metadata"]["resourceVersion"]
+        watcher = _BoundWatcher(core, start_rv)
+        for p in warm:
+            call(core.create_namespaced_pod, NAMESPACE, _pod(p))
+        wait(lambda: all(p in watcher.bound_at for p in warm), timeout, waiter, "warm-up pods bound")
+        if backlog:
+            say("warm; stopping the scheduler")
+            scheduler.stop(proc)
+        say(f"creating {pods} pods through the API")
+        names = [f"pod-{i}" for i in range(pods)]
+        created_at: dict[str, float] = {}
+        created_wall: dict[str, float] = {}  # the mirror's rows carry wall-clock times
+
+        def create(p):
+            call(core.create_namespaced_pod, NAMESPACE, _pod(p))
+            created_at[p] = time.perf_counter()
+            created_wall[p] = time.time()
+
+        apiserver = [cluster.pids["kube-apiserver"]]
+        cpu0, api_cpu0 = _cpu_by_part(scheduler.pids(proc)), cpu_seconds(apiserver)
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(create, names))
+        created_s = time.perf_counter() - t0
+        if backlog:
+            say("starting the scheduler on the backlog")
+            t0 = time.perf_counter()
+            started_wall = time.time()
+            created_at = dict.fromkeys(names, t0)  # each pod waits from the scheduler's start
+            created_wall = dict.fromkeys(names, started_wall)
+            api_cpu0 = cpu_seconds(apiserver)
+            proc = scheduler.start()
+            cpu0 = _cpu_by_part(scheduler.pids(None))  # the new process's counts from its start
+        wait(lambda: all(p in watcher.bound_at for p in names), timeout, waiter, "all pods bound")
+        cpu = {part: spent - cpu0.get(part, 0.0) for part, spent in _cpu_by_part(scheduler.pids(proc)).items()}
+        api_cpu = cpu_seconds(apiserver) - api_cpu0
+        watcher.stop.set()
+        return Drive(names=names, created_at=created_at, created_wall=created_wall, watcher=watcher, t0=t0,
+                     elapsed=max(watcher.bound_at[p] for p in names) - t0,
+                     first_bound_s=min(watcher.bound_at[p] for p in names) - t0, created_s=created_s,
+                     cpu_s=cpu, apiserver_cpu_s=api_cpu, backlog=backlog)
+    finally:
+        scheduler.proc = proc  # the caller stops the one running now
+        api.close()
+
+
 def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False, qps: float = BENCH_QPS,
                    burst: int = BENCH_BURST, progress=None, timeout: float = 900.0) -> dict:
     """Pods created live while the replica schedules; with `backlog`, all created while no replica runs,
     then one started (timed from its start: its list is mirrored, then the pods bound)."""
     from django.core.management import call_command
-    from kubernetes import client
 
     from .. import loop
-    from ..kube.client import call
     from ..testing.kube_apiserver import local_kube_cluster
     from ..models import Attempt, Binding, Pod
     from ..queue.queues import get_redis
@@ -118,17 +266,13 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False
     admin_execute(f'DROP DATABASE IF EXISTS "{name}"')
     admin_execute(f'CREATE DATABASE "{name}"')
     purge_broker(settings.REDIS_URL)
-    wp = replica = None
+    wp = None
+    sched = None
     say("starting kube-apiserver and etcd on loopback")
     with local_kube_cluster() as cluster:
-        api = cluster.api_client()
-        core = client.CoreV1Api(api)
         try:
             with UseDatabase(name):
                 call_command("migrate", verbosity=0)
-                call(core.create_namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-                with ThreadPoolExecutor(8) as pool:
-                    list(pool.map(lambda i: call(core.create_node, _node(f"node-{i}")), range(nodes)))
                 env = worker_env(database_url=url, redis_url=settings.REDIS_URL, queue_prefix=prefix,
                                  SCHEDBOARD_BACKEND="kubernetes", KUBECONFIG=str(cluster.kubeconfig),
                                  SCHEDBOARD_KUBE_NAMESPACE="default", SCHEDBOARD_RECONCILE_MS="500",
@@ -140,42 +284,13 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False
                     return subprocess.Popen([sys.executable, "manage.py", "kube", "run"], cwd=BASE_DIR, env=env,
                                             stdout=replica_log, stderr=subprocess.STDOUT, start_new_session=True)
 
-                replica = start_replica()
-                # Warm-up (not measured): leader elected, watches synced, workers loaded.
-                warm = [f"warm-{i}" for i in range(20)]
-                start_rv = call(core.list_namespaced_pod, NAMESPACE)["metadata"]["resourceVersion"]
-                watcher = _BoundWatcher(core, start_rv)
-                for p in warm:
-                    call(core.create_namespaced_pod, NAMESPACE, _pod(p))
-                wait(lambda: all(p in watcher.bound_at for p in warm), timeout, wp, "warm-up pods bound")
-                if backlog:
-                    say("warm; stopping the replica")
-                    _stop(replica)
-                say(f"creating {pods} pods through the API")
-                names = [f"pod-{i}" for i in range(pods)]
-                created_at: dict[str, float] = {}
-                created_wall: dict[str, float] = {}  # the mirror's rows carry wall-clock times
-
-                def create(p):
-                    call(core.create_namespaced_pod, NAMESPACE, _pod(p))
-                    created_at[p] = time.perf_counter()
-                    created_wall[p] = time.time()
-
-                t0 = time.perf_counter()
-                with ThreadPoolExecutor(8) as pool:
-                    list(pool.map(create, names))
-                created_s = time.perf_counter() - t0
-                if backlog:
-                    say("starting the replica on the backlog")
-                    t0 = time.perf_counter()
-                    started_wall = time.time()
-                    created_at = dict.fromkeys(names, t0)  # each pod waits from the replica's start
-                    created_wall = dict.fromkeys(names, started_wall)
-                    replica = start_replica()
-                wait(lambda: all(p in watcher.bound_at for p in names), timeout, wp, "all pods bound")
-                elapsed = max(watcher.bound_at[p] for p in names) - t0
-                first_bound_s = min(watcher.bound_at[p] for p in names) - t0
-                watcher.stop.set()
+                sched = Scheduler(start=start_replica, stop=_stop, logs=wp.logs,
+                                  pids=lambda proc: {"replica": [proc.pid] if proc is not None else [],
+                                                     "workers": wp.pids(),
+                                                     "beat": [wp.beat_proc.pid] if wp.beat_proc else []})
+                d = drive_shape(cluster, nodes=nodes, pods=pods, backlog=backlog, scheduler=sched, say=say,
+                                timeout=timeout)
+                names = d.names
                 # The figures below come from our own tables: wait for the audit to hold every binding (the
                 # mirror or the binder writes it just after the API has it) and for the binder's timings.
                 wait(lambda: Binding.objects.filter(namespace=NAMESPACE, pod_name__in=names).count() == len(names),
@@ -184,7 +299,6 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False
                 while time.monotonic() < settled and Attempt.objects.filter(
                         namespace=NAMESPACE, pod_name__in=names, result="scheduled", binding_ms__isnull=True).exists():
                     time.sleep(0.1)
-                e2e = [(watcher.bound_at[p] - created_at[p]) * 1000.0 for p in names]
                 rows = list(Attempt.objects.filter(namespace=NAMESPACE, pod_name__in=names, result="scheduled")
                             .values_list("binding_ms", "attempt_ms"))
                 # Where the time goes after the mirror: in the queue (queue_wait_ms), and from first queued
@@ -193,22 +307,15 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False
                              .values_list("queue_wait_ms", flat=True))
                 sli = list(Attempt.objects.filter(namespace=NAMESPACE, pod_name__in=names, result="scheduled")
                            .values_list("e2e_ms", flat=True))
-                per_node: dict[str, int] = {}
-                for p in names:
-                    per_node[watcher.nodes[p]] = per_node.get(watcher.nodes[p], 0) + 1
-                over = sum(1 for n in per_node.values() if n * 100 > 4000)
                 queued = dict(Pod.objects.filter(namespace=NAMESPACE, name__in=names, queued_at__isnull=False)
                               .values_list("name", "queued_at"))
-                lag = [(queued[p].timestamp() - created_wall[p]) * 1000.0 for p in names if p in queued]
+                lag = [(queued[p].timestamp() - d.created_wall[p]) * 1000.0 for p in names if p in queued]
                 replica_log.flush()
                 pool_full = (wp.log_dir / "replica.log").read_bytes().count(POOL_FULL)
                 return {
                     "backend": "kubernetes", "kube_backlog": backlog,
-                    "kube_first_bound_s": round(first_bound_s, 3),
                     "kube_nodes": nodes, "kube_pods": pods, "kube_workers": workers,
-                    "kube_pods_per_s": round(pods / elapsed, 1),
-                    "kube_seconds": round(elapsed, 3),
-                    "kube_create_pods_per_s": round(pods / created_s, 1),
+                    **d.figures("kube"),
                     "kube_bind_p50_ms": pct([b for b, _ in rows if b is not None], 50),
                     "kube_bind_p99_ms": pct([b for b, _ in rows if b is not None], 99),
                     "kube_attempt_p50_ms": pct([a for _, a in rows if a is not None], 50),
@@ -216,20 +323,17 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False
                     "kube_queue_wait_p99_ms": pct([w for w in waits if w is not None], 99),
                     "kube_queued_to_bound_p50_ms": pct([e for e in sli if e is not None], 50),
                     "kube_queued_to_bound_p99_ms": pct([e for e in sli if e is not None], 99),
-                    "kube_create_to_bound_p50_ms": pct(e2e, 50),
-                    "kube_create_to_bound_p99_ms": pct(e2e, 99),
                     "kube_mirror_lag_p50_ms": pct(lag, 50),
                     "kube_mirror_lag_p99_ms": pct(lag, 99),
                     "kube_pool_full_warnings": pool_full,
                     "kube_client_qps": qps, "kube_client_burst": burst,
-                    "kube_overcommitted_nodes": over,
                 }
         finally:
-            _stop(replica)
+            if sched is not None:
+                _stop(sched.proc)
             if wp is not None:
                 wp.stop()
             for key in r.scan_iter(match=prefix + "*", count=1000):
                 r.delete(key)
             loop.reset_worker()
-            api.close()
             admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

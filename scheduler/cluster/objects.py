@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from ..manifests.cluster_objects import KINDS, POD_DISRUPTION_BUDGET, PRIORITY_CLASS, ParsedObject
 from ..manifests.errors import ManifestError, Problem
-from ..manifests.priority import priority_class_info
+from ..manifests.priority import SYSTEM_CLASSES, priority_class_info, system_class_manifest
 from ..models import ClusterObject
 
 # As kubectl names a resource in its output ("replicaset.apps/web created").
@@ -53,6 +53,33 @@ def _admit(parsed: ParsedObject) -> None:
                                     "Only one default can exist")
 
 
+# The kinds the workload controllers keep a status and a generation on (as the API server's strategies for
+# them: metadata.generation 1 at creation, bumped by a change of the spec; the status is the controller's).
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
+# What the Deployment controller writes on a Deployment's metadata: kept when a file without it is applied
+# again (as kubectl apply's merge keeps what its last applied configuration did not set).
+CONTROLLER_ANNOTATIONS = {"Deployment": ("deployment.kubernetes.io/revision",)}
+
+
+def _workload_update(parsed: ParsedObject, old: dict) -> None:
+    meta, old_meta = parsed.manifest.setdefault("metadata", {}), old.get("metadata") or {}
+    annotations = dict(meta.get("annotations") or {})
+    for key in CONTROLLER_ANNOTATIONS.get(parsed.kind, ()):
+        if key in (old_meta.get("annotations") or {}) and key not in annotations:
+            annotations[key] = old_meta["annotations"][key]
+    if annotations:
+        meta["annotations"] = annotations
+    if "status" in old:
+        parsed.manifest["status"] = old["status"]
+    else:
+        parsed.manifest.pop("status", None)
+    generation = int(old_meta.get("generation") or 1)
+    # A Deployment's annotations bump it too: they are copied to its ReplicaSets (deployment's PrepareForUpdate).
+    changed = parsed.manifest.get("spec") != old.get("spec") or (
+        parsed.kind == "Deployment" and annotations != (old_meta.get("annotations") or {}))
+    meta["generation"] = generation + 1 if changed else generation
+
+
 def cluster_object_apply(parsed: ParsedObject, result) -> None:
     """Create or update one object (in the caller's transaction); recorded in `result` as kubectl says it."""
     _admit(parsed)
@@ -65,6 +92,9 @@ def cluster_object_apply(parsed: ParsedObject, result) -> None:
     if row is None:
         meta["uid"] = parsed.uid or str(uuid.uuid4())
         meta.setdefault("creationTimestamp", timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ"))
+        if parsed.kind in WORKLOAD_KINDS:
+            meta["generation"] = 1
+            parsed.manifest.pop("status", None)  # the controller's to write (PrepareForCreate)
         ClusterObject.objects.create(kind=parsed.kind, namespace=parsed.namespace, name=parsed.name, uid=meta["uid"],
                                      labels=parsed.labels, selector=parsed.selector, replicas=parsed.replicas,
                                      manifest=parsed.manifest)
@@ -75,6 +105,8 @@ def cluster_object_apply(parsed: ParsedObject, result) -> None:
     meta["creationTimestamp"] = (row.manifest.get("metadata") or {}).get("creationTimestamp")
     if parsed.kind == POD_DISRUPTION_BUDGET and "status" in row.manifest:
         parsed.manifest["status"] = row.manifest["status"]  # the status is the controller's, not the file's
+    if parsed.kind in WORKLOAD_KINDS:
+        _workload_update(parsed, row.manifest)
     if row.manifest == parsed.manifest:
         result.unchanged.append(label)
         result.statuses[(parsed.kind, parsed.namespace, parsed.name)] = "unchanged"
@@ -85,7 +117,17 @@ def cluster_object_apply(parsed: ParsedObject, result) -> None:
     result.statuses[(parsed.kind, parsed.namespace, parsed.name)] = "configured"
 
 
+class ObjectForbidden(Exception):
+    """The API server refuses the request (403): the message as it words it after `is forbidden: `."""
+
+
+SYSTEM_CLASS_UNDELETABLE = "this is a system priority class and cannot be deleted"
+
+
 def cluster_object_delete(*, kind: str, namespace: str, name: str) -> bool:
+    if kind == PRIORITY_CLASS and name in SYSTEM_CLASSES:
+        # As the priorityclass registry's Delete: the system classes stay.
+        raise ObjectForbidden(SYSTEM_CLASS_UNDELETABLE)
     with transaction.atomic():
         deleted, _ = ClusterObject.objects.filter(kind=kind, namespace=namespace if KINDS[kind][1] else "",
                                                   name=name).delete()
@@ -104,3 +146,19 @@ def priority_classes() -> dict:
     """The stored PriorityClasses by name (what Priority admission resolves a pod's class against)."""
     return {info.name: info for info in (priority_class_info(m) for m in
                                          ClusterObject.objects.filter(kind=PRIORITY_CLASS).values_list("manifest", flat=True))}
+
+
+def system_priority_classes_ensure() -> int:
+    """Create the system PriorityClasses that are missing, as the API server's bootstrap hook does at every start
+    (scheduling/bootstrap-system-priority-classes): `get pc` lists them, pods may name them. How many it made."""
+    made = 0
+    now = timezone.now()
+    for name in SYSTEM_CLASSES:
+        if ClusterObject.objects.filter(kind=PRIORITY_CLASS, namespace="", name=name).exists():
+            continue
+        manifest = system_class_manifest(name)
+        manifest["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        ClusterObject.objects.get_or_create(kind=PRIORITY_CLASS, namespace="", name=name, defaults={
+            "uid": manifest["metadata"]["uid"], "labels": {}, "selector": None, "replicas": None, "manifest": manifest})
+        made += 1
+    return made

@@ -235,6 +235,8 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
         result.record("Pod", spec.namespace, spec.name, "unchanged")
         return None
     old_manifest = pod.manifest
+    if scheduling_gates.gates_of(old_manifest) and not spec.scheduling_gates:
+        pod.ungated_at = timezone.now()  # its last gate removed (the rewind reads when)
     pod.manifest = manifest
     pod.priority = spec.priority
     pod.scheduler_name = spec.scheduler_name

@@ -19,6 +19,8 @@ DEMO_NAMESPACE = "storefront"
 MONITORING_NAMESPACE = "monitoring"
 ZONE_KEY = "topology.kubernetes.io/zone"
 HOSTNAME_KEY = "kubernetes.io/hostname"
+# The trickle's urgent pods name this class (Priority admission gives them its value); the others get 0.
+DEMO_HIGH_PRIORITY_CLASS = "demo-high"
 IMAGES = ["nginx:1.27", "redis:7.4", "postgres:17", "python:3.11-slim", "busybox:1.36"]
 
 
@@ -90,7 +92,7 @@ def trickle_pod(i: int, rng: random.Random) -> dict:
         annotations["schedboard.io/fail-binds"] = "1"  # the first binding fails: watch the retry
         name = f"flaky-{i:05d}"
     if rng.random() < 0.2:
-        spec["priority"] = 1000
+        spec["priorityClassName"] = DEMO_HIGH_PRIORITY_CLASS  # priority 1000, as admission resolves it
     meta: dict = {"name": name, "namespace": rng.choice(TRICKLE_NAMESPACES),
                   "labels": {"app": name.split("-")[0]}}
     if annotations:
@@ -120,10 +122,14 @@ def demo_objects(nodes: list[dict]) -> list[dict]:
                  "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": ZONE_KEY, "whenUnsatisfiable": "DoNotSchedule",
                                                 "labelSelector": {"matchLabels": {"app": "web"}}}]},
     }
+    # As a DaemonSet's agents usually run: system-node-critical, so no trickle pod ever preempts them.
     agents = [_pod(f"node-agent-{n['metadata']['name']}", "kube-system", {"app": "node-agent"},
-                   {"nodeName": n["metadata"]["name"], "containers": [_container("agent", "busybox:1.36", "50m", "64Mi")]})
+                   {"nodeName": n["metadata"]["name"], "priorityClassName": "system-node-critical",
+                    "containers": [_container("agent", "busybox:1.36", "50m", "64Mi")]})
               for n in nodes]
     return [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": DEMO_HIGH_PRIORITY_CLASS},
+         "value": 1000, "description": "The demo's urgent pods: they may preempt the others."},
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DEMO_NAMESPACE, "labels": {"team": "storefront", "env": "demo"}}},
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE, "labels": {"team": "observability"}}},
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}},

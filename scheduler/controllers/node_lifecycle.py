@@ -9,12 +9,17 @@ from __future__ import annotations
 from datetime import datetime, timezone as dt_timezone
 
 from django.db import transaction
+from django.db.models import Q
 
 from ..cluster.services import node_manifest_update
-from ..models import Node
+from ..models import Event, Node, Pod
+from ..state.events import EventSpec, events_record
 from ..telemetry import live
+from . import memory
 
 CONTROLLER = "node-controller"
+KUBELET = "kubelet"
+_KNOWN = "node-lifecycle-known"  # node name -> when a monitor pass first saw it (upstream's knownNodeSet)
 NOT_READY, UNREACHABLE = "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "NoExecute"
@@ -60,12 +65,66 @@ def ready_status(manifest: dict) -> str:
     return "True"
 
 
+def node_event(name: str, uid: str, reason: str, message: str, controller: str,
+               type: str = Event.NORMAL) -> EventSpec:
+    return EventSpec(type=type, reason=reason, message=message, kind="Node", namespace="", name=name, uid=uid,
+                     reporting_controller=controller)
+
+
+def status_change(name: str, uid: str, new_status: str, controller: str) -> EventSpec:
+    """As RecordNodeStatusChange / the kubelet's recordNodeStatusEvent."""
+    return node_event(name, uid, new_status, f"Node {name} status is now: {new_status}", controller)
+
+
+def _set_pods_ready(node_name: str, ready: bool, now: datetime) -> list[str]:
+    """MarkPodsNotReady (ready=False), or the kubelet posting its pods Ready again: the Ready condition of each
+    bound pod of the node written as apipod.UpdatePodCondition does. The pods changed, by name."""
+    changed = []
+    stamp = _rfc3339(now)
+    for pk, namespace, name, manifest in Pod.objects.filter(node_name=node_name, deleting=False).values_list(
+            "pk", "namespace", "name", "manifest"):
+        conditions = [c for c in (manifest.get("status") or {}).get("conditions") or () if isinstance(c, dict)]
+        old = next((c for c in conditions if c.get("type") == "Ready"), None)
+        if ready and (old is None or old.get("status") == "True"):
+            continue  # Ready since its binding, or already again
+        if not ready and old is not None and old.get("status") == "False":
+            continue
+        cond = {"type": "Ready", "status": "True" if ready else "False", "lastProbeTime": None,
+                "lastTransitionTime": stamp}
+        manifest = {**manifest, "status": {**(manifest.get("status") or {}),
+                                          "conditions": [c for c in conditions if c is not old] + [cond]}}
+        Pod.objects.filter(pk=pk).update(manifest=manifest)
+        changed.append((namespace, name))
+    return changed
+
+
 def node_set_ready(*, name: str, status: str, now: datetime | None = None) -> bool | None:
-    """The node's Ready condition set to True, False or Unknown, then tainted at once (one monitor pass)."""
+    """The node's Ready condition set to True, False or Unknown, then tainted at once (one monitor pass); the
+    events as the kubelet and the node controller leave them (stamped at the wall's time)."""
     now = now or datetime.now(dt_timezone.utc)
-    changed = node_manifest_update(name=name, mutate=lambda m: _set_ready(m, status, now))
-    if changed is None:
+    row = Node.objects.filter(name=name).values_list("manifest", flat=True).first()
+    if row is None:
         return None
+    before = ready_status(row)
+    uid = str((row.get("metadata") or {}).get("uid") or "")
+    with transaction.atomic():
+        changed = node_manifest_update(name=name, mutate=lambda m: _set_ready(m, status, now))
+        if changed is None:
+            return None
+        events = []
+        if changed and status != before:
+            if status == "False":
+                events.append(status_change(name, uid, "NodeNotReady", KUBELET))
+            elif status == "True":
+                events.append(status_change(name, uid, "NodeReady", KUBELET))
+                _set_pods_ready(name, True, datetime.now(dt_timezone.utc))
+            elif before == "True":  # Unknown, from Ready: the node controller's transition
+                events.append(status_change(name, uid, "NodeNotReady", CONTROLLER))
+                marked = _set_pods_ready(name, False, datetime.now(dt_timezone.utc))
+                events += [EventSpec(type=Event.WARNING, reason="NodeNotReady", message="Node is not ready",
+                                     kind="Pod", namespace=ns, name=pod_name, reporting_controller=CONTROLLER)
+                           for ns, pod_name in marked]
+        events_record(events)
     if changed:
         state = {"True": "Ready", "False": "NotReady", "Unknown": "Unreachable"}[status]
         transaction.on_commit(lambda: live.nodes_changed([{"name": name, "state": state}]))
@@ -109,12 +168,40 @@ def _retaint(manifest: dict, now: datetime) -> None:
         spec.pop("taints", None)
 
 
+def _register(names: set[str], now: datetime) -> None:
+    """A whole pass: RegisteredNode for the nodes it sees first, RemovingNode for those it knew and are gone.
+    Reads only the names, and the uid of a node seen first: a pass over 50,000 known nodes decodes nothing."""
+    known = memory.recall(_KNOWN)
+    added = sorted(names - set(known))
+    removed = sorted(set(known) - names)
+    uids = dict(Node.objects.filter(name__in=added).values_list("name", "manifest__metadata__uid")) if added else {}
+    events = [node_event(name, str(uids.get(name) or ""), "RegisteredNode",
+                         f"Node {name} event: Registered Node {name} in Controller", CONTROLLER) for name in added]
+    events += [node_event(name, "", "RemovingNode", f"Node {name} event: Removing Node {name} from Controller",
+                          CONTROLLER) for name in removed]
+    events_record(events)
+    memory.remember(_KNOWN, {name: now.timestamp() for name in added})
+    memory.forget(_KNOWN, removed)
+
+
+def may_need_taints() -> Q:
+    """The nodes desired_taints may change: those with conditions, taints or spec.unschedulable."""
+    return (Q(manifest__status__has_key="conditions") | Q(manifest__spec__has_key="taints")
+            | Q(manifest__spec__has_key="unschedulable"))
+
+
 def monitor(*, names: list[str] | None = None, now: datetime | None = None) -> list[str]:
-    """One pass over the nodes (upstream's nodeMonitorPeriod, 5 s, is the beat period): the nodes retainted."""
+    """One pass over the nodes (upstream's nodeMonitorPeriod, 5 s, is the beat period): the nodes retainted.
+    A pass over every node (`names` None) also registers new nodes and notices removed ones."""
     now = now or datetime.now(dt_timezone.utc)
-    rows = Node.objects.all() if names is None else Node.objects.filter(name__in=names)
+    query = Node.objects.all() if names is None else Node.objects.filter(name__in=names)
+    if names is None:
+        _register(set(query.values_list("name", flat=True)), now)
+    # A node with no conditions, no taints and no spec.unschedulable wants no taint and has none: left out in
+    # the query, so a pass over a large healthy cluster decodes no manifest (50,000 nodes every 5 s otherwise).
+    rows = query.filter(may_need_taints()).values_list("name", "manifest")
     changed = []
-    for name, manifest in rows.values_list("name", "manifest"):
+    for name, manifest in rows:
         spec = manifest.get("spec") or {}
         if desired_taints(manifest, now) == [t for t in spec.get("taints") or () if isinstance(t, dict)]:
             continue

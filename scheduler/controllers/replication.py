@@ -10,5 +10,5 @@ from . import replicaset
 CONTROLLER = "replication-controller"
 
 
-def sync_all() -> dict:
-    return replicaset.sync_kind(REPLICATION_CONTROLLER, CONTROLLER)
+def sync_all(now=None) -> dict:
+    return replicaset.sync_kind(REPLICATION_CONTROLLER, CONTROLLER, now)

@@ -67,7 +67,8 @@ def run(*, now: datetime | None = None, record_at: datetime | None = None) -> di
     stamp = now.timestamp()
     waiting: dict[str, float] = {}
     due: list[str] = []
-    for node_name, manifest in Node.objects.values_list("name", "manifest"):
+    # Only tainted nodes can carry a NoExecute taint: the others are left out in the query (no manifest decoded).
+    for node_name, manifest in Node.objects.filter(manifest__spec__has_key="taints").values_list("name", "manifest"):
         raw = [t for t in (manifest.get("spec") or {}).get("taints") or ()
                if isinstance(t, dict) and t.get("effect") == "NoExecute"]
         if not raw:

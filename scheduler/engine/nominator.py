@@ -7,14 +7,25 @@ A pod is nominated by its status.nominatedNodeName (ModeNoop) or by a PostFilter
 
 from __future__ import annotations
 
+import numpy as np
+
 from .nodes import NodeTable
 from .pods import PodSpec
+from .resources import CPU, MEMORY
+
+
+class Counted(list):
+    """counted_for's (row, pod) pairs, with their usage as columns (`usage`: rows, {resource: requests},
+    {cpu, memory: non-zero requests}) so the filters can count them on their nodes without a loop over them."""
+
+    usage: tuple | None = None
 
 
 class Nominator:
     def __init__(self) -> None:
         self._node_of: dict[str, str] = {}  # pod key -> node name
         self._pods: dict[str, dict[str, PodSpec]] = {}  # node name -> {pod key: pod}, in nomination order
+        self._cols = None  # the nominated pods as columns, built when asked after a change
 
     def __len__(self) -> int:
         return len(self._node_of)
@@ -29,6 +40,7 @@ class Nominator:
             return
         self._node_of[pod.key] = node
         self._pods.setdefault(node, {})[pod.key] = pod
+        self._cols = None
 
     def update(self, old: PodSpec, new: PodSpec) -> None:
         """As UpdateNominatedPod: an update that carries no nomination on either side (an informer
@@ -46,6 +58,7 @@ class Nominator:
         node = self._node_of.pop(key, None)
         if node is None:
             return
+        self._cols = None
         on_node = self._pods[node]
         del on_node[key]
         if not on_node:
@@ -58,18 +71,36 @@ class Nominator:
         """As NominatedPodsForNode."""
         return list(self._pods.get(node, {}).values())
 
-    def counted_for(self, pod: PodSpec, nodes: NodeTable) -> list[tuple[int, PodSpec]]:
+    def _columns(self):
+        """The nominated pods in counted_for's order, with their node names, priorities and requests as arrays:
+        built once per change of the nominator, not once per pod scheduled."""
+        if self._cols is None:
+            pods = [p for on_node in self._pods.values() for p in on_node.values()]
+            n = len(pods)
+            names = [self._node_of[p.key] for p in pods]
+            priority = np.fromiter((p.priority for p in pods), np.int64, n)
+            resources = sorted({r for p in pods for r in p.requests})
+            requests = {r: np.fromiter((p.requests.get(r, 0) for p in pods), np.int64, n) for r in resources}
+            nonzero = {r: np.fromiter((p.nonzero_requests[r] for p in pods), np.int64, n) for r in (CPU, MEMORY)}
+            position = {p.key: i for i, p in enumerate(pods)}
+            self._cols = (pods, names, priority, requests, nonzero, position)
+        return self._cols
+
+    def counted_for(self, pod: PodSpec, nodes: NodeTable) -> Counted:
         """(row, pod) of the nominated pods the filters count for `pod`, as addGeneratedNominatedPods:
         those of priority >= the pod's (it must yield to them; it may take room freed for pods of lower
         priority), not the pod itself, on nodes of the table."""
+        out = Counted()
         if not self._node_of:
-            return []
-        out = []
-        for node, pods in self._pods.items():
-            row = nodes.index.get(node)
-            if row is None:
-                continue
-            for key, other in pods.items():
-                if other.priority >= pod.priority and key != pod.key:
-                    out.append((row, other))
+            return out
+        pods, names, priority, requests, nonzero, position = self._columns()
+        index = nodes.index
+        rows = np.fromiter((index.get(name, -1) for name in names), np.int64, len(names))
+        keep = (priority >= pod.priority) & (rows >= 0)
+        own = position.get(pod.key)
+        if own is not None:
+            keep[own] = False
+        chosen = np.flatnonzero(keep)
+        out.extend((int(rows[i]), pods[i]) for i in chosen)
+        out.usage = (rows[chosen], {r: v[chosen] for r, v in requests.items()}, {r: v[chosen] for r, v in nonzero.items()})
         return out

@@ -29,11 +29,13 @@ prints one JSON object.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -97,9 +99,59 @@ def build_scheduling_basic(nodes: int = 5000, placed: int = 1000, seed: int = 0,
     return cache, profile, make_pod
 
 
+@dataclass
+class Churn:
+    """scheduler_perf's churn op (mode create) beside the measured pods: `make(i)` is the i-th object, one each
+    `interval` seconds of the run's clock, as its ticker; each goes through a whole cycle in the same loop."""
+
+    make: Callable[[int], PodSpec]
+    interval: float
+    created: int = 0
+    attempts: int = 0  # failed attempts of churned pods (each ran the PostFilter: scheduler_preemption_attempts_total)
+    preemptions: int = 0  # of them nominating a node
+    victims: int = 0
+    bound: int = 0  # churned pods placed (on the room their preemption made, or at once)
+    victims_measured: int = 0  # measured pods among the victims (they leave the run unplaced)
+
+    def report(self) -> dict:
+        return {"churned_pods": self.created, "preemption_attempts": self.attempts, "preemptions": self.preemptions,
+                "preemption_victims": self.victims, "preemptors_bound": self.bound,
+                "measured_pods_preempted": self.victims_measured}
+
+
+def _churn_cycle(cache: Cache, profile: Profile, algorithm: Algorithm, pod: PodSpec, churn: Churn,
+                 measured: set[str]) -> None:
+    """One churned pod through schedule_one; a preemption's victims leave the cache (their deletion observed at
+    once: no API server here), and the preemptor's next cycle lands on its nominated node."""
+    from .schedule_one import SCHEDULED, UNSCHEDULABLE, schedule_one
+
+    first = schedule_one(pod, profile=profile, algorithm=algorithm, cache=cache)
+    if first.status == SCHEDULED:
+        churn.bound += 1
+        return
+    if first.status != UNSCHEDULABLE:
+        return
+    churn.attempts += first.decision is not None and first.decision.post_filter is not None
+    if not first.nominated_node:
+        return
+    churn.preemptions += 1
+    churn.victims += len(first.victims)
+    row = cache.table.index[first.nominated_node]
+    for v in first.victims:
+        churn.victims_measured += v.key in measured
+        if v.key in cache.assumed:
+            cache.forget(v.key)
+        else:
+            cache.table.remove_pod(row, v)
+    again = schedule_one(dataclasses.replace(pod, nominated_node_name=first.nominated_node), profile=profile,
+                         algorithm=algorithm, cache=cache)
+    churn.bound += again.status == SCHEDULED
+
+
 def time_schedule(cache: Cache, profile: Profile, algorithm: Algorithm, batch: list[PodSpec], *,
-                  freeze_gc: bool = True) -> dict:
-    """Schedule `batch` one pod after another (schedulePod, then assume) and time it.
+                  freeze_gc: bool = True, churn: Churn | None = None) -> dict:
+    """Schedule `batch` one pod after another (schedulePod, then assume) and time it; with `churn`, its pods are
+    created on its ticker and scheduled between the measured ones (the time they take counts: one loop).
 
     With `freeze_gc`, the objects built before the clock starts (the cluster and the pods, which a
     running scheduler keeps in its informer caches for good) are moved out of the cyclic GC's
@@ -110,12 +162,18 @@ def time_schedule(cache: Cache, profile: Profile, algorithm: Algorithm, batch: l
     scheduled = 0
     batched_before = algorithm.batch.batched_pods if algorithm.batch is not None else 0
     clock = time.perf_counter
+    measured = {p.key for p in batch} if churn is not None else set()
     if freeze_gc:
         gc.collect()
         gc.freeze()
     try:
         started, cpu_started = clock(), time.process_time()
+        next_churn = started + (churn.interval if churn is not None else 0.0)
         for i, pod in enumerate(batch):
+            while churn is not None and clock() >= next_churn:
+                next_churn += churn.interval
+                _churn_cycle(cache, profile, algorithm, churn.make(churn.created), churn, measured)
+                churn.created += 1
             t0 = clock()
             decision = algorithm.schedule(profile, pod, cache.table)
             if decision.selected_row is not None:
@@ -129,6 +187,7 @@ def time_schedule(cache: Cache, profile: Profile, algorithm: Algorithm, batch: l
             gc.unfreeze()
     ms = latencies * 1000.0
     return {
+        **(churn.report() if churn is not None else {}),
         "scheduled": scheduled,
         # Pods whose filter and score work was shared with an earlier pod of their signature.
         "batched": (algorithm.batch.batched_pods - batched_before) if algorithm.batch is not None else 0,

@@ -101,6 +101,10 @@ class SchedulingQueue(Protocol):
         """done() for each key."""
         ...
 
+    def add_many(self, entries: list[tuple[str, int]]) -> int:
+        """add() for each (key, priority), in order; how many were new."""
+        ...
+
     def pop(self, max_count: int = 1) -> list[QueuedPodInfo]: ...
 
     def scheduling_cycle(self) -> int: ...
@@ -313,6 +317,9 @@ class MemoryQueue:
     def done_many(self, keys: list[str]) -> None:
         for key in keys:
             self.delete(key)
+
+    def add_many(self, entries: list[tuple[str, int]]) -> int:
+        return sum(self.add(key, priority) for key, priority in entries)
 
     def pop(self, max_count: int = 1) -> list[QueuedPodInfo]:
         out = []

@@ -25,7 +25,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections, c
 from psycopg.errors import DeadlockDetected
 
 from . import currency
-from .client import ApiError, Backoff, call
+from .client import ApiError, Backoff, HotCalls, call
 from .events import STRATEGIC_MERGE_PATCH, EventRecorder, pod_reference
 from .jobs import jobs_key
 from .leader import LeaderElector
@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 # As kube-scheduler's pod informer: terminated pods take no room and are none of our business.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 MAX_JOBS = 32  # jobs the committer takes at once: their bindings go out together, in parallel
+# Binding cycles in flight at once in the leader (Committer): their calls share the backend's bounded pool.
+BIND_CYCLES = 4
 
 
 def _now() -> str:
@@ -45,14 +47,23 @@ def _now() -> str:
 
 
 class Committer:
-    """Turns the workers' jobs into API calls, one job at a time, never dropping one it has not finished.
+    """Turns the workers' jobs into API calls, never dropping one it has not finished.
 
     `core` (a CoreV1Api) patches pods/status; `bind` binds a batch of bind items in their wire form (the
     replica gives it the loop's binder; without one the committer only reports).
+
+    Asynchronous binding, as upstream's SchedulerAsyncAPICalls: with `cycles` > 1, `run_once(wait=False)`
+    starts each batch's binding cycle (mark in Postgres, the pods/binding calls, the outcomes recorded) on
+    one of `cycles` threads and goes back for the next jobs at once, so one slow call no longer holds every
+    binding behind it; the calls of all cycles share the backend's bounded pool (BIND_PARALLELISM in
+    flight). Per pod the order is kept: at most one cycle holds a pod; a job for a pod whose binding is in
+    flight waits for it, then goes out with the next batch, where the binder sends only the one its current
+    reservation is for (a newer placement supersedes an older one, as the dispatcher's calls for one
+    object). A job leaves the Redis processing list only when every binding in it is settled.
     """
 
     def __init__(self, core, recorder: EventRecorder, redis, *, bind: Callable[[list[dict]], object] | None = None,
-                 is_leader=lambda: True):
+                 is_leader=lambda: True, cycles: int = BIND_CYCLES):
         self.core = core
         self.bind = bind
         self.recorder = recorder
@@ -63,6 +74,15 @@ class Committer:
         self.jobs_done = 0
         self._reports: queue.Queue = queue.Queue()
         self._reporter: threading.Thread | None = None
+        self.cycles = max(1, int(cycles))
+        self._cond = threading.Condition()
+        self._busy: set = set()  # pods (row ids) some binding cycle holds now
+        self._held: list[tuple[dict, bytes]] = []  # (bind item, its raw job) waiting for their pod's cycle
+        self._open: dict[bytes, int] = {}  # raw job -> its bindings not settled yet
+        self._running = 0  # cycles in flight
+        self._failure: BaseException | None = None  # a cycle's error, raised by the next run_once
+        self._threads: list[threading.Thread] = []
+        self._work: queue.Queue = queue.Queue()
 
     def recover(self) -> int:
         """A previous leader's unfinished jobs go back to the head of the list (bindings are idempotent).
@@ -70,40 +90,159 @@ class Committer:
         Their reservations may still be marked binding (that leader died mid-call): the reconciler leaves
         those alone, and binding them again renews the mark; a pod the API already bound is settled as
         bound (409 for the same node, or the watch got there first). A mark whose job was lost for good
-        is freed after SCHEDBOARD_BINDING_TIMEOUT_SECONDS (loop.reconcile).
+        is freed after SCHEDBOARD_BINDING_TIMEOUT_SECONDS (loop.reconcile). Waits for this committer's own
+        cycles first: a job is never in the list and in flight at once.
         """
+        self.drain()
+        with self._cond:
+            self._held.clear()
+            self._open.clear()
         moved = 0
         while self.redis.lmove(self.processing, self.key, "RIGHT", "LEFT") is not None:
             moved += 1
         return moved
 
-    def run_once(self, timeout: float = 0.2) -> bool:
-        """Take the waiting jobs (up to MAX_JOBS): all their bindings in one batch, their reports to the events thread."""
+    def run_once(self, timeout: float = 0.2, *, wait: bool = True) -> bool:
+        """Take the waiting jobs (up to MAX_JOBS): their bindings as one batch, their reports to the events thread.
+
+        `wait=False` (the leader's loop): the batch's binding cycle runs on a cycle thread and this returns
+        once it started; with every cycle busy it first waits (up to `timeout`) for one to finish, leaving
+        the jobs in Redis meanwhile. `wait=True` binds in this thread and returns when all is settled.
+        """
+        self._raise_failure()
         if not self.is_leader():
             return False
-        first = self.redis.blmove(self.key, self.processing, timeout, "LEFT", "RIGHT")
-        if first is None:
+        if not wait and not self._slot_free(timeout):
+            return True  # busy binding: the next call takes more
+        with self._cond:
+            ready_held = any(item["pod"] not in self._busy for item, _raw in self._held)
+        first = (self.redis.lmove(self.key, self.processing, "LEFT", "RIGHT") if ready_held else
+                 self.redis.blmove(self.key, self.processing, timeout, "LEFT", "RIGHT"))
+        if first is None and not ready_held:
             self.recorder.tick()
             return False
-        raws = [first]
-        while len(raws) < MAX_JOBS:
+        raws = [first] if first is not None else []
+        while raws and len(raws) < MAX_JOBS:
             raw = self.redis.lmove(self.key, self.processing, "LEFT", "RIGHT")
             if raw is None:
                 break
             raws.append(raw)
-        jobs = [json.loads(raw) for raw in raws]
-        items = [item for job in jobs if job.get("op") == "bind" for item in job["items"]]
-        if items:
-            self._bind(items)
-        for job in jobs:
+        jobs = [(raw, json.loads(raw)) for raw in raws]
+        with self._cond:
+            for raw, job in jobs:
+                items = job["items"] if job.get("op") == "bind" else []
+                self._open[raw] = self._open.get(raw, 0) + len(items)
+                self._held.extend((item, raw) for item in items)
+            batch = self._take_ready()
+        for raw, job in jobs:
             if job.get("op") == "report":
                 self._reports.put(job)
             elif job.get("op") == "preempt":
                 self._preempt(job)
-        for raw in raws:
-            self.redis.lrem(self.processing, 1, raw)
         self.jobs_done += len(raws)
+        self._settle_jobs(raws)  # the reports and preemptions (jobs without bindings) are done with
+        if batch:
+            if wait:
+                self._cycle(batch)
+                self._raise_failure()
+            else:
+                self._start_cycle(batch)
         return True
+
+    def _take_ready(self) -> list[tuple[dict, bytes]]:
+        """The held items whose pod no cycle holds (under the lock), now held by the batch being made."""
+        batch, still = [], []
+        pods: set = set()
+        for item, raw in self._held:
+            if item["pod"] in self._busy:
+                still.append((item, raw))
+            else:
+                batch.append((item, raw))  # the same pod twice in one batch: the binder picks the current one
+                pods.add(item["pod"])
+        self._held = still
+        self._busy |= pods
+        return batch
+
+    def _slot_free(self, timeout: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._running < self.cycles or self._failure is not None, timeout)
+
+    def _start_cycle(self, batch) -> None:
+        with self._cond:
+            self._running += 1
+            if len(self._threads) < self.cycles:
+                thread = threading.Thread(target=self._cycle_thread, name=f"bind-cycle-{len(self._threads)}", daemon=True)
+                self._threads.append(thread)
+                thread.start()
+        self._work.put(batch)
+
+    def _cycle_thread(self) -> None:
+        try:
+            while True:
+                batch = self._work.get()
+                if batch is None:
+                    return
+                try:
+                    close_old_connections()  # one an outage broke is replaced, not reused
+                    self._cycle(batch)
+                finally:
+                    with self._cond:
+                        self._running -= 1
+                        self._cond.notify_all()
+        finally:
+            connections.close_all()
+
+    def _cycle(self, batch: list[tuple[dict, bytes]]) -> None:
+        """One binding cycle: bind the batch; then its pods are free for the next, its jobs one step nearer done."""
+        try:
+            self._bind([item for item, _raw in batch])
+        except BaseException as exc:  # noqa: BLE001 - the leader's loop raises it (a Postgres outage: recover())
+            with self._cond:
+                self._failure = self._failure or exc
+        finally:
+            with self._cond:
+                self._busy -= {item["pod"] for item, _raw in batch}
+                for _item, raw in batch:
+                    self._open[raw] = self._open.get(raw, 1) - 1
+                self._cond.notify_all()
+            self._settle_jobs([raw for _item, raw in batch])
+
+    def _settle_jobs(self, raws) -> None:
+        """The jobs whose every binding is settled leave the processing list (once each)."""
+        done = []
+        with self._cond:
+            if self._failure is not None:
+                return  # recover() puts them back in the list: bound again, idempotent
+            for raw in dict.fromkeys(raws):
+                if self._open.get(raw) == 0:
+                    del self._open[raw]
+                    done.append(raw)
+        for raw in done:
+            self.redis.lrem(self.processing, 1, raw)
+
+    def _raise_failure(self) -> None:
+        with self._cond:
+            failure = self._failure
+        if failure is None:
+            return
+        self.drain()
+        with self._cond:
+            self._failure = None
+        raise failure
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until no binding cycle is in flight."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._running == 0, timeout)
+
+    def stop_cycles(self, timeout: float = 30.0) -> None:
+        """Let the cycles in flight finish (each call is held to its deadline), then end their threads."""
+        self.drain(timeout)
+        for _ in self._threads:
+            self._work.put(None)
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads = []
 
     def _preempt(self, job: dict) -> None:
         """A preemption's victims deleted through the API (kube/preemption.py); an error leaves the job to the
@@ -139,6 +278,10 @@ class Committer:
                     raise
                 log.warning("binding batch of %d hit a deadlock, binding again (%d/%d)", len(items), attempt, tries)
                 time.sleep(0.05 * attempt)
+
+    def submit_report(self, job: dict) -> None:
+        """A report job from this process's own binder: to the events thread directly."""
+        self._reports.put(job)
 
     def start_reporting(self) -> threading.Thread:
         """Events and conditions go out from their own thread, as the events broadcaster's: bindings never wait on them."""
@@ -190,9 +333,15 @@ class Committer:
                 self.recorder.eventf(ref, type="Warning", reason="FailedScheduling", action="Scheduling",
                                      note=f["message"], reporting_controller=f["scheduler"])
                 if f.get("reason"):
-                    row = Pod.objects.filter(namespace=f["namespace"], name=f["name"], uid=f["uid"]).only("manifest").first()
+                    row = (Pod.objects.filter(namespace=f["namespace"], name=f["name"], uid=f["uid"])
+                           .only("manifest", "node_name", "binding_at").first())
+                    if row is not None and (row.node_name or row.binding_at is not None):
+                        # Placed since (bound, or its binding in flight): as the API dispatcher, where a pod's
+                        # binding call overwrites its pending status patch, the older patch is not sent.
+                        continue
                     current = row.manifest if row is not None and isinstance(row.manifest, dict) else {}
-                    self.patch_condition(f["namespace"], f["name"], f["uid"], current, "False", f["reason"], f["message"])
+                    self.patch_condition(f["namespace"], f["name"], f["uid"], current, "False", f["reason"], f["message"],
+                                         nominated=f.get("nominated"))
             except Exception:  # noqa: BLE001 - best effort, as upstream's events; the next pod's go on
                 log.exception("could not report the scheduling failure of %s/%s", f.get("namespace"), f.get("name"))
         for s in job.get("scheduled") or ():
@@ -205,18 +354,24 @@ class Committer:
                 log.exception("could not report the binding of %s/%s", s.get("namespace"), s.get("name"))
 
     def patch_condition(self, namespace: str, name: str, uid: str, current: dict, status: str, reason: str,
-                        message: str) -> bool:
-        """As updatePod + UpdatePodCondition: patch pods/status only when the condition changes."""
+                        message: str, *, nominated: str | None = None) -> bool:
+        """As updatePod + UpdatePodCondition: patch pods/status when the condition changes, or when a preemption
+        nominated the pod (`nominated`: the node, "" to clear): then the nomination goes in the same patch, as
+        upstream's, so the API never holds the failure without the nomination made with it (an event showing
+        one without the other would race the nominator)."""
         old = next((c for c in (current.get("status") or {}).get("conditions") or () if c.get("type") == "PodScheduled"), None)
         transition = _now()
         if old is not None and old.get("status") == status:
             transition = old.get("lastTransitionTime") or transition
-            if old.get("reason") == reason and old.get("message") == message and not old.get("lastProbeTime"):
+            if (old.get("reason") == reason and old.get("message") == message and not old.get("lastProbeTime")
+                    and nominated is None):
                 return False
         condition = {"type": "PodScheduled", "status": status, "reason": reason, "message": message,
                      "lastProbeTime": None, "lastTransitionTime": transition}
         # The UID goes in as a precondition, as PatchPodStatus does.
         patch = {"metadata": {"uid": uid}, "status": {"conditions": [condition]}}
+        if nominated is not None:
+            patch["status"]["nominatedNodeName"] = nominated or None
         try:
             call(self.core.patch_namespaced_pod_status, name, namespace, patch,
                  _content_type=STRATEGIC_MERGE_PATCH, backoff=Backoff(attempts=4))
@@ -257,7 +412,7 @@ class Controller:
             lease_duration=lease_duration or settings.SCHEDBOARD_LEASE_DURATION,
             renew_deadline=renew_deadline or settings.SCHEDBOARD_RENEW_DEADLINE,
             retry_period=retry_period or settings.SCHEDBOARD_RETRY_PERIOD)
-        self.recorder = EventRecorder(client.EventsV1Api(events_client))
+        self.recorder = EventRecorder(HotCalls(events_client))  # one event per pod: the lean path
         core = client.CoreV1Api(self.api_client)
         self.committer = Committer(core, self.recorder, self.redis, bind=bind, is_leader=self.elector.is_leader)
         self.stopping = threading.Event()
@@ -283,7 +438,7 @@ class Controller:
             failures = 0
             while not self.stopping.is_set() and self.elector.is_leader():
                 try:
-                    self.committer.run_once()
+                    self.committer.run_once(wait=False)
                     failures = 0
                 except (OperationalError, InterfaceError) as exc:
                     # Postgres restarting or unreachable: the leader stays the leader. The jobs it took
@@ -340,6 +495,7 @@ class Controller:
         for reflector in self.objects:
             reflector.close()
         self.elector.stop.set()
+        self.committer.stop_cycles()
         for thread in self.threads:
             thread.join(timeout=10)
         self.committer.stop_reporting()

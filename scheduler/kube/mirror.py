@@ -19,6 +19,7 @@ from django.utils.dateparse import parse_datetime
 
 from ..cluster.services import cluster_apply, node_delete
 from ..engine.pods import DEFAULT_SCHEDULER_NAME, Container, PodSpec
+from ..engine.scheduling_gates import gates_of
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY
 from ..manifests.errors import ManifestError
 from ..manifests.objects import ParsedNode, ParsedPod, parse_object
@@ -485,6 +486,8 @@ def _readable_quantity(value, resource: str) -> int | None:
 
 def _copy(row: Pod, spec, manifest: dict, usage: dict, phase: str, condition: dict, *, new: bool | None = None) -> None:
     """The API object's fields onto the row; a new row (`new`, default: not saved yet) takes its usage too."""
+    if row.manifest and gates_of(row.manifest) and not gates_of(manifest):
+        row.ungated_at = timezone.now()  # its last scheduling gate removed (the rewind reads when)
     row.manifest = manifest
     row.scheduler_name = spec.scheduler_name
     row.priority = spec.priority

@@ -36,7 +36,7 @@ from . import mirror
 UPDATED_FIELDS = ["manifest", "scheduler_name", "priority", "deleting", "phase", "req_cpu", "req_memory",
                   "req_ephemeral", "req_scalar", "nonzero_cpu", "nonzero_memory", "host_ports", "scheduled_status",
                   "scheduled_reason", "scheduled_message", "scheduled_transition_at", "node_name", "assumed_node",
-                  "assumed_at", "binding_at", "bound_at", "queued_at", "nominated_node", "updated_at"]
+                  "assumed_at", "binding_at", "bound_at", "queued_at", "nominated_node", "ungated_at", "updated_at"]
 
 # Every node's counters moved by its pods' summed requests in one statement; generation moves once per
 # batch (workers only compare it). A node that does not exist is not matched: as add/release_node_usage.
@@ -301,17 +301,27 @@ def _after_commit(w: _Writes, queue) -> None:
         return
 
     def publish():
-        done: list[str] = []  # consecutive "done"s go in one round trip; the order of the rest is kept
+        # Consecutive "done"s go in one round trip, and consecutive "add"s in another (a watch batch of new
+        # pods: one round trip, not one each); the order of the rest is kept.
+        run: list = []
+        kind = None
+
+        def flush():
+            if run:
+                queue.done_many(run) if kind == "done" else queue.add_many(run)
+                run.clear()
+
         for _key_, op, args in ops:
-            if op == "done":
-                done.append(args[0])
+            if op in ("done", "add"):
+                if op != kind:
+                    flush()
+                    kind = op
+                run.append(args[0] if op == "done" else args)
                 continue
-            if done:
-                queue.done_many(done)
-                done = []
-            getattr(queue, op)(*args)  # add, or delete (the pod is gone)
-        if done:
-            queue.done_many(done)
+            flush()
+            kind = None
+            getattr(queue, op)(*args)  # delete (the pod is gone)
+        flush()
         if moved:
             queue.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_DELETE)
         hinted = hints.move_after_assigned(queue, assigned)

@@ -2,18 +2,17 @@
 namespaces, services, replicasets, statefulsets, replicationcontrollers and deployments, with `-o wide`
 and `-A`.
 
-The counts are what the controllers' status would say, read from the pods: a controller's CURRENT counts
-the pods it owns, READY those of them bound to a node; a Deployment's READY, UP-TO-DATE and AVAILABLE count
-the pods of its ReplicaSets (UP-TO-DATE: of the one whose pod-template-hash is the current template's).
+The counts are the objects' status as their controllers wrote it (printDeployment, printReplicaSet,
+printStatefulSet, printReplicationController): READY is status.readyReplicas over spec.replicas, CURRENT
+status.replicas, UP-TO-DATE status.updatedReplicas, AVAILABLE status.availableReplicas.
 """
 
 from __future__ import annotations
 
-import copy
 from datetime import datetime
 
 from .printers import human_duration, table
-from ..models import ClusterObject, Pod
+from ..models import ClusterObject
 
 # kubectl's resource names -> (kind, plural as `get` names it)
 RESOURCES: dict[str, tuple[str, str]] = {}
@@ -50,36 +49,11 @@ def _selector_text(selector) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>"
 
 
-def _owned(obj: ClusterObject) -> tuple[int, int]:
-    """(pods whose controller is this object, of them bound to a node)."""
-    api = obj.manifest.get("apiVersion") or ""
-    current = ready = 0
-    for manifest, node_name in Pod.objects.filter(namespace=obj.namespace).values_list("manifest", "node_name"):
-        for ref in (manifest.get("metadata") or {}).get("ownerReferences") or []:
-            if ref.get("controller") and ref.get("kind") == obj.kind and ref.get("name") == obj.name \
-                    and ref.get("apiVersion") == api:
-                current += 1
-                ready += bool(node_name)
-    return current, ready
-
-
-def _deployment_counts(obj: ClusterObject) -> tuple[int, int, int]:
-    """(ready, up-to-date, available) as DeploymentStatus: minReadySeconds 0 and no probes, so a bound pod
-    is ready and available."""
-    rses = [rs for rs in ClusterObject.objects.filter(kind="ReplicaSet", namespace=obj.namespace)
-            if any(ref.get("controller") and ref.get("uid") == obj.uid
-                   for ref in (rs.manifest.get("metadata") or {}).get("ownerReferences") or [])]
-    current = (obj.manifest.get("spec") or {}).get("template") or {}
-    ready = up_to_date = 0
-    for rs in rses:
-        pods, bound = _owned(rs)
-        ready += bound
-        # The new ReplicaSet: its template is the Deployment's but for the hash label (EqualIgnoreHash).
-        tmpl = copy.deepcopy((rs.manifest.get("spec") or {}).get("template") or {})
-        ((tmpl.get("metadata") or {}).get("labels") or {}).pop("pod-template-hash", None)
-        if tmpl == current:
-            up_to_date += pods
-    return ready, up_to_date, ready
+def _status(obj: ClusterObject, key: str) -> int:
+    """A count of the object's status, as its controller last wrote it (absent: 0, as omitempty leaves it)."""
+    status = obj.manifest.get("status")
+    value = status.get(key) if isinstance(status, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _service_ports(spec: dict) -> str:
@@ -125,13 +99,14 @@ def objects_table(kind: str, objs: list[ClusterObject], *, all_namespaces: bool,
             if wide:
                 headers, row = headers + ["SELECTOR"], row + [_selector_text(obj.selector)]
         elif kind == "StatefulSet":
-            _, ready = _owned(obj)
+            ready = _status(obj, "readyReplicas")
             headers, row = ["NAME", "READY", "AGE"], [obj.name, f"{ready}/{obj.replicas if obj.replicas is not None else 1}", age]
             if wide:
                 names, images = _containers(spec)
                 headers, row = headers + ["CONTAINERS", "IMAGES"], row + [names, images]
         elif kind == "Deployment":
-            ready, up_to_date, available = _deployment_counts(obj)
+            ready, up_to_date = _status(obj, "readyReplicas"), _status(obj, "updatedReplicas")
+            available = _status(obj, "availableReplicas")
             want = obj.replicas if obj.replicas is not None else 1
             headers = ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
             row = [obj.name, f"{ready}/{want}", str(up_to_date), str(available), age]
@@ -139,7 +114,7 @@ def objects_table(kind: str, objs: list[ClusterObject], *, all_namespaces: bool,
                 names, images = _containers(spec)
                 headers, row = headers + ["CONTAINERS", "IMAGES", "SELECTOR"], row + [names, images, _selector_text(obj.selector)]
         else:  # ReplicaSet, ReplicationController
-            current, ready = _owned(obj)
+            current, ready = _status(obj, "replicas"), _status(obj, "readyReplicas")
             headers = ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
             row = [obj.name, str(obj.replicas if obj.replicas is not None else 1), str(current), str(ready), age]
             if wide:

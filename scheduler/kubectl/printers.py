@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 import json
 import sys
+
+import yaml
 from datetime import datetime, timezone as dt_timezone
 
 from django.core.management.base import BaseCommand, CommandError
@@ -70,6 +72,30 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     for row in [headers, *rows]:
         lines.append("".join(c.ljust(w) for c, w in zip(row[:-1], widths)) + row[-1])
     return "\n".join(lines)
+
+
+class _GoYamlEmitter(yaml.emitter.Emitter):
+    """Where PyYAML would single-quote a scalar (one that would read back as another type, or cannot be
+    plain), go-yaml double-quotes it: `resourceVersion: ""`, `creationTimestamp: "2026-12-01T10:00:00Z"`."""
+
+    def choose_scalar_style(self):
+        style = super().choose_scalar_style()
+        return '"' if style == "'" else style
+
+
+class _GoYamlDumper(_GoYamlEmitter, yaml.serializer.Serializer, yaml.representer.SafeRepresenter,
+                    yaml.resolver.Resolver):
+    def __init__(self, stream, **kwargs):
+        _GoYamlEmitter.__init__(self, stream, width=kwargs.get("width"), allow_unicode=True)
+        yaml.serializer.Serializer.__init__(self)
+        yaml.representer.SafeRepresenter.__init__(self, sort_keys=True)
+        yaml.resolver.Resolver.__init__(self)
+
+
+def go_yaml(obj) -> str:
+    """As kubectl -o yaml (sigs.k8s.io/yaml: the JSON re-read as YAML, so map keys sorted; lists not indented
+    under their key; no line wrapping)."""
+    return yaml.dump(obj, Dumper=_GoYamlDumper, default_flow_style=False, width=2**31 - 1)
 
 
 def go_json(obj) -> str:

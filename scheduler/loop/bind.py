@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from ..backends import get_backend
@@ -302,6 +303,13 @@ def _bind_pod_rows(accepted: list[_Bind], backend, now) -> None:
     bound_ids = set(update_from_values(
         Pod, fields, [(b.pod.pk, b.node, "", None, None, Pod.RUNNING, now, "True", "", "", now) for b in accepted],
         where=where, returning=True))
+    # What a worker's index holds of a bound pod changed: its start (placed_pods reads bound_at where no kubelet
+    # wrote status.startTime), which preemption orders its victims and candidates by. As the kubelet's status
+    # update reaches kube-scheduler's cache, every worker reads these nodes' pods again; without it, a worker kept
+    # its own reserved pods as never started until something else changed their node.
+    bound_nodes = sorted({b.node for b in accepted if b.pod.pk in bound_ids})
+    if bound_nodes:
+        Node.objects.filter(name__in=bound_nodes).update(generation=F("generation") + 1)
     missed = [b for b in accepted if b.pod.pk not in bound_ids]
     if not missed:
         return

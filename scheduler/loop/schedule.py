@@ -75,7 +75,9 @@ class _Scheduled:
     failed: bool = False  # its PodScheduled condition is written (False)
     placed: bool = False  # reserved: handed to the binder
     node: str = ""
-    reported: tuple | None = None  # (pod, condition reason or None, message) for the backend
+    # (pod, condition reason or None, message[, nomination]) for the backend; the nomination (None: as it is,
+    # "": cleared, a node: set) goes out with the condition, as upstream's updatePod patches both at once.
+    reported: tuple | None = None
     requeue: tuple[bool, str] | None = None  # (unschedulable, message)
     again: bool = False  # changed since it was read: back to the active queue at once
     done: bool = False
@@ -88,6 +90,7 @@ class _Scheduled:
     nominate: str | None = None
     victims: tuple = ()
     cleared: tuple = ()
+    preemption_attempt: bool = False  # DefaultPreemption's PostFilter ran (scheduler_preemption_attempts_total)
 
 
 _CONDITION = ["scheduled_status", "scheduled_reason", "scheduled_message", "scheduled_transition_at", "attempts"]
@@ -141,8 +144,9 @@ class Worker:
         self.queue = queue or get_queue()
         # A given config is pinned (version 0, never reloaded); otherwise the active version is followed.
         self.follows_versions = config is None
-        self._use_config(*(active_config() if config is None else (INITIAL_VERSION, config)))
+        # Seeded by SCHEDBOARD_SEED, or with a seed of its own: every attempt records where its draws stood.
         self.algorithm = Algorithm(seed if seed is not None else settings.SCHEDBOARD_SEED)
+        self._use_config(*(active_config() if config is None else (INITIAL_VERSION, config)))
         self.snapshot = Snapshot()
         self.identity = f"{socket.gethostname()}-{os.getpid()}"
         self._pod_specs: OrderedDict[tuple, PodSpec] = OrderedDict()
@@ -153,6 +157,12 @@ class Worker:
     def _use_config(self, version: int, config: SchedulerConfig) -> None:
         self.version, self.config = version, config
         self.profiles = config.build_profiles(version=version)
+        for profile in self.profiles.values():
+            for plugin in profile.post_filters:
+                if hasattr(plugin, "rng"):
+                    # DefaultPreemption's random offset among the candidates: one stream with the tie-break, so
+                    # an attempt's recorded position says both (a replay seeks there).
+                    plugin.rng = self.algorithm.tiebreak
         if self.follows_versions:
             set_queue_backoff(self.queue, config)
 
@@ -171,20 +181,30 @@ class Worker:
         key = (pod.uid, pod.updated_at)
         spec = self._pod_specs.get(key)
         if spec is None:
-            # Pods of one workload share a spec: parse (and validate) each distinct spec once.
-            shape = json.dumps(pod.manifest.get("spec"), sort_keys=True)
-            template = self._templates.get(shape)
-            if template is None:
-                spec = pod_from_manifest(pod.manifest)
-                self._templates[shape] = spec
-            else:
-                deleting = bool((pod.manifest.get("metadata") or {}).get("deletionTimestamp"))
-                spec = dataclasses.replace(template, namespace=pod.namespace, name=pod.name, uid=pod.uid, deleting=deleting,
-                                           **pod_terms.metadata_fields(pod.manifest))
+            spec = self._parsed_spec(pod)
+            if spec.nominated_node_name != pod.nominated_node:
+                # The nominator's truth is the column, written in the nominating worker's own transaction; the
+                # manifest is the API server's copy on the kubernetes backend, which lacks a nomination until
+                # its patch comes back through the mirror (an event racing it carries none). Upstream's pod
+                # reads its nomination from the nominator kept in process, so ours reads the column.
+                spec = dataclasses.replace(spec, nominated_node_name=pod.nominated_node)
             self._pod_specs[key] = spec
-            for cache in (self._pod_specs, self._templates):
-                if len(cache) > POD_SPEC_CACHE_SIZE:
-                    cache.popitem(last=False)
+        return spec
+
+    def _parsed_spec(self, pod: Pod) -> PodSpec:
+        """The pod's spec as its manifest says; pods of one workload share a spec, parsed (and validated) once."""
+        shape = json.dumps(pod.manifest.get("spec"), sort_keys=True)
+        template = self._templates.get(shape)
+        if template is None:
+            spec = pod_from_manifest(pod.manifest)
+            self._templates[shape] = spec
+        else:
+            deleting = bool((pod.manifest.get("metadata") or {}).get("deletionTimestamp"))
+            spec = dataclasses.replace(template, namespace=pod.namespace, name=pod.name, uid=pod.uid, deleting=deleting,
+                                       **pod_terms.metadata_fields(pod.manifest))
+        for cache in (self._pod_specs, self._templates):
+            if len(cache) > POD_SPEC_CACHE_SIZE:
+                cache.popitem(last=False)
         return spec
 
     # ---- the scheduling cycle, a batch at a time ---------------------------------------------
@@ -199,9 +219,8 @@ class Worker:
         now = timezone.now()
         rows = _pods_by_key([i.key for i in infos])
         # Each attempt records what its snapshot could see (the replay applies the same changes before it).
-        self._snapshot_at = timezone.now()
         cache = self.snapshot.refresh()
-        self._snapshot_deleted = self.snapshot.deleted_mark
+        self._snapshot_at, self._snapshot_deleted = self.snapshot.read_at, self.snapshot.deleted_mark
         # After the snapshot: room a preemption freed (victims deleted after the nomination committed) is
         # never seen here without the nomination that claims it.
         self._sync_nominator()
@@ -253,6 +272,8 @@ class Worker:
                 log.exception("recording the scheduling result of %s failed", pod.key)
                 outcomes.append(self._failed_internally(pod, info, result, exc, now, popped_at))
 
+        if stats.conflicts:
+            metrics.reservation_conflicts.inc(stats.conflicts)
         self._write(outcomes)
         reported = [o.reported for o in outcomes if o.reported]
         if reported:  # committed: the backend may tell the cluster (the kubernetes backend's leader does)
@@ -306,6 +327,10 @@ class Worker:
         timings.record({key: pod.scheduler_name for key, pod in batch_rows.items()}, [r.decision for r in results])
         # The live dashboard: one message per batch, buffered and sent by another thread (never waits).
         transaction.on_commit(lambda: live.schedule_batch_done(attempts, stats.popped))
+        tried = sum(o.preemption_attempt and o.written for o in outcomes)
+        if tried:
+            victims = sum(len(o.victims) for o in preempting)
+            transaction.on_commit(lambda: live.preemptions_done(tried, victims))
         return stats
 
     def _outcome(self, pod: Pod, info: QueuedPodInfo, result, profile, now, popped_at: float) -> _Scheduled:
@@ -323,6 +348,7 @@ class Worker:
         out = self._failure(pod, info, attempt, unschedulable, result.message, now, result.cycle_seconds)
         if result.decision is not None and result.decision.post_filter is not None:
             metrics.preemption_attempts.inc()
+            out.preemption_attempt = True
             # The nodes preemption could not use, at most PREEMPTION_TRACE_NODES names (the rest counted): a
             # failed attempt's row stays small on a big cluster.
             outcome = preemption(result.decision, max_nodes=PREEMPTION_TRACE_NODES)
@@ -333,6 +359,10 @@ class Worker:
             if outcome is not None:
                 attempt.trace = {**(attempt.trace or {}), "preemption": outcome}
             out.nominate, out.victims = result.nominated_node, result.victims
+            if result.nominated_node is not None and result.nominated_node != pod.nominated_node:
+                # As updatePod's nnnNeedsUpdate: only a nomination that changes goes out (the row as read is the
+                # pod's status before this attempt).
+                out.reported = (*out.reported[:3], result.nominated_node)
             out.cleared = tuple(p for p in (self._pk_of(c) for c in result.cleared_nominations) if p)
         return out
 
@@ -444,6 +474,8 @@ class Worker:
             result={cycle.SCHEDULED: RESULT_SCHEDULED, cycle.UNSCHEDULABLE: RESULT_UNSCHEDULABLE}.get(result.status, RESULT_ERROR),
         )
         if decision is not None:
+            if decision.tiebreak is not None:
+                attempt.tiebreak_seed, attempt.tiebreak_position, attempt.start_node_index = decision.tiebreak
             attempt.num_nodes = decision.num_all_nodes
             attempt.feasible_nodes = len(decision.candidates)
             attempt.evaluated_nodes = decision.evaluated_nodes

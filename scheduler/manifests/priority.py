@@ -1,6 +1,7 @@
 """PriorityClass (scheduling.k8s.io/v1) and PodDisruptionBudget (policy/v1) as the API server validates
 them, and the Priority admission plugin: a pod's spec.priorityClassName resolved to spec.priority and
-spec.preemptionPolicy (plugin/pkg/admission/priority), or the globalDefault class for a pod naming none.
+spec.preemptionPolicy (plugin/pkg/admission/priority), the globalDefault class for a pod naming none, or
+priority 0 when there is no such class.
 
 Pure: the caller gives the classes it knows (the stored ones and those of the same apply, or the
 files of `explain --cluster`).
@@ -21,6 +22,7 @@ from .topology import label_selector
 PREEMPTION_POLICIES = (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER)
 # pkg/apis/scheduling: the highest value a user's class may have, and the two system classes.
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS_EXISTS = 0
 SYSTEM_PRIORITY_CLASS_PREFIX = "system-"
 SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"
 SYSTEM_NODE_CRITICAL = "system-node-critical"
@@ -36,11 +38,37 @@ class PriorityClassInfo:
     global_default: bool = False
 
 
-# As scheduling.SystemPriorityClasses(): they exist in every cluster (the API server creates them).
+# As scheduling.SystemPriorityClasses(): the API server creates them at start (its bootstrap hook), so every
+# cluster has them; our databases get them when migrated (cluster/objects.py).
 SYSTEM_CLASSES = {
     SYSTEM_NODE_CRITICAL: PriorityClassInfo(SYSTEM_NODE_CRITICAL, 2_000_000_000 + 1000),
     SYSTEM_CLUSTER_CRITICAL: PriorityClassInfo(SYSTEM_CLUSTER_CRITICAL, 2_000_000_000),
 }
+SYSTEM_CLASS_DESCRIPTIONS = {
+    SYSTEM_NODE_CRITICAL: "Used for system critical pods that must not be moved from their current node.",
+    SYSTEM_CLUSTER_CRITICAL: "Used for system critical pods that must run in the cluster, but can be moved to another "
+                             "node if necessary.",
+}
+
+
+def system_class_manifest(name: str) -> dict:
+    """A system class as the API server creates it (globalDefault false, so left out, as its JSON omits it)."""
+    info = SYSTEM_CLASSES[name]
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+            "value": info.value, "description": SYSTEM_CLASS_DESCRIPTIONS[name],
+            "preemptionPolicy": info.preemption_policy}
+
+
+def _known_system_class(name: str, value: int, global_default: bool) -> str | None:
+    """As IsKnownSystemPriorityClass: why a class under the system prefix is not one of the system classes."""
+    known = SYSTEM_CLASSES.get(name)
+    if known is None:
+        return f"{name} is not a known system priority class"
+    if known.value != value:
+        return f"value of {name} PriorityClass must be {known.value}"
+    if known.global_default != global_default:
+        return f"globalDefault of {name} PriorityClass must be {str(known.global_default).lower()}"
+    return None
 
 
 def parse_priority_class(o, obj: dict, name: str) -> PriorityClassInfo:
@@ -52,10 +80,13 @@ def parse_priority_class(o, obj: dict, name: str) -> PriorityClassInfo:
     if policy not in PREEMPTION_POLICIES:
         o.add("preemptionPolicy", field.not_supported(policy, PREEMPTION_POLICIES))
     obj["preemptionPolicy"] = policy
-    if name.startswith(SYSTEM_PRIORITY_CLASS_PREFIX) and name not in SYSTEM_CLASSES:
-        o.add("metadata.name", field.forbidden(
-            f"priority class names with '{SYSTEM_PRIORITY_CLASS_PREFIX}' prefix are reserved for system use only"))
-    elif name not in SYSTEM_CLASSES and value is not None and value > HIGHEST_USER_DEFINABLE_PRIORITY:
+    if name.startswith(SYSTEM_PRIORITY_CLASS_PREFIX):
+        why = _known_system_class(name, value or 0, bool(global_default))
+        if why:
+            o.add("metadata.name", field.forbidden(
+                f"priority class names with '{SYSTEM_PRIORITY_CLASS_PREFIX}' prefix are reserved for system use only. "
+                f"error: {why}"))
+    elif value is not None and value > HIGHEST_USER_DEFINABLE_PRIORITY:
         o.add("value", field.forbidden(
             f"maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"))
     return PriorityClassInfo(name, value or 0, policy, global_default)
@@ -107,12 +138,14 @@ def default_class(classes: dict[str, PriorityClassInfo]) -> PriorityClassInfo | 
 
 
 def admit_priority(parsed, classes: dict[str, PriorityClassInfo]) -> list[tuple[str, str]]:
-    """As the Priority admission plugin on a pod's creation: (path, message) problems, or none and the
-    pod's manifest and spec carry the class's priority and preemptionPolicy.
+    """As the Priority admission plugin on a pod's creation (plugin/pkg/admission/priority, admitPod): (path,
+    message) problems, or none and the pod's manifest and spec carry the priority and preemptionPolicy computed.
 
-    A pod naming no class takes the globalDefault one (its name too); a pod naming an unknown class is
-    refused; a spec.priority or spec.preemptionPolicy that differs from the class's is refused with the
-    plugin's words. With no class named and none global, the pod's own spec.priority stands (below)."""
+    A pod naming a class takes its value and policy (the system classes too, in any namespace: master has no
+    namespace rule, a cluster limits them with a ResourceQuota); an unknown class is refused. A pod naming none
+    takes the globalDefault class (its name too), or with no such class priority 0 and PreemptLowerPriority
+    (getDefaultPriority). A spec.priority or spec.preemptionPolicy that differs from what was computed is
+    refused with the plugin's words."""
     spec_m = parsed.manifest.setdefault("spec", {})
     name = spec_m.get("priorityClassName") or ""
     all_classes = {**SYSTEM_CLASSES, **classes}
@@ -122,12 +155,7 @@ def admit_priority(parsed, classes: dict[str, PriorityClassInfo]) -> list[tuple[
             return [("spec.priorityClassName", f"no PriorityClass with name {name} was found")]
     else:
         cls = default_class(classes)
-        if cls is None:
-            # No class named, none global: priority 0 upstream, which refuses any other spec.priority. The
-            # simulated cluster takes the pod's own spec.priority here instead (as a cluster without the
-            # Priority admission plugin), so manifests and tests can set a priority without a class.
-            return []
-    value = cls.value if cls is not None else 0
+    value = cls.value if cls is not None else DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS_EXISTS
     policy = cls.preemption_policy if cls is not None else PREEMPT_LOWER_PRIORITY
     given = spec_m.get("priority")
     if given is not None and given != value:
@@ -138,7 +166,8 @@ def admit_priority(parsed, classes: dict[str, PriorityClassInfo]) -> list[tuple[
         return [("spec.preemptionPolicy", f"the string value of PreemptionPolicy ({given_policy}) must not be provided "
                                           f"in pod spec; priority admission controller computed {policy} from the "
                                           "given PriorityClass name")]
-    spec_m["priorityClassName"] = cls.name
+    if cls is not None:
+        spec_m["priorityClassName"] = cls.name
     spec_m["priority"] = value
     spec_m["preemptionPolicy"] = policy
     parsed.spec = dataclasses.replace(parsed.spec, priority=value, preemption_policy=policy)

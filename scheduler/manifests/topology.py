@@ -149,11 +149,15 @@ def _label_keys_in_selector(o, path: str, keys: list[str], selector: LabelSelect
 
 
 def _in_both(o, at: str, match_keys: list[str], selector: LabelSelector | None, pod_labels) -> None:
-    """As the check in validateMatchLabelKeysAndMismatchLabelKeys, which the API server runs after it merged the
+    """As the check in ValidateMatchLabelKeysAndMismatchLabelKeys, which the API server runs after it merged the
     keys into the selector (PrepareForCreate): a key the merge adds an expression for, that the selector also
     names (in matchLabels, or in an expression before), is in both. Reported at `at[i]`: upstream indexes the
-    path it was given, which for a pod (anti-)affinity term is the term itself (`...[0][i]`, `podAffinityTerm[i]`,
-    as its own tests expect), and for a spread constraint its matchLabelKeys."""
+    path it was given, which is the term or the constraint itself, not its matchLabelKeys: `...[0][i]` and
+    `podAffinityTerm[i]` for a pod (anti-)affinity term (as its tests expect), and
+    `spec.topologySpreadConstraints[c][i]` for a spread constraint (validateTopologySpreadConstraints passes
+    subFldPath with MatchLabelKeysInPodTopologySpreadSelectorMerge on, master's default). A key the pod has no
+    label for adds no expression, so it is never in both, even when the selector names it (the legacy check,
+    gate off, refuses that)."""
     if selector is None or not match_keys:
         return
     index = {key: i for i, key in enumerate(match_keys)}
@@ -210,8 +214,11 @@ def topology_spread_constraints(o, value, path: str = "spec.topologySpreadConstr
             if policy is not None and policy not in _INCLUSION_POLICIES:
                 o.add(_p(cp, name), f"Unsupported value: {_v(policy)}: supported values: "
                                     + ", ".join(_v(p) for p in _INCLUSION_POLICIES))
+        # With MatchLabelKeysInPodTopologySpreadSelectorMerge on (beta, default on since 1.34) a new pod's
+        # constraint is checked as an affinity term is (ValidateMatchLabelKeysAndMismatchLabelKeys with no
+        # mismatchLabelKeys), on the selector the merge made, not by the legacy ValidateMatchLabelKeysInTopologySpread.
         _label_keys_in_selector(o, cp, list(c.match_label_keys), c.label_selector, "matchLabelKeys")
-        _in_both(o, _p(cp, "matchLabelKeys"), list(c.match_label_keys), c.label_selector, pod_labels)
+        _in_both(o, cp, list(c.match_label_keys), c.label_selector, pod_labels)
     return tuple(constraints)
 
 

@@ -132,6 +132,16 @@ def test_it_pops_by_priority_then_timestamp(make_queue, pods, expected):
     assert q.pop(1) == []
 
 
+def test_add_many_adds_each_in_order_as_add_does_and_counts_the_new_ones(make_queue):
+    q, clock = make_queue()
+    clock.now = T0
+    assert q.add("ns/known", 1) is True
+    assert q.add_many([("ns/a", 5), ("ns/known", 7), ("ns/b", 5)]) == 2
+    assert q.add_many([]) == 0
+    # As add(): a known pod only gets its new priority; the new ones keep their order at equal priority.
+    assert [q.pop(1)[0].key for _ in range(3)] == ["ns/known", "ns/a", "ns/b"]
+
+
 def test_it_pops_a_batch_counting_one_cycle_and_attempt_per_pod(make_queue):
     q, clock = make_queue()
     for i in range(5):

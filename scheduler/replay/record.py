@@ -55,7 +55,7 @@ def _t(when: datetime, start: datetime) -> float:
 def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
     header = {"source": "database", "start": start.isoformat(), "end": end.isoformat(),
               "duration_s": round((end - start).total_seconds(), 6),
-              "seed": settings.SCHEDBOARD_SEED, "batch_size": settings.SCHEDBOARD_BATCH_SIZE,
+              "seed": _live_seed(start, end), "batch_size": settings.SCHEDBOARD_BATCH_SIZE,
               "backend": settings.SCHEDBOARD_BACKEND, "config": _config_at(start)}
     trace = tr.Trace(header=header)
     events: list[tuple[datetime, int, dict]] = []  # (when, order within an instant, line)
@@ -73,11 +73,14 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
         if life.deleted_at is not None and life.deleted_at <= end:
             events.append((life.deleted_at, 4, {"kind": tr.NODE_DELETE, "name": life.name}))
 
-    # Each attempt's (start, the instant its snapshot was read: migration 0015, None before it).
-    attempts_of: dict[tuple[str, str], list[tuple[datetime, datetime | None]]] = {}
-    for ns, name, started, snapshot in Attempt.objects.filter(started_at__gt=start, started_at__lte=end).order_by(
-            "started_at").values_list("namespace", "pod_name", "started_at", "snapshot_at"):
-        attempts_of.setdefault((ns, name), []).append((started, snapshot))
+    # Each attempt's (start, the instant its snapshot was read: migration 0015, None before it; where its worker's
+    # random choices stood: [seed, position, round-robin start], migration 0016, None before it).
+    attempts_of: dict[tuple[str, str], list[tuple[datetime, datetime | None, list | None]]] = {}
+    for ns, name, started, snapshot, seed, position, start_index in Attempt.objects.filter(
+            started_at__gt=start, started_at__lte=end).order_by("started_at", "id").values_list(
+            "namespace", "pod_name", "started_at", "snapshot_at", "tiebreak_seed", "tiebreak_position", "start_node_index"):
+        tiebreak = None if seed is None else [seed, position, start_index or 0]
+        attempts_of.setdefault((ns, name), []).append((started, snapshot, tiebreak))
     seen_by = _deletions_seen(start, end)
     columns = ("namespace", "name", "manifest", "node_name", "queued_at", "bound_at")
     pods = [(*row, None) for row in Pod.objects.filter(created_at__lte=end).values_list(*columns)]
@@ -91,30 +94,38 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
             events.append((seen_by(deleted_id[0], deleted_at), 2, {"kind": tr.POD_DELETE, "key": f"{ns}/{name}"}))
         if queued_at is None:  # created bound (spec.nodeName): it never waited in our queue
             if bound_at <= start:
-                trace.pods.append((manifest, node_name))
+                trace.pods.append((_started(manifest, bound_at), node_name))
             elif bound_at <= end:
                 events.append((bound_at, 1, {"kind": tr.POD_ADD, "manifest": manifest, "node": node_name}))
             continue
         if bound_at is not None and bound_at <= start and node_name:
-            trace.pods.append((manifest, node_name))
+            trace.pods.append((_started(manifest, bound_at), node_name))
         elif queued_at <= start:
+            tiebreaks = [a[2] for a in attempts_of.get((ns, name), ())]
             trace.pods.append((_unbound(manifest), None))
+            if any(tiebreaks):
+                trace.pod_tiebreaks[f"{ns}/{name}"] = tiebreaks
         elif queued_at <= end:
             line = {"kind": tr.POD_ADD, "manifest": _unbound(manifest), "node": None}
-            first = next((a for a in attempts_of.get((ns, name), ()) if a[0] >= queued_at), None)
-            if first is not None:
+            tried = [a for a in attempts_of.get((ns, name), ()) if a[0] >= queued_at]
+            if tried:
+                first = tried[0]
                 line["first_attempt_t"] = _t(first[0], start)  # when the live loop picked it up (simulator.picked_up)
                 if first[1] is not None:
                     # What the live worker's decision saw: the cluster as read then (simulator.picked_up).
                     line["first_snapshot_t"] = _t(first[1], start)
-                later = [_t(snap, start) for started, snap in attempts_of[(ns, name)] if started > first[0] and snap]
+                later = [_t(snap, start) for started, snap, _ in tried if started > first[0] and snap]
                 if later:  # when the live loop tried it again (its reconciler's tick): the replay retries it then
                     line["retry_snapshot_t"] = later
+                if any(a[2] for a in tried):  # where each attempt's random choices stood: the replay draws the same
+                    line["tiebreaks"] = [a[2] for a in tried]
             events.append((queued_at, 1, line))
 
     # The objects the plugins read (Services, ReplicaSets... for spreading; Namespaces for affinity), as the
-    # table keeps them: each with its current manifest, from its creation (those deleted are not kept).
-    for kind, manifest, created in ClusterObject.objects.filter(created_at__lte=end).order_by(
+    # table keeps them: each with its current manifest, from its creation (those deleted are not kept). Only the
+    # kinds the replay reads: a pod's priority is already resolved in its manifest (PriorityClasses, the system
+    # ones every database has included, are not needed), and the replay's preemption reads no budget.
+    for kind, manifest, created in ClusterObject.objects.filter(created_at__lte=end, kind__in=OBJECT_API_VERSIONS).order_by(
             "created_at", "kind", "namespace", "name").values_list("kind", "manifest", "created_at"):
         obj = {**manifest, "apiVersion": OBJECT_API_VERSIONS[kind], "kind": kind}
         if created <= start:
@@ -141,11 +152,21 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
     return trace
 
 
+def _live_seed(start: datetime, end: datetime) -> int | None:
+    """The tie-break seed the live worker ran with: its first attempt's in the window (migration 0016); before
+    that column, this process's SCHEDBOARD_SEED (the one the live run was asked to share)."""
+    seed = (Attempt.objects.filter(started_at__gt=start, started_at__lte=end, tiebreak_seed__isnull=False)
+            .order_by("started_at", "id").values_list("tiebreak_seed", flat=True).first())
+    return settings.SCHEDBOARD_SEED if seed is None else seed
+
+
 def _deletions_seen(start: datetime, end: datetime):
     """when(id, deleted_at): when the scheduler could first have seen that pod deletion. Its stamp is taken when
     its transaction deletes the row, before the commit: a snapshot read just after the stamp may not have
     seen it. Each attempt records the newest deletion its snapshot saw (migration 0015); a deletion an attempt
-    did not see, though stamped before its snapshot, is moved to just after the last such snapshot."""
+    did not see, though stamped before its snapshot, is moved to just after the last such snapshot, and one a
+    snapshot stamped before it saw (its instant taken as its read began; the deletion committed meanwhile) to
+    just before the first such."""
     snapshots = list(Attempt.objects.filter(started_at__gt=start, started_at__lte=end, snapshot_at__isnull=False,
                                             snapshot_deleted_pod__isnull=False).order_by("snapshot_at").values_list(
         "snapshot_at", "snapshot_deleted_pod").distinct())
@@ -153,6 +174,11 @@ def _deletions_seen(start: datetime, end: datetime):
 
     def when(deleted_id: int, deleted_at: datetime) -> datetime:
         i, seen = bisect.bisect_left(times, deleted_at), deleted_at
+        first = i
+        while first > 0 and snapshots[first - 1][1] >= deleted_id:
+            first -= 1
+        if first < i:
+            return snapshots[first][0] - timedelta(microseconds=1)
         # Snapshots are read in order and each sees every deletion the one before saw: stop at the first that saw it.
         while i < len(snapshots) and snapshots[i][1] < deleted_id:
             seen = snapshots[i][0] + timedelta(microseconds=1)
@@ -213,6 +239,15 @@ def _node_lives(end: datetime) -> list[_NodeLife]:
         if life is not None:
             life.revisions.append((replaced, manifest))
     return sorted(lives, key=lambda x: (x.created_at, x.name))
+
+
+def _started(manifest: dict, bound_at: datetime) -> dict:
+    """A pod bound before the start as the live snapshot reads it: with no status.startTime (no kubelet wrote
+    one: the simulated cluster's pods), it started when bound (placed_pods). Preemption orders by it."""
+    status = manifest.get("status")
+    if isinstance(status, dict) and status.get("startTime"):
+        return manifest
+    return {**manifest, "status": {**(status if isinstance(status, dict) else {}), "startTime": bound_at.isoformat()}}
 
 
 def _unbound(manifest: dict) -> dict:

@@ -26,7 +26,7 @@ def config_from_file(path: str) -> tuple[str, SchedulerConfig | None]:
 
 
 def replay_seed(trace: Trace, seed: int | None) -> int:
-    """--seed, else the live run's SCHEDBOARD_SEED, else 0: a replay is always deterministic."""
+    """--seed, else the live run's tie-break seed (the trace's), else 0: a replay is always deterministic."""
     if seed is not None:
         return seed
     return trace.header.get("seed") or 0
@@ -38,6 +38,8 @@ def replay_trace(trace: Trace, configs: list[tuple[str, SchedulerConfig | None]]
                  on_progress: Callable[[int, int, int], None] | None = None) -> dict:
     """Each configuration replays the whole trace on its own (same seed, fresh queue and cache; at
     `speed`, each from its own start)."""
+    # The live attempts' draws are followed unless another seed than the live one was asked for.
+    follow = seed is None or seed == trace.header.get("seed")
     seed = replay_seed(trace, seed)
     recorded = trace.recorded_placements
     reports, runs = [], []
@@ -45,7 +47,8 @@ def replay_trace(trace: Trace, configs: list[tuple[str, SchedulerConfig | None]]
     for n, (name, config) in enumerate(configs):
         progress = None if on_progress is None else (lambda done, total, n=n: on_progress(n, done, total))
         run = Replayer(trace, config=config, name=name, seed=seed, batch_size=batch_size,
-                       cycle_seconds=cycle_seconds, pace=pacer(speed), on_progress=progress, specs=specs).run()
+                       cycle_seconds=cycle_seconds, pace=pacer(speed), on_progress=progress, specs=specs,
+                       follow_live_draws=follow).run()
         reports.append(run_report(run, recorded))
         runs.append(run)
     differing = differ(reports)

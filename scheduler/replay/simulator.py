@@ -10,8 +10,8 @@ touches the database.
 
 from __future__ import annotations
 
+import copy
 import math
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +40,9 @@ from .metrics import Sample, sample_of
 
 # As the live worker's default (SCHEDBOARD_BATCH_SIZE): a trace without one replays in batches this big.
 DEFAULT_BATCH_SIZE = 256
+# The live worker puts a batch's failed pods back one after another, each at its own instant; the replay's
+# clock stands still through a batch, so it steps each one this much further (the queue's unit: microseconds).
+PUT_BACK_STEP = 1e-6
 
 
 class VirtualClock:
@@ -123,6 +126,24 @@ def cluster_objects(manifests: list[dict]) -> ClusterObjects:
     return objects
 
 
+class _FollowingAlgorithm(Algorithm):
+    """The replay's Algorithm: before a pod's cycle, its random choices go where the live attempt's stood
+    (engine/tiebreak.py), so a tie among equal top scores or preemption's offset among candidates falls as it
+    fell live, whichever worker drew it and wherever its stream was. Attempts the live run did not make draw on."""
+
+    def __init__(self, seed: int | None, nominator, live_draws: Callable[[PodSpec], list | None]):
+        super().__init__(seed, nominator=nominator)
+        self.live_draws = live_draws
+
+    def schedule(self, profile, pod, nodes, *, all_nodes: bool = False):
+        at = self.live_draws(pod)
+        if at is not None:
+            seed, position, start_index = at
+            self.tiebreak.seek(seed, position)
+            self.next_start_node_index = start_index
+        return super().schedule(profile, pod, nodes, all_nodes=all_nodes)
+
+
 class Replayer:
     """Replays one trace under one configuration (or, with config=None, under the recorded ones)."""
 
@@ -130,7 +151,7 @@ class Replayer:
                  batch_size: int | None = None, cycle_seconds: float = 0.0,
                  pace: Callable[[float], None] | None = None,
                  on_progress: Callable[[int, int], None] | None = None,
-                 specs: dict[int, PodSpec] | None = None):
+                 specs: dict[int, PodSpec] | None = None, follow_live_draws: bool = True):
         self.trace = trace
         self.follows_recorded = config is None
         if config is None:
@@ -145,9 +166,11 @@ class Replayer:
         start = trace.header.get("start")
         self._epoch = datetime.fromisoformat(start).timestamp() if start else 0.0
         self.queue = MemoryQueue(clock=self.clock)
+        # With a nominator, as kube-scheduler: room preemption freed is kept for the pod it was freed for. Seeded
+        # (the trace's live seed, or --seed); following the live attempts' draws unless another seed was asked for.
+        self.live_draws: dict[str, list] = {}
+        self.algorithm = _FollowingAlgorithm(seed, Nominator(), self._live_draw if follow_live_draws else lambda pod: None)
         self._use_config(config)
-        # With a nominator, as kube-scheduler: room preemption freed is kept for the pod it was freed for.
-        self.algorithm = Algorithm(seed, nominator=Nominator())
         self.batch_size = batch_size or trace.header.get("batch_size") or DEFAULT_BATCH_SIZE
         self.cycle_seconds = cycle_seconds  # virtual time one pod's cycle takes (0: scheduling is instant)
         self.pace = pace
@@ -178,12 +201,19 @@ class Replayer:
         self.queue.max_backoff = float(config.pod_max_backoff_seconds)
 
     def _seed_post_filter(self, plugin) -> None:
-        """DefaultPreemption draws a random offset among the candidate nodes (upstream's getOffsetRand):
-        seeded from --seed, each profile's plugin alike, so a replay preempts the same victims every time;
+        """DefaultPreemption draws a random offset among the candidate nodes (upstream's getOffsetRand): from
+        the algorithm's stream, as the live worker's does, so a replay preempts the same victims every time;
         its clock is the virtual one."""
         if isinstance(plugin, DefaultPreemption):
-            plugin.rng = random.Random(self.seed)
+            plugin.rng = self.algorithm.tiebreak
             plugin.evaluator.clock = lambda: self._epoch + self.clock.now
+
+    def _live_draw(self, pod: PodSpec) -> list | None:
+        """Where the live attempt this replayed one stands for (the pod's n-th, as _retry_as_live counts) drew from."""
+        draws = self.live_draws.get(pod.key)
+        replayed = self.pods.get(pod.key)
+        n = replayed.attempts if replayed is not None else 0
+        return draws[n] if draws and n < len(draws) else None
 
     # ---- the cluster ---------------------------------------------------------------------
     def _rebuild(self) -> None:
@@ -212,6 +242,8 @@ class Replayer:
     def _arrive(self, manifest: dict, node: str | None, now: float | None, arrived: float | None = None) -> None:
         spec = self._spec(manifest)
         if node is not None and node in self.nodes:
+            if now is not None:
+                spec = self._started(spec, now)  # created bound: it starts now
             self.pods[spec.key] = ReplayPod(spec, now, node=node, bound_at=now)
             if now is not None:
                 self.result.bindings.setdefault(spec.key, node)
@@ -301,6 +333,8 @@ class Replayer:
         results = cycle.schedule_batch(batch, algorithm=self.algorithm, cache=self.cache, cluster=_Reserves())
         victims: list[str] = []
         bound: list[PodChange] = []
+        put_back: list[tuple] = []  # the failures, in the batch's order (the live worker's after its batch)
+        refused: list[tuple] = []  # the refused bindings (the live binder's, after those)
         for result in results:
             key = result.pod.key
             pod = self.pods[key]
@@ -318,11 +352,11 @@ class Replayer:
                 self.cache.forget(key)
                 pod.message = f"binding to {result.node_name} refused, as the live run's was"
                 self.result.bind_failures += 1
-                self.queue.add_unschedulable_if_not_present(by_key[key], unschedulable=False, message=pod.message)
-                self._retry_as_live(pod)
+                refused.append((pod, False, pod.message))
             elif result.status == cycle.SCHEDULED:
                 # Bound at once (a binding the live run saw refused is refused above).
                 self.cache.confirm(key)
+                pod.spec = self._started(pod.spec, self.clock.now, result.node_name)
                 pod.node, pod.bound_at, pod.message = result.node_name, self.clock.now, ""
                 pod.decision = decision_summary(result.decision, self.cache.table)
                 self.unbound.discard(key)
@@ -332,14 +366,40 @@ class Replayer:
                                                 pod.spec.labels)))
             else:
                 pod.message = result.message
-                self.queue.add_unschedulable_if_not_present(
-                    by_key[key], unschedulable=result.status == cycle.UNSCHEDULABLE, message=result.message)
-                self._retry_as_live(pod)
+                put_back.append((pod, result.status == cycle.UNSCHEDULABLE, result.message))
                 victims += [v.key for v in result.victims]
                 self.result.preemptors += bool(result.victims)
+        self._put_back([(by_key[pod.spec.key], pod, unschedulable, message)
+                        for pod, unschedulable, message in put_back + refused])
         self._hint_moves(bound)
         self._evict(victims)
         return len(infos)
+
+    def _put_back(self, failed: list[tuple]) -> None:
+        """(queue record, pod, unschedulable, message) back to the queue, each a step later than the one before:
+        the active queue orders pods of one priority by the instant they were put back, then by name, so
+        sharing one instant they would come back in name order, not in the order the live worker tried them."""
+        now = self.clock.now
+        try:
+            for step, (info, pod, unschedulable, message) in enumerate(failed):
+                self.clock.now = now + step * PUT_BACK_STEP
+                self.queue.add_unschedulable_if_not_present(info, unschedulable=unschedulable, message=message)
+                self._retry_as_live(pod)
+        finally:
+            self.clock.now = now
+
+    def _started(self, spec: PodSpec, now: float, node: str | None = None) -> PodSpec:
+        """The pod as bound at `now` (virtual): its start time is status.startTime, or, without one, the binding's
+        instant, as the live snapshot reads a pod no kubelet started (placed_pods: the simulated cluster's). It
+        orders preemption's candidates (the latest-started victims go first) and victims. A copy: the parsed spec
+        is shared by every configuration's run. Re-indexed on `node` when it is there already."""
+        if spec.start_time is not None:
+            return spec
+        started = copy.copy(spec)
+        started.start_time = self._epoch + now
+        if node is not None:
+            self.cache.table.pods.add_pod(self.cache.table.index[node], started)  # replaces the entry under its key
+        return started
 
     def _hint_moves(self, bound: list[PodChange]) -> None:
         """As the live binder once its batch is bound (scheduler/queue/hints.py): AssignedPodAdd moves the
@@ -412,12 +472,17 @@ class Replayer:
         for manifest, node in self.trace.pods:
             self._arrive(manifest, node, None if node else 0.0)
         events = picked_up([e for e in self.trace.events if e["kind"] != tr.BOUND])
+        self.live_draws.update(self.trace.pod_tiebreaks)
         for e in events:
-            if e["kind"] == tr.POD_ADD and e.get("retry_snapshot_t"):
+            if e["kind"] == tr.POD_ADD and (e.get("retry_snapshot_t") or e.get("tiebreaks")):
                 try:
-                    self.live_retries[self._spec(e["manifest"]).key] = sorted(e["retry_snapshot_t"])
+                    key = self._spec(e["manifest"]).key
                 except ManifestError:
-                    pass  # skipped when it arrives, with why
+                    continue  # skipped when it arrives, with why
+                if e.get("retry_snapshot_t"):
+                    self.live_retries[key] = sorted(e["retry_snapshot_t"])
+                if e.get("tiebreaks"):
+                    self.live_draws[key] = e["tiebreaks"]
         # After the last event: the trace's end, and one unschedulable-pool timeout more for what is still backing off.
         horizon = max(self.trace.header.get("duration_s") or 0.0, events[-1]["t"] if events else 0.0)
         horizon += self.queue.max_in_unschedulable

@@ -37,3 +37,14 @@ def test_a_deletion_the_next_snapshot_saw_keeps_its_stamp_and_one_before_0015_to
     assert when(4, at(50)) == at(50)
     Attempt.objects.update(snapshot_deleted_pod=None, snapshot_at=None)  # recorded before migration 0015
     assert _deletions_seen(START, at(1000))(6, at(98)) == at(98)
+
+
+def test_a_deletion_an_earlier_stamped_snapshot_saw_is_moved_to_just_before_it():
+    """The snapshot's instant is taken as its read begins; a deletion whose transaction stamped it later and
+    committed before the read was seen: the replay must apply it before that snapshot's decisions."""
+    attempt("a", 100, seen=4)
+    attempt("b", 200, seen=5)  # saw deletion 5, stamped at 230 (its transaction held SQLite's lock meanwhile)
+    attempt("c", 300, seen=5)
+    when = _deletions_seen(START, at(1000))
+    assert when(5, at(230)) == at(200) - timedelta(microseconds=1)
+    assert when(6, at(250)) == at(300) + timedelta(microseconds=1)  # unseen by c, though stamped before it

@@ -23,7 +23,7 @@ from scheduler.queue import queues
 from scheduler.engine.config import load_config
 from scheduler.manifests.files import parse_documents
 from scheduler.controllers.drain import cordon
-from scheduler.models import Binding, DeletedNode, DeletedPod, NodeRevision, Pod
+from scheduler.models import Attempt, Binding, DeletedNode, DeletedPod, NodeRevision, Pod
 from scheduler.replay.record import record_from_database
 from scheduler.versions.services import config_version_create
 from scheduler.queue.redis_queue import RedisQueue
@@ -215,6 +215,71 @@ def test_replay_under_another_seed_or_configuration_does_not_reproduce_it(clock,
     assert json.loads(out.getvalue())["configs"][0]["recorded_differs"] != []
 
 
+def ties_run(clock, workers, pods=24):
+    """Four equal nodes and equal pods a few at a time, the workers taking batches in turn: ties all along."""
+    for i in range(pods // 4):
+        apply(*[pod(f"w{i:02d}-{j}-{clock.now:.0f}", "500m", "512Mi") for j in range(4)])
+        for _ in range(2):
+            loop.reset_worker(workers[i % len(workers)])
+            loop.reconcile()
+            loop.run_schedule_task()
+        clock.advance(2)
+
+
+def window_bindings(start):
+    return {f"{ns}/{name}": node for ns, name, node in Binding.objects.filter(bound_at__gt=start).values_list(
+        "namespace", "pod_name", "node_name")}
+
+
+def replay_window(start, clock, strip_tiebreaks=False):
+    from scheduler.replay.run import replay_trace
+
+    trace = record_from_database(start=start, end=clock.datetime())
+    if strip_tiebreaks:
+        for e in trace.events:
+            e.pop("tiebreaks", None)
+        trace.pod_tiebreaks.clear()
+    return trace, replay_trace(trace, [("recorded", None)])["configs"][0]
+
+
+def test_an_unseeded_worker_that_ran_before_the_trace_is_reproduced_with_no_seed_given(clock, settings):
+    """The worker drew a seed of its own and made many draws before the window: each attempt recorded where its
+    draws stood, so the replay draws the same with no --seed. Without those positions it does not reproduce."""
+    settings.SCHEDBOARD_SEED = None
+    settings.SCHEDBOARD_BATCH_SIZE = 2
+    apply(*[node(f"a{i}", "64", "256Gi") for i in range(4)])
+    worker = loop.Worker()
+    ties_run(clock, [worker])
+    clock.advance(30)
+    start = clock.datetime()
+    clock.advance(1)
+    ties_run(clock, [worker])
+    bindings = window_bindings(start)
+    assert len(bindings) == 24
+    trace, run = replay_window(start, clock)
+    assert trace.header["seed"] == worker.algorithm.tiebreak.seed
+    assert run["recorded_differs"] == [] and run["recorded_matches"] == len(bindings)
+    _, blind = replay_window(start, clock, strip_tiebreaks=True)
+    assert blind["recorded_differs"] != []
+
+
+def test_two_workers_with_seeds_of_their_own_are_each_followed_where_their_draws_stood(clock, settings):
+    """Two workers (seeds 5 and 9) take batches in turn: one replayer reproduces both, drawing each attempt from
+    its own worker's stream; a single stream (the trace's seed alone) does not."""
+    settings.SCHEDBOARD_BATCH_SIZE = 2
+    start = clock.datetime()
+    clock.advance(1)
+    apply(*[node(f"a{i}", "64", "256Gi") for i in range(4)])
+    ties_run(clock, [loop.Worker(seed=5), loop.Worker(seed=9)])
+    bindings = window_bindings(start)
+    assert len(bindings) == 24
+    assert set(Attempt.objects.values_list("tiebreak_seed", flat=True)) == {5, 9}
+    _, run = replay_window(start, clock)
+    assert run["recorded_differs"] == [] and run["recorded_matches"] == len(bindings)
+    _, blind = replay_window(start, clock, strip_tiebreaks=True)
+    assert blind["recorded_differs"] != []
+
+
 def test_a_run_with_deletions_node_updates_and_a_node_removed_replays_to_the_same_bindings(clock, tmp_path):
     changes_run(clock)
     bindings = {f"{ns}/{name}": node for ns, name, node in Binding.objects.values_list("namespace", "pod_name", "node_name")}
@@ -253,6 +318,19 @@ def test_a_trace_starts_with_each_node_as_it_was_then_and_each_change_after(cloc
     assert (service["apiVersion"], service["kind"], service["metadata"]["name"]) == ("v1", "Service", "web")
     assert service["spec"]["selector"] == {"app": "web"}
 
+
+def test_a_pod_bound_before_the_start_is_recorded_as_started_when_it_was_bound(clock):
+    """The simulated cluster has no kubelet to write status.startTime; the live snapshot reads a placed pod's
+    start as its binding time (preemption prefers the victims that started last): the trace says so too."""
+    live_run(clock)
+    start = Pod.objects.get(name="q00").queued_at
+    trace = record_from_database(start=start, end=clock.datetime())
+    bound = {f"{ns}/{name}": when for ns, name, when in Pod.objects.exclude(bound_at=None).values_list(
+        "namespace", "name", "bound_at")}
+    started = {f"{m['metadata']['namespace']}/{m['metadata']['name']}": m["status"]["startTime"]
+               for m, node_name in trace.pods if node_name}
+    assert len(started) >= 10
+    assert all(datetime.fromisoformat(when) == bound[key] <= start for key, when in started.items())
 
 
 def test_a_node_status_heartbeat_is_no_node_update_but_a_label_change_is():

@@ -119,6 +119,29 @@ def test_most_allocated_packs_and_least_allocated_spreads_on_the_same_trace(spre
     assert most["spread_skew"]["kubernetes.io/hostname"] > least["spread_skew"]["kubernetes.io/hostname"]
 
 
+def test_the_json_report_has_the_trace_each_configurations_outcome_and_what_differs(spread_trace):
+    d = spread_trace.parent
+    report = replay_json(spread_trace, "--config", d / "MostAllocated.yaml", "--config", d / "LeastAllocated.yaml")
+    assert {"trace", "configs", "differ"} <= report.keys()
+    assert {"source", "nodes", "pods", "events", "duration_s", "seed", "recorded_bindings"} <= report["trace"].keys()
+    for c in report["configs"]:
+        assert {"config", "scheduled", "pending", "placements", "utilization", "fragmentation", "preemptions",
+                "time_to_bind_p50_s", "time_to_bind_p99_s"} <= c.keys()
+        assert {r: set(v) for r, v in c["utilization"].items()} == {"cpu": {"mean", "std"}, "memory": {"mean", "std"}}
+        assert {"pods", "cpu_millis", "memory_bytes"} <= c["fragmentation"].keys()
+        assert len(c["placements"]) == 40 and c["time_to_bind_p50_s"] <= c["time_to_bind_p99_s"]
+    assert report["differ"] == sorted(k for k in report["configs"][0]["placements"]
+                                      if report["configs"][0]["placements"][k] != report["configs"][1]["placements"][k])
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**63)])
+def test_a_seed_the_stream_cannot_take_is_refused_naming_the_option(spread_trace, seed):
+    err = io.StringIO()
+    with pytest.raises(KubectlError):
+        call_command("replay", str(spread_trace), "--seed", seed, stderr=err, stdout=io.StringIO())
+    assert err.getvalue() == f"error: --seed {seed}: must be between 0 and {2**63 - 1}\n"
+
+
 def test_the_table_says_the_spread_skew_and_preemptions_of_each_configuration(spread_trace):
     d = spread_trace.parent
     out = io.StringIO()
@@ -257,6 +280,44 @@ def test_pods_the_live_loop_picked_up_together_are_tried_in_creation_order_not_b
     assert out["placements"] == {"default/zz": "n1", "default/aa": None}
 
 
+def test_pods_that_failed_in_one_batch_come_back_in_the_order_they_were_tried_not_by_name():
+    """shop/first and default/second (created in that order) fail together at 1.5; the deletion at 5 frees room
+    for one. The live worker put them back one after another, so they pop again in that order: shop/first takes
+    the room, as live (put back at one instant, the active queue would order them by name: default/ first)."""
+    first = pod("first", cpu="1")
+    first["metadata"]["namespace"] = "shop"
+    events = [{"t": 1.0, "kind": "pod_add", "manifest": first, "first_attempt_t": 1.5},
+              {"t": 1.01, "kind": "pod_add", "manifest": pod("second", cpu="1"), "first_attempt_t": 1.5},
+              {"t": 5.0, "kind": "pod_delete", "key": "default/old"}]
+    out = run(trace([node("n1", cpu="1")], [pod("old", cpu="1", node_name="n1")], events))
+    assert out["placements"] == {"shop/first": "n1", "default/second": None}
+    assert out["attempts"] == 4
+
+
+def test_preemption_evicts_the_victim_that_started_last_as_the_live_snapshot_reads_start_times():
+    """Two full nodes, each with one low-priority pod: "early" bound at 1 s, "late" at 5 s. An urgent pod at 10 s
+    must evict one; upstream's pickOneNodeForPreemption prefers the node whose victims started latest, and the
+    live snapshot reads a simulated pod's start as its binding time: so "late" goes, whatever the seed's offset
+    among the candidates (a replayed pod that never started would read as starting now: a tie, the offset's)."""
+    early, late = pod("early", cpu="2"), pod("late", cpu="2")
+    early["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "a"}
+    late["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "b"}
+    urgent = pod("urgent", cpu="2")
+    urgent["spec"]["priority"] = 1000
+    t = trace([node("a", cpu="2"), node("b", cpu="2")], [], [
+        {"t": 1.0, "kind": "pod_add", "manifest": early}, {"t": 5.0, "kind": "pod_add", "manifest": late},
+        {"t": 10.0, "kind": "pod_add", "manifest": urgent}])
+    for seed in range(8):
+        out = run(t, seed=seed)
+        assert out["evicted"] == ["default/late"] and out["placements"]["default/urgent"] == "b", seed
+    # A pod bound before the trace starts: its status.startTime (the recorder writes its binding time there).
+    started = [pod("early", cpu="2", node_name="a"), pod("late", cpu="2", node_name="b")]
+    started[0]["status"] = {"startTime": "2026-12-01T10:00:05Z"}
+    started[1]["status"] = {"startTime": "2026-12-01T10:00:01Z"}
+    t = trace([node("a", cpu="2"), node("b", cpu="2")], started, [{"t": 10.0, "kind": "pod_add", "manifest": urgent}])
+    assert all(run(t, seed=seed)["evicted"] == ["default/early"] for seed in range(8))
+
+
 def test_a_failed_pod_is_tried_again_when_the_live_loop_tried_it_again_not_at_its_backoffs_end():
     """Its binding refused at 2.0, its 1 s backoff ends at 3.0 (n1 is the emptier then); the live loop tried it
     again at 3.4 (its reconciler's tick), after a pod took 6 of n1's 8 CPUs at 3.2: n2 then, as live."""
@@ -374,6 +435,17 @@ def test_live_retry_times_that_are_not_a_list_of_seconds_are_refused_naming_line
     with pytest.raises(TraceError) as refused:
         read_trace(text, "t.jsonl")
     assert str(refused.value) == f"t.jsonl:2: retry_snapshot_t must be a list of seconds since the start, got {value!r}"
+
+
+@pytest.mark.parametrize("kind, value", [("pod_add", [[7, 1]]), ("pod_add", [[7, -1, 0]]), ("pod", 3),
+                                         ("pod", [[7, 1, True]])])
+def test_live_draw_positions_that_are_not_seed_position_and_start_are_refused_naming_line_and_field(kind, value):
+    line = {"t": 1.0, "kind": kind, "manifest": {}, "tiebreaks": value}
+    text = '{"kind": "trace", "version": 1}\n' + json.dumps(line) + "\n"
+    with pytest.raises(TraceError) as refused:
+        read_trace(text, "t.jsonl")
+    assert str(refused.value) == ("t.jsonl:2: tiebreaks must be a list of [seed, position, start index] (whole numbers) "
+                                  f"or null, got {value!r}")
 
 
 def test_a_trace_line_of_an_unknown_kind_is_refused_with_its_line_number():

@@ -1,9 +1,10 @@
 """The trace format: JSON lines, the cluster at the start, then timed events.
 
-    {"kind": "trace", "version": 1, "source": ..., "start": iso, "end": iso, "seed": n|null,
+    {"kind": "trace", "version": 1, "source": ..., "start": iso, "end": iso, "seed": n|null (the live tie-break seed),
      "batch_size": n, "config": {"version": n, "config": config_to_dict()} | null}
     {"kind": "node", "manifest": {...}}                    a node at the start
-    {"kind": "pod", "manifest": {...}, "node": "n1"|null}  a pod at the start: bound, or pending (queued at t=0)
+    {"kind": "pod", "manifest": {...}, "node": "n1"|null}  a pod at the start: bound, or pending (queued at t=0;
+                                                           "tiebreaks" as pod_add's, for its attempts in the window)
     {"kind": "object", "manifest": {...}}                  Namespace, Service, ReplicaSet... (what plugins read)
     {"kind": "bind_failures", "pods": {"ns/name": n}}      bindings the live binder had refused, per pod (its first
                                                            n bindings fail in the replay too, under any configuration)
@@ -12,7 +13,10 @@
                                                            "first_snapshot_t": when that attempt's snapshot was
                                                            read, if recorded: the replay queues it then instead;
                                                            "retry_snapshot_t": [s, ...] the snapshot instants of its
-                                                           later live attempts: the replay retries it then)
+                                                           later live attempts: the replay retries it then;
+                                                           "tiebreaks": [[seed, position, start index] | null, ...]
+                                                           where each live attempt's random choices stood: the
+                                                           replay draws from there, engine/tiebreak.py)
     {"t": s, "kind": "pod_delete", "key": "ns/name"}
     {"t": s, "kind": "node_add" | "node_update", "manifest": {...}}
     {"t": s, "kind": "node_delete", "name": "n1"}
@@ -56,6 +60,9 @@ class Trace:
     pods: list[tuple[dict, str | None]] = field(default_factory=list)  # (manifest, node or None)
     objects: list[dict] = field(default_factory=list)
     bind_failures: dict[str, int] = field(default_factory=dict)  # pod key -> bindings the live run saw refused
+    # Pods pending at the start: pod key -> where each of its live attempts' random choices stood (pod_add's
+    # "tiebreaks" is on the event itself).
+    pod_tiebreaks: dict[str, list] = field(default_factory=dict)
     events: list[dict] = field(default_factory=list)  # sorted by t, stable
 
     @property
@@ -69,7 +76,8 @@ class Trace:
         for m in self.nodes:
             yield {"kind": "node", "manifest": m}
         for m, node in self.pods:
-            yield {"kind": "pod", "manifest": m, "node": node}
+            tiebreaks = self.pod_tiebreaks.get(pod_key(m)) if node is None else None
+            yield {"kind": "pod", "manifest": m, "node": node, **({"tiebreaks": tiebreaks} if tiebreaks else {})}
         for m in self.objects:
             yield {"kind": "object", "manifest": m}
         if self.bind_failures:
@@ -90,6 +98,23 @@ class Trace:
         return {"source": self.header.get("source", ""), "start": self.header.get("start"),
                 "end": self.header.get("end"), "nodes": len(self.nodes), "pods": len(self.pods),
                 "events": counts, "duration_s": self.events[-1]["t"] if self.events else 0.0}
+
+
+def pod_key(manifest: dict) -> str:
+    meta = manifest.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+
+
+def _check_tiebreaks(line: dict, where: str) -> None:
+    value = line.get("tiebreaks", [])
+
+    def whole(v):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    if not isinstance(value, list) or not all(
+            v is None or (isinstance(v, list) and len(v) == 3 and all(whole(x) for x in v)) for v in value):
+        raise TraceError(f"{where}: tiebreaks must be a list of [seed, position, start index] (whole numbers) or null, "
+                         f"got {value!r}")
 
 
 def _require(line: dict, keys: tuple[str, ...], where: str) -> None:
@@ -133,7 +158,10 @@ def read_trace(text: str, filename: str = "<trace>") -> Trace:
             trace.bind_failures.update(pods)
         elif kind == "pod":
             _require(line, ("manifest",), where)
+            _check_tiebreaks(line, where)
             trace.pods.append((line["manifest"], line.get("node") or None))
+            if line.get("tiebreaks") and isinstance(line["manifest"], dict):
+                trace.pod_tiebreaks[pod_key(line["manifest"])] = line["tiebreaks"]
         elif kind in EVENT_KINDS:
             _require(line, ("t",), where)
             needs = {POD_ADD: ("manifest",), POD_DELETE: ("key",), NODE_ADD: ("manifest",), NODE_UPDATE: ("manifest",),
@@ -147,6 +175,7 @@ def read_trace(text: str, filename: str = "<trace>") -> Trace:
             if not isinstance(retries, list) or any(isinstance(v, bool) or not isinstance(v, (int, float))
                                                     or not 0 <= v < float("inf") for v in retries):
                 raise TraceError(f"{where}: retry_snapshot_t must be a list of seconds since the start, got {retries!r}")
+            _check_tiebreaks(line, where)
             trace.events.append(line)
         else:
             raise TraceError(f"{where}: unknown kind {kind!r}")

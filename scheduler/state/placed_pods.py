@@ -2,7 +2,7 @@
 the cluster objects (namespaces, services, controllers) PodTopologySpread and InterPodAffinity read.
 
 Loaded in bulk when the table is (re)built, then kept incremental: every change to what a node
-holds (a reservation taken or released, a pod arriving bound or deleted, a recount's repair) bumps
+holds (a reservation taken or released, a pod bound, arriving bound or deleted, a recount's repair) bumps
 the node's `generation` in the same transaction, so the nodes whose generation moved since the
 last batch are exactly the nodes whose pods must be read again. Only the fields the two plugins
 read are fetched (labels, namespace, terminating, pod (anti-)affinity), never the whole manifest.

@@ -12,6 +12,10 @@ what result, and where a scheduled pod was assumed. So at an instant T:
                    active; unschedulable -> unschedulable (flushed to active after 5 minutes,
                    podMaxInUnschedulablePodsDuration); an error or a failed binding -> backoff until its
                    backoff (initial doubling to max, by attempts) runs out, then active.
+  gated            created by T with scheduling gates, its last gate removed after T (Pod.ungated_at,
+                   migration 0016) or not yet: gates are set only at creation and only ever removed, so a pod
+                   is gated from its creation to that instant. Which of several gates were left at T is not
+                   recorded: the page shows the gates it has now, or when the last went.
 
 A node changed since T shows the allocatable and cordon it had at T (NodeRevision, migration 0014, keeps
 each manifest a change replaced). What the history cannot say, so the rewind does not either: a node's
@@ -26,8 +30,11 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from django.db import connection
+from django.db.models import Q
 
 from ..engine.queue import calculate_backoff_duration
+from ..engine.pods import DEFAULT_SCHEDULER_NAME
+from ..engine.scheduling_gates import gates_of
 from ..engine.resources import CPU, MEMORY, PODS
 from ..manifests.errors import ManifestError
 from ..manifests.objects import node_from_manifest
@@ -90,11 +97,24 @@ class RewoundPod:
 
 
 @dataclass
+class RewoundGated:
+    """A pod held by its scheduling gates at T (upstream's Gated pods in unschedulablePods)."""
+
+    key: str
+    priority: int
+    since: datetime  # its creation: gates are set only then
+    gates: list[str]  # the gates it has now (or had when deleted): those of T include them
+    ungated_at: datetime | None = None  # its last gate removed since T
+    deleted_at: datetime | None = None
+
+
+@dataclass
 class Rewind:
     at: datetime
     nodes: list[RewoundNode]
     queues: dict[str, list[RewoundPod]]
     in_flight: list[RewoundPod]
+    gated: list[RewoundGated]
     attempts_before: list[Attempt]
     attempts_after: list[Attempt]
     bindings_before: list[Binding]
@@ -130,6 +150,25 @@ def _nodes_at(at: datetime) -> list[RewoundNode]:
         n.alloc_cpu, n.alloc_memory = spec.allocatable.get(CPU, 0), spec.allocatable.get(MEMORY, 0)
         n.alloc_pods, n.unschedulable = spec.allocatable.get(PODS, 0), spec.unschedulable
     return sorted(unique.values(), key=lambda n: n.name)
+
+
+def _gated_at(at: datetime, scheduler_names: set[str] | None) -> list[RewoundGated]:
+    """The pods gated at T: created by then with gates, their last gate removed after T or never, not deleted
+    by T; with `scheduler_names`, those of these profiles only (another scheduler's gated pods are not ours)."""
+    held = Q(ungated_at__gt=at) | Q(ungated_at__isnull=True, manifest__spec__has_key="schedulingGates")
+    fields = ("namespace", "name", "priority", "created_at", "ungated_at", "manifest")
+    rows = [(*row, None) for row in Pod.objects.filter(held, created_at__lte=at).values_list(*fields)]
+    rows += DeletedPod.objects.filter(held, created_at__lte=at, deleted_at__gt=at).values_list(*fields, "deleted_at")
+    out = []
+    for ns, name, priority, created, ungated, manifest, deleted in rows:
+        spec = (manifest or {}).get("spec") or {}
+        if spec.get("nodeName") or (ungated is None and not gates_of(manifest)):
+            continue  # bound from its creation (the API server refuses nodeName with gates), or no gates at all
+        if scheduler_names is not None and (spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) not in scheduler_names:
+            continue
+        out.append(RewoundGated(f"{ns}/{name}", priority, created, gates_of(manifest), ungated, deleted))
+    # As the live page lists them: by priority, then by age.
+    return sorted(out, key=lambda g: (-g.priority, g.since, g.key))
 
 
 def latest_attempts(queryset, keys: set[tuple[str, str]]) -> dict[tuple[str, str], Attempt]:
@@ -209,9 +248,12 @@ def _queued(pod: dict, latest: Attempt | None, at: datetime) -> RewoundPod:
     return out
 
 
-def rewind(*, at: datetime, around: int = AROUND) -> Rewind:
-    """The node cache and the queue at `at`, with the attempts and bindings around it."""
+def rewind(*, at: datetime, around: int = AROUND, scheduler_names: set[str] | None = None) -> Rewind:
+    """The node cache and the queue at `at`, with the attempts and bindings around it; the gated pods of
+    `scheduler_names` (every scheduler's when None)."""
     pods = {(p["namespace"], p["name"]): p for p in _pods_at(at)}
+    gated = _gated_at(at, scheduler_names)
+    gated_keys = {tuple(g.key.split("/", 1)) for g in gated}
     nodes = _nodes_at(at)
     by_name = {n.name: n for n in nodes}
     for p in pods.values():
@@ -233,7 +275,7 @@ def rewind(*, at: datetime, around: int = AROUND) -> Rewind:
             n.assumed.append(f"{ns}/{name}")
 
     pending = {k: p for k, p in pods.items() if p["queued_at"] is not None and p["queued_at"] <= at
-               and not (p["bound_at"] is not None and p["bound_at"] <= at) and k not in assumed}
+               and not (p["bound_at"] is not None and p["bound_at"] <= at) and k not in assumed and k not in gated_keys}
     latest = latest_attempts(Attempt.objects.filter(started_at__lte=at), set(pending))
     queues: dict[str, list[RewoundPod]] = {q: [] for q in QUEUES}
     in_flight = []
@@ -251,7 +293,7 @@ def rewind(*, at: datetime, around: int = AROUND) -> Rewind:
 
     attempts = Attempt.objects.defer("trace", "candidates")
     return Rewind(
-        at=at, nodes=nodes, queues=queues, in_flight=in_flight,
+        at=at, nodes=nodes, queues=queues, in_flight=in_flight, gated=gated,
         attempts_before=list(reversed(attempts.filter(started_at__lte=at).order_by("-started_at", "-id")[:around])),
         attempts_after=list(attempts.filter(started_at__gt=at).order_by("started_at", "id")[:around]),
         bindings_before=list(reversed(Binding.objects.filter(bound_at__lte=at).order_by("-bound_at", "-id")[:around])),

@@ -4,9 +4,12 @@ lost reservation race."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q, Subquery
+from django.utils import timezone
 
 from ..engine.cache import Cache
 from ..engine.nodes import NodeSpec, NodeTable, NodeUsage
@@ -58,6 +61,24 @@ def _read_nodes() -> tuple[list[str], dict[str, np.ndarray], int]:
     return [r[0] for r in rows], cols, mark
 
 
+@contextmanager
+def one_committed_state():
+    """The reads inside see one committed state: the nodes' usage, their scalar resources and ports, the pods on
+    them and the newest deletion, all as of the first read. Statement by statement (read committed), a pod
+    deleted or a binding committed between two reads would count in one and not the other: the usage still
+    holding a pod the index or the scalar columns have dropped, a decision no replay of the recorded history
+    could make again. Postgres: one repeatable-read, read-only transaction; SQLite: one transaction (writers
+    wait the few milliseconds it takes). Inside a caller's transaction, that transaction's view stands."""
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+
+
 class Snapshot:
     """Holds the worker's Cache; `refresh()` brings it up to date with the shared state."""
 
@@ -70,8 +91,16 @@ class Snapshot:
         self.objects = FollowedObjects()
         self.clock: int | None = None
         self.deleted_mark = 0  # the newest DeletedPod id the last refresh saw (Attempt.snapshot_deleted_pod)
+        self.read_at = None  # when the last refresh read (Attempt.snapshot_at)
 
     def refresh(self) -> Cache:
+        with one_committed_state():
+            # The instant this view stands for (Attempt.snapshot_at): taken inside the read, once SQLite's lock is
+            # held, so a change it saw committed before this and one it did not see commits after.
+            self.read_at = timezone.now()
+            return self._refresh()
+
+    def _refresh(self) -> Cache:
         # Before the pods are read: a claim checked after this is seen by reserve (topology_claims).
         self.clock = read_clock()
         # Numbers for every node, JSON only for the few nodes with extended resources or host
@@ -128,6 +157,10 @@ class Snapshot:
 
     def refresh_nodes(self, cache: Cache, node_names: set[str]) -> None:
         """Reload these nodes' usage (after a lost reservation race); rebuild if one of them changed."""
+        with one_committed_state():
+            self._refresh_nodes(cache, node_names)
+
+    def _refresh_nodes(self, cache: Cache, node_names: set[str]) -> None:
         rows = Node.objects.filter(name__in=node_names).values_list("name", "spec_version", *_USAGE_FIELDS)
         # The pods too, on every node that changed: a lost race may be over a topology domain (a spread
         # constraint or anti-affinity refused at claim), which spans more nodes than the ones named.
@@ -137,7 +170,7 @@ class Snapshot:
         if set(found) != set(node_names) or any(r[1] != self.spec_versions.get(name) for name, r in found.items()):
             # A node changed (labels, taints, allocatable) or went away: rebuild everything.
             self._spec_key = None
-            self.refresh()
+            self._refresh()
             return
         for name, values in found.items():
             cache.table.set_row_usage(cache.table.index[name], usage_from_values(*values[2:]))

@@ -46,6 +46,16 @@ def pods_disrupted(pods: list[dict]) -> None:
             hook(pods)
 
 
+def preemptions_done(attempts: int, victims: int) -> None:
+    """A schedule batch committed with `attempts` DefaultPreemption PostFilter runs that chose `victims` pods in all
+    (scheduler_preemption_attempts_total and scheduler_preemption_victims, as they move). A subscriber without the
+    hook hears nothing of it."""
+    for subscriber in _subscribers:
+        hook = getattr(subscriber, "preemptions_done", None)
+        if hook is not None:
+            hook(attempts, victims)
+
+
 def nodes_changed(nodes: list[dict]) -> None:
     """Nodes whose state changed as a user sees it: name and state ("NotReady", "Unreachable", "Ready",
     "Deleted"). The dashboard marks them on its charts; a subscriber without the hook hears nothing of it."""

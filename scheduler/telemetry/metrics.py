@@ -79,7 +79,8 @@ queue_incoming_pods = Counter(
 preemption_attempts = Counter(
     "preemption_attempts", "Total preemption attempts in the cluster till now", subsystem=SUBSYSTEM)
 preemption_victims = Histogram(
-    "preemption_victims", "Number of selected preemption victims", subsystem=SUBSYSTEM,
+    "preemption_victims", "Number of selected preemption victims for preemption initiated by a single pod",
+    subsystem=SUBSYSTEM,
     # As upstream: #victims > 64 is rare, so [64, +Inf) is one bucket.
     buckets=exponential_buckets(1, 2, 7))
 # A live gauge: each process's own in-flight bindings, summed over the processes still alive.
@@ -101,6 +102,9 @@ mirror_problems = Counter(
     "mirror_problems", "Objects from the API server the mirror could not apply as they are: 'unparsable' (counted "
     "as far as they can be read), 'failed' (the event raised; the rest of its batch went on).", ["kind", "problem"],
     namespace="schedboard")
+reservation_conflicts = Counter(
+    "reservation_conflicts", "Reservations refused because another worker took the node's room first (the pod is "
+    "placed again on a refreshed snapshot): the optimistic concurrency's lost races.", namespace="schedboard")
 bind_reservations_lost = Counter(
     "bind_reservations_lost", "Bindings not sent because their reservation was gone (expired and released, the pod "
     "deleted or placed again) by the time the binder took them.", namespace="schedboard")

@@ -48,10 +48,17 @@ class KubeClusterStartError(RuntimeError):
 
 def apiserver_binary() -> Path:
     """The cached binary, where `scripts/kube-apiserver.sh path` says it is."""
+    return cached_binary("kube-apiserver")
+
+
+def cached_binary(command: str) -> Path:
+    """A command of the same v1.20.2 tree, where `scripts/kube-apiserver.sh path COMMAND` says it is
+    (kube-apiserver, kubectl, kube-scheduler)."""
     cache = Path(os.environ.get("SCHEDBOARD_KUBE_CACHE") or DEFAULT_CACHE_DIR)
-    binary = cache / f"kube-apiserver-{KUBE_VERSION}"
+    binary = cache / f"{command}-{KUBE_VERSION}"
     if not (binary.is_file() and os.access(binary, os.X_OK)):
-        raise KubeApiServerNotBuilt(f"kube-apiserver {KUBE_VERSION} not found at {binary}: {BUILD_HINT}")
+        hint = BUILD_HINT if command == "kube-apiserver" else f"run `scripts/kube-apiserver.sh build {command}`"
+        raise KubeApiServerNotBuilt(f"{command} {KUBE_VERSION} not found at {binary}: {hint}")
     return binary
 
 

@@ -6,7 +6,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scheduler.bench import e2e, growth, kube, workloads
+from scheduler.bench import e2e, growth, kube, kube_scheduler, workloads
 from scheduler.engine import perf
 
 
@@ -52,6 +52,10 @@ class Command(BaseCommand):
         parser.add_argument("--backlog", action="store_true",
                             help="--backend kubernetes: create every pod before the replica starts, and time it from "
                                  "its start (a restart with a backlog)")
+        parser.add_argument("--compare", action="store_true",
+                            help="--backend kubernetes: also run the real kube-scheduler v1.20.2 on the same shape, each "
+                                 "time against a fresh API server, with the same client qps/burst and with its default "
+                                 "50/100 (`scripts/kube-apiserver.sh build kube-scheduler` first); prints both and the ratio")
 
     def handle(self, *args, nodes, pods, placed, workers, reference_sample, skip_e2e, seed, **options):
         as_json = options["json"]
@@ -74,7 +78,7 @@ class Command(BaseCommand):
         if options["backend"] == "kubernetes":
             return self.kubernetes(nodes=nodes or 100, pods=pods or 1000, workers=workers, seed=seed, say=say,
                                    as_json=as_json, backlog=options["backlog"],
-                                   client=(options["client_qps"], options["client_burst"]))
+                                   client=(options["client_qps"], options["client_burst"]), compare=options["compare"])
         nodes, pods = nodes or 5000, pods or 10000
 
         say(f"engine: {pods} pods on {nodes} nodes, {options['engine_runs']} runs")
@@ -145,8 +149,13 @@ class Command(BaseCommand):
             for key, value in result.items():
                 self.stdout.write(f"{key:>32}: {value}")
 
-    def kubernetes(self, *, nodes, pods, workers, seed, say, as_json, backlog=False, client=(None, None)):
-        """The kubernetes backend end to end, then the simulated backend on the same shape (nothing placed before)."""
+    def kubernetes(self, *, nodes, pods, workers, seed, say, as_json, backlog=False, client=(None, None), compare=False):
+        """The kubernetes backend end to end, then the simulated backend on the same shape (nothing placed before);
+        with `compare`, kube-scheduler too (bench/kube_scheduler.py)."""
+        if compare:
+            missing = kube_scheduler.missing_binary()  # before a long run, not after it
+            if missing:
+                raise CommandError(missing)
         say(f"kubernetes: {pods} pods on {nodes} nodes, {workers} worker processes, one leading replica")
         result = {"workload": "SchedulingBasic-kube", "nodes": nodes, "pods": pods, "workers": workers}
         qps, burst = client
@@ -160,11 +169,24 @@ class Command(BaseCommand):
         result.update({f"simulated_{k}": v for k, v in simulated.items()
                        if k in ("e2e_pods_per_s", "e2e_seconds", "binding_p50_ms", "binding_p99_ms", "attempt_p50_ms",
                                 "sli_p50_ms", "sli_p99_ms", "overcommitted_nodes")})
+        if compare:
+            same = {"qps": result["kube_client_qps"], "burst": result["kube_client_burst"]}
+            for prefix, limits in (("kubesched", same),
+                                   ("kubesched_default", {"qps": kube_scheduler.DEFAULT_QPS,
+                                                          "burst": kube_scheduler.DEFAULT_BURST})):
+                result.update(kube_scheduler.run_kube_scheduler(nodes=nodes, pods=pods, backlog=backlog, prefix=prefix,
+                                                                progress=say, **limits))
+            for prefix in ("kubesched", "kubesched_default"):
+                theirs = result[f"{prefix}_pods_per_s"]
+                result[f"kube_vs_{prefix}_pods_per_s"] = round(result["kube_pods_per_s"] / theirs, 3) if theirs else None
         if as_json:
             self.stdout.write(_json_dumps(result))
         else:
             for key, value in result.items():
                 self.stdout.write(f"{key:>32}: {value}")
+            if compare:
+                self.stdout.write("")
+                self.stdout.write(kube_scheduler.compare_table(result))
 
 
 def _json_dumps(obj):

@@ -3,6 +3,7 @@ ReplicaSets, StatefulSets, ReplicationControllers and Deployments (with their de
 default background propagation has the garbage collector do)."""
 
 from scheduler.kubectl.printers import KubectlCommand, KubectlError
+from scheduler.cluster.objects import ObjectForbidden
 from scheduler.cluster.services import node_delete, pod_delete
 from scheduler.controllers.garbage import delete_with_dependents
 
@@ -51,7 +52,13 @@ class Command(KubectlCommand):
                 object_kind, plural, namespaced = OBJECTS[kind]
                 ns, _, object_name = name.rpartition("/") if namespaced else ("", "", name)
                 resource = _singular(plural)
-                if delete_with_dependents(kind=object_kind, namespace=ns or namespace, name=object_name):
+                try:
+                    deleted = delete_with_dependents(kind=object_kind, namespace=ns or namespace, name=object_name)
+                except ObjectForbidden as exc:
+                    self.stderr.write(f'Error from server (Forbidden): {plural} "{object_name}" is forbidden: {exc}')
+                    missing = True
+                    continue
+                if deleted:
                     self.stdout.write(f'{resource} "{object_name}" deleted')
                 else:
                     self.stderr.write(f'Error from server (NotFound): {plural} "{object_name}" not found')

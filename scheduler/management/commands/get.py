@@ -1,4 +1,4 @@
-"""`manage.py get pods|nodes|events|KIND [NAME ...] [-n NS | -A] [-o wide|json]`, as kubectl get prints them
+"""`manage.py get pods|nodes|events|KIND [NAME ...] [-n NS | -A] [-o wide|json|yaml]`, as kubectl get prints them
 (KIND: the cluster objects, priorityclasses and poddisruptionbudgets included)."""
 
 from django.utils import timezone
@@ -22,7 +22,7 @@ class Command(kubectl.KubectlCommand):
         parser.add_argument("names", nargs="*", help="only these objects")
         parser.add_argument("-n", "--namespace", default="default")
         parser.add_argument("-A", "--all-namespaces", action="store_true")
-        parser.add_argument("-o", "--output", choices=["wide", "json"], default=None)
+        parser.add_argument("-o", "--output", choices=["wide", "json", "yaml"], default=None)
 
     def handle(self, *args, kind, names, namespace, all_namespaces, output, **options):
         what = KINDS.get(kind.lower())
@@ -39,15 +39,15 @@ class Command(kubectl.KubectlCommand):
             objs = Pod.objects.all() if all_namespaces else Pod.objects.filter(namespace=namespace)
             objs = list(objs.filter(name__in=names) if names else objs)
             objs = self._in_order(objs, names)
-            if output == "json":
-                self._json([kubectl.pod_object(p) for p in objs], names)
+            if output in ("json", "yaml"):
+                self._json([kubectl.pod_object(p) for p in objs], names, output)
             elif objs:
                 self.stdout.write(kubectl.pods_table(objs, all_namespaces=all_namespaces, wide=wide, now=now))
         elif what == "nodes":
             objs = list(Node.objects.filter(name__in=names) if names else Node.objects.all())
             objs = self._in_order(objs, names)
-            if output == "json":
-                self._json([kubectl.node_object(n) for n in objs], names)
+            if output in ("json", "yaml"):
+                self._json([kubectl.node_object(n) for n in objs], names, output)
             elif objs:
                 self.stdout.write(kubectl.nodes_table(objs, wide=wide, now=now))
         else:
@@ -55,8 +55,8 @@ class Command(kubectl.KubectlCommand):
             if not all_namespaces:
                 objs = objs.filter(involved_namespace__in=[namespace, ""] if namespace == "default" else [namespace])
             objs = self._in_order(list(objs.order_by("last_timestamp", "id")), names)
-            if output == "json":
-                self._json([kubectl.event_object(e) for e in objs], names)
+            if output in ("json", "yaml"):
+                self._json([kubectl.event_object(e) for e in objs], names, output)
             elif objs:
                 self.stdout.write(kubectl.events_table(objs, all_namespaces=all_namespaces, wide=wide, now=now))
         missing = [n for n in dict.fromkeys(names) if n not in {_name(o) for o in objs}]
@@ -65,7 +65,7 @@ class Command(kubectl.KubectlCommand):
             self.stderr.write(f'Error from server (NotFound): {what} "{name}" not found')
         if missing:
             raise kubectl.KubectlError()
-        if not objs and not names and output != "json":
+        if not objs and not names and output not in ("json", "yaml"):
             where = "" if all_namespaces or what == "nodes" else f" in {namespace} namespace"
             self.stderr.write(f"No resources found{where}.")
 
@@ -81,8 +81,8 @@ class Command(kubectl.KubectlCommand):
         if object_kind == POD_DISRUPTION_BUDGET:
             for obj, status in with_status(objs):  # as the disruption controller keeps it
                 obj.manifest = {**obj.manifest, "status": status}
-        if output == "json":
-            self._json([o.manifest for o in objs], names)
+        if output in ("json", "yaml"):
+            self._json([o.manifest for o in objs], names, output)
         elif objs:
             self.stdout.write(objects_table(object_kind, objs, all_namespaces=all_namespaces, wide=output == "wide",
                                             now=timezone.now()))
@@ -91,7 +91,7 @@ class Command(kubectl.KubectlCommand):
             self.stderr.write(f'Error from server (NotFound): {plural} "{name}" not found')
         if missing:
             raise kubectl.KubectlError()
-        if not objs and not names and output != "json":
+        if not objs and not names and output not in ("json", "yaml"):
             where = f" in {namespace} namespace" if namespaced and not all_namespaces else ""
             self.stderr.write(f"No resources found{where}.")
 
@@ -102,12 +102,13 @@ class Command(kubectl.KubectlCommand):
         by_name = {_name(o): o for o in objs}
         return [by_name[n] for n in dict.fromkeys(names) if n in by_name]
 
-    def _json(self, items, names):
+    def _json(self, items, names, output="json"):
         # As kubectl: one object asked for by name prints as itself; anything else as a v1 List.
-        if len(names) == 1 and len(items) == 1:
-            self.stdout.write(kubectl.go_json(items[0]))
+        obj = items[0] if len(names) == 1 and len(items) == 1 else kubectl.v1_list(items)
+        if output == "yaml":
+            self.stdout.write(kubectl.go_yaml(obj), ending="")
         else:
-            self.stdout.write(kubectl.go_json(kubectl.v1_list(items)))
+            self.stdout.write(kubectl.go_json(obj))
 
 
 def _name(obj) -> str:

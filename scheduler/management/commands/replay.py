@@ -5,6 +5,7 @@ import json
 import sys
 
 from scheduler.engine.config import ConfigError, default_config
+from scheduler.engine.tiebreak import MAX_SEED
 from scheduler.kubectl.printers import KubectlCommand, KubectlError
 from scheduler.replay.run import RECORDED, config_from_file, replay_trace
 from scheduler.replay.simulator import pacer
@@ -35,6 +36,8 @@ class Command(KubectlCommand):
             if not config and not recorded.header.get("config"):
                 configs = [("default", default_config())]  # a dump records none: kube-scheduler's default
             pacer(speed)  # refused before any work
+            if seed is not None and not 0 <= seed <= MAX_SEED:
+                raise ValueError(f"--seed {seed}: must be between 0 and {MAX_SEED}")
         except (TraceError, ConfigError, OSError, ValueError) as exc:
             self.stderr.write(f"error: {exc}")
             raise KubectlError() from None

@@ -1,5 +1,5 @@
 // The overview charts' markers, without the DOM (tested with Node.js): when a node changes state (NotReady,
-// Unreachable, Ready, Deleted) or a controller takes pods away (taint eviction, PodGC, drain), a vertical
+// Unreachable, Ready, Deleted) or pods are taken away (taint eviction, PodGC, drain, preemption), a vertical
 // line on the throughput and latency charts lines the burst of requeues and attempts up with its cause.
 
 export const MAX_MARKS = 40; // markers kept at most, newest last
@@ -10,6 +10,7 @@ const REASONS = {
   DeletionByPodGC: "collected (PodGC)",
   EvictionByEvictionAPI: "evicted (drain)",
   TerminationByKubelet: "terminated (kubelet)",
+  PreemptionByScheduler: "preempted",
 };
 
 export function reasonLabel(reason) {
@@ -30,7 +31,9 @@ export function addMarks(marks, frame, windowS) {
       out.push(mark);
     }
   }
-  const seen = new Set(); // a pod listed twice in one frame counts once
+  // A pod counts once in all the marks: listed twice in a frame, or both recorded (a full frame's `recent`)
+  // and live, it is one disruption.
+  const seen = new Set(out.flatMap((m) => m.pods || []));
   for (const [ns, name, node, reason, t] of frame.disruptions || []) {
     const pod = `${ns}/${name}|${reason}`;
     if (seen.has(pod)) continue;
@@ -39,8 +42,9 @@ export function addMarks(marks, frame, windowS) {
     const mark = byKey.get(key);
     if (mark) {
       mark.count += 1;
+      mark.pods = [...(mark.pods || []), pod];
     } else {
-      const fresh = {t, kind: "pods", key, node, reason, count: 1};
+      const fresh = {t, kind: "pods", key, node, reason, count: 1, pods: [pod]};
       byKey.set(key, fresh);
       out.push(fresh);
     }
@@ -53,4 +57,14 @@ export function addMarks(marks, frame, windowS) {
   out.sort((a, b) => a.t - b.t);
   const now = frame.t ?? (out.length ? out[out.length - 1].t : 0);
   return out.filter((m) => m.t >= now - windowS).slice(-MAX_MARKS);
+}
+
+// A full frame (connect, reconnect) starts the marks afresh from what the server recorded of the last minutes
+// (frame.recent.marks: node events and disrupted pods), then adds the frame's own live events: the first view
+// after a reload carries the recent marks, not only what happens while the page is open.
+export function seedMarks(frame, windowS) {
+  const recorded = (frame.recent && frame.recent.marks) || {};
+  const seeded = addMarks([], {t: frame.t, node_events: recorded.node_events, disruptions: recorded.disruptions},
+                          windowS);
+  return addMarks(seeded, frame, windowS);
 }

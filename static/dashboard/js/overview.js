@@ -1,12 +1,12 @@
 // Overview: counters, streaming throughput and latency charts (uPlot), the last bindings and failures.
-import {addMarks} from "./chartmarks.js";
+import {addMarks, seedMarks} from "./chartmarks.js";
 import {connectLive, el, fmt, podLink} from "./live.js";
 
 const WINDOW_S = 120; // seconds of history the charts keep
 const KEEP = 15; // rows per table
 
 const $ = (id) => document.getElementById(id);
-const series = {t: [], scheduled: [], attempts: [], failures: [],
+const series = {t: [], scheduled: [], attempts: [], failures: [], preemptions: [], victims: [],
   alg50: [], alg99: [], bind50: [], bind99: [], e2e50: [], e2e99: [],
   active: [], backoff: [], unschedulable: [], binding: []};
 let bindings = [];
@@ -71,12 +71,18 @@ const latency = chart($("chart-latency"), "Latency (ms, log scale)", [
 const pending = chart($("chart-pending"), "Pending pods", [
   ["active", "#0072B2"], ["backoff", "#E69F00"], ["unschedulable", "#D55E00", true], ["binding", "#009E73"]], "pods", false);
 
+// Preemption, as /metrics counts it: attempts (PostFilter runs) and the victims they chose.
+const preemption = chart($("chart-preemption"), `Preemption (per second, mean over ${$("chart-preemption").dataset.rateWindow} s)`, [
+  ["attempts/s", "#CC79A7"], ["victims/s", "#009E73", true]], "per second", false);
+
 function push(frame) {
   const s = series;
   s.t.push(frame.t);
   s.scheduled.push(frame.rates.scheduled);
   s.attempts.push(frame.rates.attempts);
   s.failures.push(frame.rates.failures);
+  s.preemptions.push(frame.rates.preemption_attempts ?? 0);
+  s.victims.push(frame.rates.preemption_victims ?? 0);
   const [a, b, e] = [frame.lat.algorithm, frame.lat.binding, frame.lat.e2e];
   const g = frame.gauges;
   s.active.push(g.active); s.backoff.push(g.backoff); s.unschedulable.push(g.unschedulable); s.binding.push(g.binding);
@@ -85,6 +91,7 @@ function push(frame) {
   throughput.setData([s.t, s.scheduled, s.attempts, s.failures]);
   latency.setData([s.t, s.alg50, s.alg99, s.bind50, s.bind99, s.e2e50, s.e2e99]);
   pending.setData([s.t, s.active, s.backoff, s.unschedulable, s.binding]);
+  preemption.setData([s.t, s.preemptions, s.victims]);
 }
 
 function renderTables() {
@@ -111,6 +118,8 @@ connectLive("overview", (frame) => {
   $("c-scheduled").textContent = fmt.num(frame.rates.scheduled, 1);
   $("c-attempts").textContent = fmt.num(frame.rates.attempts, 1);
   $("c-failures").textContent = fmt.num(frame.rates.failures, 1);
+  $("c-preemption-attempts").textContent = fmt.num(frame.rates.preemption_attempts ?? 0, 1);
+  $("c-preemption-victims").textContent = fmt.num(frame.rates.preemption_victims ?? 0, 1);
   if (frame.full) { // the server merged this interval's events into `recent` already
     bindings = frame.recent.bindings;
     failed = frame.recent.failed;
@@ -118,7 +127,7 @@ connectLive("overview", (frame) => {
     bindings = bindings.concat(frame.bindings).slice(-KEEP);
     failed = failed.concat(frame.failed).slice(-KEEP);
   }
-  marks = addMarks(marks, frame, WINDOW_S);
+  marks = frame.full ? seedMarks(frame, WINDOW_S) : addMarks(marks, frame, WINDOW_S);
   renderTables();
   push(frame);
 });
