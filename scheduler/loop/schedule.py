@@ -145,7 +145,8 @@ class Worker:
         # A given config is pinned (version 0, never reloaded); otherwise the active version is followed.
         self.follows_versions = config is None
         # Seeded by SCHEDBOARD_SEED, or with a seed of its own: every attempt records where its draws stood.
-        self.algorithm = Algorithm(seed if seed is not None else settings.SCHEDBOARD_SEED)
+        self.algorithm = Algorithm(seed if seed is not None else settings.SCHEDBOARD_SEED,
+                                   batching=settings.SCHEDBOARD_FEATURE_GATES["OpportunisticBatching"])
         self._use_config(*(active_config() if config is None else (INITIAL_VERSION, config)))
         self.snapshot = Snapshot()
         self.identity = f"{socket.gethostname()}-{os.getpid()}"
