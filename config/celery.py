@@ -56,6 +56,27 @@ def _worker_collector(**_kwargs) -> None:
     collector.install()
 
 
+# The process that runs the tasks reads the node snapshot before its first one (scheduler/loop/schedule.py
+# prewarm): the solo pool's one process once it is ready, each prefork child as it starts.
+from celery.signals import worker_ready  # noqa: E402
+
+
+@worker_ready.connect
+def _prewarm_solo(sender=None, **_kwargs) -> None:
+    pool = getattr(sender, "pool", None)
+    if pool is not None and type(pool).__module__.endswith(".solo"):
+        from scheduler.loop.schedule import prewarm
+
+        prewarm()
+
+
+@worker_process_init.connect
+def _prewarm_child(**_kwargs) -> None:
+    from scheduler.loop.schedule import prewarm
+
+    prewarm()
+
+
 # With connections kept across tasks (CELERY_DB_REUSE_MAX), one that an error left unusable or that is
 # older than CONN_MAX_AGE is closed before the next task, as Django does before each request.
 from celery.signals import task_prerun  # noqa: E402

@@ -146,3 +146,26 @@ def env_positive_float(name: str, default: float) -> float:
     if not (0.0 < parsed < float("inf")):
         raise ImproperlyConfigured(f"{name}: must be a finite number above 0, got {value!r}")
     return parsed
+
+
+def env_feature_gates(name: str, known: dict[str, bool]) -> dict[str, bool]:
+    """Feature gates as kube-scheduler's --feature-gates takes them ("Name=true,Other=false"), over `known`
+    (each gate and its default). An unknown gate or a value that is not a boolean stops start-up."""
+    gates = dict(known)
+    value = os.environ.get(name, "")
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        gate, sep, flag = item.partition("=")
+        gate, flag = gate.strip(), flag.strip().lower()
+        if not sep:
+            raise ImproperlyConfigured(f"{name}: missing bool value for {gate} (expected {gate}=true or {gate}=false)")
+        if gate not in known:
+            raise ImproperlyConfigured(f"{name}: unrecognized feature gate: {gate} (known: {', '.join(sorted(known))})")
+        if flag in ("true", "1"):
+            gates[gate] = True
+        elif flag in ("false", "0"):
+            gates[gate] = False
+        else:
+            raise ImproperlyConfigured(f"{name}: invalid value of {gate}={flag!r}: expected true or false")
+    return gates

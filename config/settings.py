@@ -8,7 +8,8 @@ import os
 import warnings
 from pathlib import Path
 
-from .env import env_bool, env_choice, env_duration, env_hosts, env_int, env_positive_float, env_retention, env_str
+from .env import (env_bool, env_choice, env_duration, env_feature_gates, env_hosts, env_int, env_positive_float,
+                  env_retention, env_str)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -144,6 +145,10 @@ SCHEDBOARD_SEED = env_int("SCHEDBOARD_SEED", 0, minimum=0, maximum=2**63 - 1) or
 # candidate (hundreds of rows per pod on a large cluster); "off" nothing beyond the reason counts
 # and the top candidates.
 SCHEDBOARD_TRACE = env_choice("SCHEDBOARD_TRACE", "failures", ("failures", "all", "off"))
+# kube-scheduler's feature gates we model, with upstream master's defaults ("Name=false,..." as --feature-gates).
+# OpportunisticBatching: pods of one scheduling signature share their filter and score work (engine/batching.py;
+# the placements are the same either way).
+SCHEDBOARD_FEATURE_GATES = env_feature_gates("SCHEDBOARD_FEATURE_GATES", {"OpportunisticBatching": True})
 
 # ---- metrics ---------------------------------------------------------------------------
 # prometheus_client's multiprocess mode: every process (web, workers) writes its counters and

@@ -119,3 +119,19 @@ def test_pods_are_ours_when_their_scheduler_name_names_a_profile_of_the_active_c
     assert Attempt.objects.get(pod_name="batch-job").profile_name == "batch-scheduler"
     theirs = Pod.objects.get(name="theirs")
     assert theirs.node_name == "" and not Attempt.objects.filter(pod_name="theirs").exists()
+
+
+@pytest.mark.parametrize("gate", [True, False])
+def test_the_opportunistic_batching_gate_places_the_pods_of_a_signature_alike_shared_or_not(settings, gate):
+    settings.SCHEDBOARD_FEATURE_GATES = {"OpportunisticBatching": gate}
+    settings.SCHEDBOARD_SEED = 7
+    loop.reset_worker()
+    apply(*[node(f"n{i}", cpu="2") for i in range(4)], *[pod(f"p{i}", cpu="500m") for i in range(12)])
+    drain()
+    worker = loop.get_worker()
+    assert (worker.algorithm.batch is not None) is gate
+    if gate:
+        assert worker.algorithm.batch.batched_pods > 0
+    # Four 2-cpu nodes, twelve pods of 500m: the least allocated spread gives each node three.
+    counts = sorted(Pod.objects.filter(name__startswith="p").values_list("node_name", flat=True))
+    assert sorted(counts.count(n) for n in set(counts)) == [3, 3, 3, 3]

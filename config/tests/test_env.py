@@ -1,9 +1,11 @@
 """Settings from the environment are parsed strictly: a bad value names the variable."""
 
+import re
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_hosts, env_int, env_str
+from config.env import env_bool, env_feature_gates, env_hosts, env_int, env_str
 
 CASES = [
     (env_bool, "X_FLAG", "yes", {"default": False}, True),
@@ -110,3 +112,22 @@ def test_a_duration_that_is_not_a_number_is_refused_not_read_as_nan(monkeypatch)
     monkeypatch.setenv("X_WAIT", "nan")
     with pytest.raises(ImproperlyConfigured, match=r"^X_WAIT: expected a duration such as 15s or 500ms, got 'nan'$"):
         env_duration("X_WAIT", 1.0)
+
+
+def test_feature_gates_read_as_kube_schedulers_flag_over_their_defaults(monkeypatch):
+    known = {"OpportunisticBatching": True, "Other": False}
+    monkeypatch.delenv("X_GATES", raising=False)
+    assert env_feature_gates("X_GATES", known) == known
+    monkeypatch.setenv("X_GATES", "OpportunisticBatching=false, Other=true")
+    assert env_feature_gates("X_GATES", known) == {"OpportunisticBatching": False, "Other": True}
+
+
+@pytest.mark.parametrize("value, message", [
+    ("Nope=true", "X_GATES: unrecognized feature gate: Nope (known: OpportunisticBatching)"),
+    ("OpportunisticBatching", "X_GATES: missing bool value for OpportunisticBatching"),
+    ("OpportunisticBatching=maybe", "X_GATES: invalid value of OpportunisticBatching='maybe': expected true or false"),
+])
+def test_a_bad_feature_gate_stops_start_up_naming_the_variable(monkeypatch, value, message):
+    monkeypatch.setenv("X_GATES", value)
+    with pytest.raises(ImproperlyConfigured, match=re.escape(message)):
+        env_feature_gates("X_GATES", {"OpportunisticBatching": True})

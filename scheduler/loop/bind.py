@@ -84,9 +84,17 @@ def binding_cycle(items: list[BindItem], queue, backend) -> dict:
     """
     now = timezone.now()
     items = list({(i.pod, i.node, i.attempt): i for i in items}.values())  # one job twice in a batch
-    marked = mark_binding(items, now)
+    if backend.mirrors_bindings:
+        marked = mark_binding(items, now)
+        pods = Pod.objects.only(*_BIND_ROW_FIELDS).in_bulk([i.pod for i in items])
+    else:
+        # The binding is this database's own conditional write (the reconciler frees a reservation by its TTL
+        # alone, never reading a mark): no mark to write; the reservations that stand are read with the rows,
+        # and the binding's write checks its reservation again.
+        pods = Pod.objects.only(*_BIND_ROW_FIELDS).in_bulk([i.pod for i in items])
+        marked = {i.pod for i in items if (p := pods.get(i.pod)) is not None and not p.node_name
+                  and p.assumed_node == i.node}
     deadline = time.monotonic() + settings.SCHEDBOARD_BINDING_TIMEOUT_SECONDS / 2.0
-    pods = Pod.objects.only(*_BIND_ROW_FIELDS).in_bulk([i.pod for i in items])
     binds = [_Bind(item, pods.get(item.pod)) for item in items]
     _settle(binds, backend, marked=marked)
     _call_backend(backend, [b for b in binds if b.outcome == "call"], deadline)
