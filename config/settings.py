@@ -164,9 +164,21 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("SCHEDBOARD_EAGER", not REDIS_URL)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fixup closes every database connection before and after every task unless this is set:
+# a connection per task is a new Postgres backend each time (a fork, authentication, cold catalog caches)
+# and loses psycopg's prepared statements. Connections are kept; Django's CONN_MAX_AGE still recycles them,
+# and config/celery.py closes one an error left unusable, before each task, as Django does per request.
+CELERY_DB_REUSE_MAX = 1_000_000_000
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The queue every process sends tasks to and workers read: test sessions sharing one Redis name their own.
 CELERY_TASK_DEFAULT_QUEUE = env_str("SCHEDBOARD_CELERY_QUEUE", "celery")
+# Preemption's victims (scheduler.preempt) go through a queue of their own, named after the default one, that
+# every worker reads first: as upstream's goroutine, they never wait behind the schedule, bind and beat tasks
+# queued before them (at most behind the one task each worker is running). A worker started without -Q
+# (`celery -A config worker`) reads both; one started with -Q must name both.
+SCHEDBOARD_PREEMPT_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.preempt"
+CELERY_TASK_QUEUES = {SCHEDBOARD_PREEMPT_QUEUE: {}, CELERY_TASK_DEFAULT_QUEUE: {}}
+CELERY_TASK_ROUTES = {"scheduler.preempt": {"queue": SCHEDBOARD_PREEMPT_QUEUE}}
 
 LOGGING = {
     "version": 1,
@@ -208,7 +220,9 @@ CELERY_BEAT_SCHEDULE = {
     "retention": {"task": "scheduler.retention", "schedule": SCHEDBOARD_RETENTION_PERIOD},
     "recount": {"task": "scheduler.recount", "schedule": float(SCHEDBOARD_RECOUNT_SECONDS)},
 }
-CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if not REDIS_URL else {}
+# On Redis, a worker polls its queues in the order of CELERY_TASK_QUEUES every time ("priority"; kombu's default
+# rotates them, so a preempt task could wait behind one task of the other queue more).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if not REDIS_URL else {"queue_order_strategy": "priority"}
 
 # ---- live dashboard --------------------------------------------------------------------
 # Workers publish small event batches to a channel layer group; each websocket coalesces them

@@ -47,3 +47,36 @@ def test_high_priority_pods_preempt_on_a_full_cluster_and_bind_with_no_overcommi
         assert (n.req_cpu, n.req_pods) == (sum(p.req_cpu for p in on), on.count()), n.name
         assert n.req_cpu <= n.alloc_cpu and n.req_memory <= n.alloc_memory, n.name
     assert Pod.objects.exclude(assumed_node="").count() == 0
+
+
+@pytest.mark.filterwarnings("ignore::celery.exceptions.AlwaysEagerIgnored")  # sent through the broker on purpose
+def test_a_preempt_task_runs_before_the_tasks_queued_ahead_of_it(workers):
+    """Preemption's victims go through a queue of their own that a worker (`celery -A config worker`, no -Q) reads
+    first: the eviction waits for no schedule, bind or beat task sent before it, as upstream's goroutine waits
+    for no scheduling cycle."""
+    import redis
+    from celery import current_app
+    from django.conf import settings
+
+    from scheduler.manifests.objects import pod_from_manifest
+    from scheduler.state.nominations import nominations_write, preemption_job
+
+    apply([HIGH, node("node-a", cpu="1", memory="4Gi")])
+    low = pod("low", cpu="1", memory="1Gi")
+    low["spec"]["nodeName"] = "node-a"
+    waiting = vip("vip")
+    waiting["spec"]["schedulerName"] = "another-scheduler"  # our workers leave it alone: only the task acts
+    apply([low, waiting])
+    preemptor, victim = Pod.objects.get(name="vip"), Pod.objects.get(name="low")
+    nominations_write([(preemptor.pk, "node-a")])
+    job = preemption_job(preemptor, "node-a", (pod_from_manifest(victim.manifest),), None)
+    for _ in range(60):  # sent first, through the broker (tests run tasks inline otherwise)
+        current_app.send_task("scheduler.recount")
+    current_app.send_task("scheduler.preempt", args=[job])
+    r = redis.Redis.from_url(settings.REDIS_URL)
+    assert r.llen(settings.CELERY_TASK_DEFAULT_QUEUE) == 60 and r.llen(settings.SCHEDBOARD_PREEMPT_QUEUE) == 1
+    workers(1)
+    wait_for_workers(lambda: not Pod.objects.filter(name="low").exists(), "the victim evicted")
+    # Evicted after at most the one task the worker took before the preempt queue had it (a FIFO: after all 60).
+    assert r.llen(settings.CELERY_TASK_DEFAULT_QUEUE) >= 50
+    assert Event.objects.filter(reason="Preempted", involved_name="low").count() == 1

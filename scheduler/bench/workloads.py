@@ -193,7 +193,10 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("PreemptionAsync", "misc/performance-config.yaml",
              (Case("5000Nodes", 5000, 20000, 5000, 570), Case("500Nodes", 500, 2000, 500), Case("5Nodes", 5, 20, 5)),
              measured_pod=POD_DEFAULT, init_pod=POD_LOW_PRIORITY, init_namespace="namespace-1",
-             measured_namespace="namespace-3", churn=ChurnOp(POD_HIGH_PRIORITY, 0.2, "namespace-2")),
+             measured_namespace="namespace-3", churn=ChurnOp(POD_HIGH_PRIORITY, 0.2, "namespace-2"),
+             # End to end at 5000 nodes the measured pods starve on this 2-core machine: the preemptors (priority
+             # 10) come first in activeQ and each attempt costs more than their 200 ms (README, Benchmark).
+             e2e_case="500Nodes"),
 )}
 
 

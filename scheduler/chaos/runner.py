@@ -168,8 +168,8 @@ def redis_check_own_database(r, prefix: str) -> None:
 
 
 def redis_purge_broker(r) -> None:
-    """Task messages an earlier run left for this Celery queue."""
-    r.delete(settings.CELERY_TASK_DEFAULT_QUEUE, "unacked", "unacked_index", "schedboard:schedule-slots")
+    """Task messages an earlier run left for this deployment's Celery queues."""
+    r.delete(*settings.CELERY_TASK_QUEUES, "unacked", "unacked_index", "schedboard:schedule-slots")
 
 
 # ---- Postgres outage -----------------------------------------------------------------------

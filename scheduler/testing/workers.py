@@ -32,9 +32,11 @@ def worker_env(*, database_url: str, redis_url: str, queue_prefix: str, **extra:
 
 
 def purge_broker(redis_url: str) -> None:
-    """Drop task messages left by an earlier run (the default Celery queue and its bookkeeping)."""
+    """Drop task messages left by an earlier run (the Celery queues and their bookkeeping)."""
+    from django.conf import settings
+
     r = redis.Redis.from_url(redis_url)
-    r.delete("celery", "unacked", "unacked_index", "schedboard:schedule-slots")
+    r.delete(*settings.CELERY_TASK_QUEUES, "unacked", "unacked_index", "schedboard:schedule-slots")
 
 
 class WorkerProcesses:

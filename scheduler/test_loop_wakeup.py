@@ -1,5 +1,5 @@
-"""Waking workers (kick.py) on the real Redis: a pod queued while every schedule slot is held is never left
-waiting for the reconciler's next pass."""
+"""Waking workers (queue/kick.py, loop.run_schedule_task) on the real Redis: a pod queued while every schedule
+slot is held is never left waiting for the reconciler's next pass."""
 
 import time
 
