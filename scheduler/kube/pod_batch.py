@@ -28,7 +28,7 @@ from ..queue.kick import kick
 from ..state.events import EventSpec, events_record
 from ..state.placed_pods import _topology_view
 from ..state.reservations import pod_usage_fields, row_usage
-from ..state.sql import lock_in_order, update_from_values
+from ..state.sql import insert_many, lock_in_order, update_from_values
 from . import mirror
 
 # The columns the replay may change on an existing row (the rest only the workers and the binder write,
@@ -258,7 +258,7 @@ def _write(w: _Writes, keys, slow: set) -> None:
         with connection.cursor() as cursor:
             cursor.execute(f"DELETE FROM {Pod._meta.db_table} WHERE id IN ({', '.join(['%s'] * len(deleted))})", deleted)
     if created:
-        Pod.objects.bulk_create(created)
+        insert_many(Pod, created)  # COPY: the driver converts no parameters (bulk_create: a third of the mirror)
     if changed:
         update_from_values(Pod, UPDATED_FIELDS, [(r.pk, *(w.now if f == "updated_at" else getattr(r, f)
                                                           for f in UPDATED_FIELDS)) for r in changed])

@@ -32,7 +32,7 @@ from ..manifests.objects import pod_from_manifest
 from ..models import RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Pod
 from ..queue import hints
 from ..queue import preempting as preempting_marks
-from ..queue.kick import kick, slot_release
+from ..queue.kick import kick, kick_if_waiting, slot_release
 from ..queue.queues import get_queue, set_queue_backoff
 from .. import dispatch
 from ..state.events import EventSpec, events_record
@@ -565,4 +565,6 @@ def run_schedule_task(token: str | None = None) -> BatchStats:
     if stats.popped:
         kick()
         collector.after_batch()  # (after the kick: the other workers go on meanwhile)
+    elif token:
+        kick_if_waiting(worker.queue)
     return stats

@@ -35,3 +35,12 @@ def slot_release(token: str) -> None:
     r = get_redis()
     if r is not None:
         r.zrem(_KICK_SLOTS, token)
+
+
+def kick_if_waiting(queue) -> None:
+    """After a schedule task released its slot having popped nothing: a kick that came while every slot was
+    held (this task's among them) sent no task, so pods queued since its pop would wait for the next kick
+    (the reconciler's, up to a period later). Asked after the release, a pod queued after this check finds a
+    free slot and its own kick sends a task."""
+    if queue.lengths().get("active", 0):
+        kick()

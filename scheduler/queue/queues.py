@@ -52,9 +52,20 @@ def reset_queue(queue=None) -> None:
         _queue = queue
 
 
-def get_redis():
-    if not settings.REDIS_URL:
-        return None
-    import redis
+_clients: dict[str, object] = {}
 
-    return redis.Redis.from_url(settings.REDIS_URL)
+
+def get_redis():
+    """The process's Redis client for REDIS_URL (None without one), made once: a client per call was a new
+    pool, so a new connection and its handshake each time (kick() and slot_release() ran per batch, in every
+    worker and in the mirror). redis-py's pool is thread-safe and starts afresh in a forked child."""
+    url = settings.REDIS_URL
+    if not url:
+        return None
+    client = _clients.get(url)
+    if client is None:
+        import redis
+
+        with _lock:
+            client = _clients.setdefault(url, redis.Redis.from_url(url))
+    return client

@@ -1,0 +1,66 @@
+"""Waking workers (queue/kick.py, loop.run_schedule_task) on the real Redis: a pod queued while every schedule
+slot is held is never left waiting for the reconciler's next pass."""
+
+import time
+
+import pytest
+
+from scheduler import dispatch, loop
+from scheduler.queue import kick as kicking, queues
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock")]
+
+
+@pytest.fixture
+def sent(settings, monkeypatch):
+    """The schedule tasks kick() sends (to the broker in production), recorded instead of sent."""
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    settings.SCHEDBOARD_PARALLELISM = 2
+    r = queues.get_redis()
+    r.delete(kicking._KICK_SLOTS)
+    out: list = []
+    monkeypatch.setattr(dispatch, "send", lambda name, *args: out.append((name, *args)))
+    yield out
+    r.delete(kicking._KICK_SLOTS)
+
+
+def _hold(*tokens):
+    queues.get_redis().zadd(kicking._KICK_SLOTS, {t: time.time() + 5 for t in tokens})
+
+
+def test_a_pod_queued_while_every_slot_is_held_wakes_a_worker_when_an_idle_task_ends(sent, monkeypatch):
+    """Two tasks run (both slots held); one pops nothing. The mirror queues a pod just after that pop and kicks:
+    no slot is free, nothing is sent. The idle task then ends: it must send the task that pod needs."""
+    _hold("ours", "other")
+    queue = queues.get_queue()
+    pop = queue.pop
+
+    def pop_then_the_mirror_queues_a_pod(n):
+        popped = pop(n)
+        queue.add("default/late", 0)
+        kicking.kick()  # the mirror's kick: both slots held
+        return popped
+
+    monkeypatch.setattr(queue, "pop", pop_then_the_mirror_queues_a_pod)
+
+    stats = loop.run_schedule_task("ours")
+
+    assert stats.popped == 0
+    assert [name for name, *_ in sent] == [dispatch.SCHEDULE]  # sent once this task's slot was free
+
+
+def test_an_idle_task_ending_with_nothing_queued_sends_nothing(sent):
+    _hold("ours", "other")
+
+    loop.run_schedule_task("ours")
+
+    assert sent == []
+
+
+def test_the_process_keeps_one_redis_client_for_its_url(settings):
+    """kick() and slot_release() run per batch: a client (a pool, a connection and its handshake) per call was
+    a tenth of a worker's batch."""
+    first = queues.get_redis()
+    assert queues.get_redis() is first
+    settings.REDIS_URL += "?socket_timeout=30"  # another URL: a client of its own
+    assert queues.get_redis() is not first and queues.get_redis() is queues.get_redis()
