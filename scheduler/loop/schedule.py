@@ -111,7 +111,8 @@ def _write_scheduled(outcomes: list[_Scheduled]) -> None:
     nominations = [(o.pod.pk, o.nominate) for o in outcomes if o.failed and o.nominate is not None]
     nominations += [(p, "") for o in outcomes if o.failed for p in o.cleared]
     if nominations:
-        nominations_write(nominations)
+        # A mirrored cluster's manifest is the API server's copy: the nomination reaches it with the leader's patch.
+        nominations_write(nominations, in_manifest=not get_backend().mirrors_bindings)
     # The preemptions this batch starts, with their nominations: the preemptor is held from here (until the task
     # has evicted its victims), whatever becomes of the task.
     for o in outcomes:
