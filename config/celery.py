@@ -40,3 +40,29 @@ def _serve_beat_metrics(**_kwargs) -> None:
     from scheduler.metrics_server import serve_metrics
 
     serve_metrics("celery beat")
+
+
+# A worker process keeps a large heap for good: the cyclic collector's thresholds and freezes for it
+# (scheduler/loop/collector.py). worker_init: the solo pool's one process; worker_process_init: each
+# prefork child.
+from celery.signals import worker_init, worker_process_init  # noqa: E402
+
+
+@worker_init.connect
+@worker_process_init.connect
+def _worker_collector(**_kwargs) -> None:
+    from scheduler.loop import collector
+
+    collector.install()
+
+
+# With connections kept across tasks (CELERY_DB_REUSE_MAX), one that an error left unusable or that is
+# older than CONN_MAX_AGE is closed before the next task, as Django does before each request.
+from celery.signals import task_prerun  # noqa: E402
+
+
+@task_prerun.connect
+def _close_old_connections(**_kwargs) -> None:
+    from django.db import close_old_connections
+
+    close_old_connections()

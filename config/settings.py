@@ -164,6 +164,11 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("SCHEDBOARD_EAGER", not REDIS_URL)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fixup closes every database connection before and after every task unless this is set:
+# a connection per task is a new Postgres backend each time (a fork, authentication, cold catalog caches)
+# and loses psycopg's prepared statements. Connections are kept; Django's CONN_MAX_AGE still recycles them,
+# and config/celery.py closes one an error left unusable, before each task, as Django does per request.
+CELERY_DB_REUSE_MAX = 1_000_000_000
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The queue every process sends tasks to and workers read: test sessions sharing one Redis name their own.
 CELERY_TASK_DEFAULT_QUEUE = env_str("SCHEDBOARD_CELERY_QUEUE", "celery")

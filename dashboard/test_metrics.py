@@ -148,7 +148,9 @@ def test_sampled_pods_record_plugin_and_extension_point_durations(client, tmp_pa
     own = own_files_dir(tmp_path)
     with override_settings(PROMETHEUS_MULTIPROC_DIR=str(own)):
         _, before = scrape(client, own)
-    apply(node("a"), node("b"), *[pod(f"p{i}", cpu="100m") for i in range(3)])
+    # Three signatures (the requests differ): each pod runs every plugin itself (see the next test for pods
+    # that share a signature).
+    apply(node("a"), node("b"), *[pod(f"p{i}", cpu=f"{100 * (i + 1)}m") for i in range(3)])
     drain(clock)
     own = own_files_dir(tmp_path)
     with override_settings(PROMETHEUS_MULTIPROC_DIR=str(own)):
@@ -162,6 +164,23 @@ def test_sampled_pods_record_plugin_and_extension_point_durations(client, tmp_pa
     les = {float(s.labels["le"]) for s in families["scheduler_plugin_execution_duration_seconds"].samples
            if s.name.endswith("_bucket")}
     assert les == {*exponential(0.00001, 1.5, 20), float("inf")}
+
+
+def test_a_pod_reading_its_signatures_batch_runs_no_filter_plugin(client, tmp_path, clock, monkeypatch):
+    # Opportunistic batching: the first pod of a signature runs alone, the second builds the batch (running
+    # the filters over every node), the third reads the batch's verdicts, so Filter runs twice for three pods.
+    monkeypatch.setattr(metrics, "should_sample_plugins", lambda: True)
+    own = own_files_dir(tmp_path)
+    with override_settings(PROMETHEUS_MULTIPROC_DIR=str(own)):
+        _, before = scrape(client, own)
+    apply(node("a"), node("b"), *[pod(f"p{i}", cpu="100m") for i in range(3)])
+    drain(clock)
+    own = own_files_dir(tmp_path)
+    with override_settings(PROMETHEUS_MULTIPROC_DIR=str(own)):
+        _, after = scrape(client, own)
+    assert Pod.objects.exclude(node_name="").count() == 3
+    assert delta(before, after, "scheduler_plugin_execution_duration_seconds_count", plugin="NodeResourcesFit",
+                 extension_point="Filter", status="Success") == 2
 
 
 @pytest.mark.slow

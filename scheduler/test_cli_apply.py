@@ -396,11 +396,11 @@ def test_delete_pod_and_node_and_not_found(workdir):
     assert queues.get_queue().get("default/queued") is not None
 
     r = cli("delete", "pod", "default/web")
-    assert (r.code, r.out, r.err) == (0, 'pod "web" deleted\n', "")
+    assert (r.code, r.out, r.err) == (0, 'pod "web" deleted from default namespace\n', "")
     assert Node.objects.get(name="node-a").req_cpu == 0  # its room is given back
 
     r = cli("delete", "pod", "queued", "-n", "default")
-    assert (r.code, r.out) == (0, 'pod "queued" deleted\n')
+    assert (r.code, r.out) == (0, 'pod "queued" deleted from default namespace\n')
     assert queues.get_queue().get("default/queued") is None  # and it left the queue
 
     r = cli("delete", "pod", "default/web", "shop/gone")
@@ -434,7 +434,7 @@ def test_through_manage_py_exit_codes_and_text(workdir):
     assert not Pod.objects.filter(name="api").exists()
 
     r = manage("delete", "pod", "default/web", cwd=workdir)
-    assert (r.code, r.out, r.err) == (0, 'pod "web" deleted\n', ""), r
+    assert (r.code, r.out, r.err) == (0, 'pod "web" deleted from default namespace\n', ""), r
     r = manage("delete", "pod", "default/web", cwd=workdir)
     assert (r.code, r.out, r.err) == (1, "", 'Error from server (NotFound): pods "web" not found\n'), r
     r = manage("delete", "node", "nope", cwd=workdir)

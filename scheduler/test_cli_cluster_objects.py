@@ -114,7 +114,7 @@ def test_get_prints_the_objects_as_kubectl_does(tmp_path):
 
 def test_delete_removes_an_object_and_reports_a_missing_one_as_kubectl(tmp_path):
     apply_text(tmp_path, OBJECTS)
-    assert cli("delete", "svc", "web", "-n", "shop").out.strip() == 'service "web" deleted'
+    assert cli("delete", "svc", "web", "-n", "shop").out.strip() == 'service "web" deleted from shop namespace'
     assert cli("delete", "ns", "shop").out.strip() == 'namespace "shop" deleted'
     gone = cli("delete", "sts", "nope", "-n", "shop")
     assert gone.code == 1 and gone.err.strip() == 'Error from server (NotFound): statefulsets.apps "nope" not found'

@@ -175,7 +175,7 @@ def test_a_budgets_status_follows_its_pods_and_get_pdb_prints_it_as_kubectl(tmp_
                       "disruptionsAllowed": 1, "disruptedPods": {}}
     cli("delete", "pod", "db-0")
     assert cli("get", "pdb", "-A").out.splitlines()[1].split()[:5] == ["default", "db", "1", "N/A", "0"]
-    assert cli("delete", "pdb", "db").out == 'poddisruptionbudget.policy "db" deleted\n'
+    assert cli("delete", "pdb", "db").out == 'poddisruptionbudget.policy "db" deleted from default namespace\n'
 
 
 def test_explain_cluster_files_hold_classes_and_budgets(tmp_path):

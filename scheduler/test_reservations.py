@@ -175,6 +175,40 @@ def test_a_gpu_pod_reserved_while_another_arrives_bound_is_counted_either_way():
     assert on_node == (2 if reserved else 1)
 
 
+def test_a_batch_reservation_takes_its_nodes_in_name_order_so_two_batches_never_deadlock():
+    """Two workers' batches (or a batch and the binder) updating overlapping nodes each locked them in their
+    plan's order: each held a node the other waited for, and Postgres aborted one (its popped pods then waited
+    a minute for the in-flight lease). Taken in name order, a batch waiting on one node holds none after it."""
+    apply(node("node-b"), node("node-a"), pod("on-b", cpu="1"), pod("on-a", cpu="1"))  # node-b's row comes first
+    rows = {p.name: p for p in Pod.objects.all()}
+    holder = NodeRowHolder("node-a")  # another transaction holds node-a
+    done: list = []
+
+    def reserve_both():
+        try:
+            done.append(reserve_many([(rows["on-b"].pk, row_usage(rows["on-b"]), "node-b", None, rows["on-b"].updated_at),
+                                      (rows["on-a"].pk, row_usage(rows["on-a"]), "node-a", None, rows["on-a"].updated_at)]))
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=reserve_both)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while waiting_on_locks() < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert waiting_on_locks() == 1, "the batch should be waiting on node-a"
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            # node-b sorts after node-a: the waiting batch has not taken it (NOWAIT raises if it had).
+            cursor.execute("SELECT 1 FROM scheduler_node WHERE name = 'node-b' FOR UPDATE NOWAIT")
+    finally:
+        holder.release.set()
+        thread.join(20)
+        holder.thread.join(10)
+    assert done and not done[0].conflicts and not done[0].gone
+    assert {n.name: n.req_cpu for n in Node.objects.all()} == {"node-a": 1000, "node-b": 1000}
+
+
 # ---- a claim takes only the pod version that was scheduled ----------------------------------------------
 
 def test_a_claim_refuses_a_pod_whose_row_changed_after_the_worker_read_it():

@@ -82,7 +82,7 @@ def test_deleting_a_deployment_deletes_its_replica_sets_and_their_pods():
     apply(node("a"), workload("Deployment", replicas=2))
     workloads.sync_all()
     r = cli("delete", "deployment", "web")
-    assert (r.code, r.out) == (0, 'deployment "web" deleted\n')
+    assert (r.code, r.out) == (0, 'deployment.apps "web" deleted from default namespace\n')
     assert not ClusterObject.objects.filter(kind__in=["Deployment", "ReplicaSet"]).exists()
     assert Pod.objects.count() == 0
 

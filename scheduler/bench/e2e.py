@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 import threading
 import time
@@ -267,7 +268,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
     from django.core.management import call_command
 
     from .. import loop
-    from ..models import Attempt, DeletedPod, Pod
+    from ..models import Attempt, Binding, DeletedPod, Pod
     from ..queue.redis_queue import RedisQueue
     from ..queue.queues import get_redis
 
@@ -307,6 +308,19 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 # Bound, or preempted: a measured pod a preemption evicted leaves the run unplaced.
                 return bound() + (DeletedPod.objects.filter(namespace__in=namespaces).count() if loaded.churn else 0)
 
+            def all_done(target: int, first_binding: int):
+                # Polled every 50 ms: the newest Binding id is one index probe, where counting the bound
+                # pods reads them all (at 10,000 pods, a tenth of a core of the machine the workers
+                # share); the count is asked only once enough bindings exist (ids have gaps; with churn,
+                # preempted pods have none: then the count each time).
+                def check() -> bool:
+                    if not loaded.churn:
+                        newest = Binding.objects.order_by("-id").values_list("id", flat=True).first() or 0
+                        if newest - first_binding < target - len(warmup):
+                            return False
+                    return done() >= target
+                return check
+
             for key in warmup:
                 queue.add(key, 0)
             kick(r, workers)
@@ -314,6 +328,8 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             if watch:
                 watch.measure(settle=len(warmup))
             say(f"warm; queueing {pods} pods")
+            first_binding = Binding.objects.order_by("-id").values_list("id", flat=True).first() or 0
+            cpu_before = _cpu_seconds(wp, name)
             started_wall = timezone.now()
             t0 = time.perf_counter()
             Pod.objects.filter(namespace__in=namespaces, name__in=[k.split("/", 1)[1] for k in measured]).update(
@@ -327,10 +343,11 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             target = len(warmup) + pods
             # Halfway, save the active configuration again as a new version (issue 4's live switch):
             # how long until the workers' first attempt on it, with the pods still flowing.
-            wait(lambda: done() >= len(warmup) + pods // 2, timeout, wp, "half the pods bound")
+            wait(all_done(len(warmup) + pods // 2, first_binding), timeout, wp, "half the pods bound")
             switched = _switch_profile_version()
-            wait(lambda: done() >= target, timeout, wp, "all pods bound")
+            wait(all_done(target, first_binding), timeout, wp, "all pods bound")
             elapsed = time.perf_counter() - t0
+            cpu_after = _cpu_seconds(wp, name)
             churn = _churn_report(churner.stop(), loaded, started_wall, wp) if churner else {}
             if watch:
                 watch.wait_seen(pods)
@@ -351,6 +368,9 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 "binding_p50_ms": pct([row[4] for row in scheduled if row[4] is not None], 50),
                 "binding_p99_ms": pct([row[4] for row in scheduled if row[4] is not None], 99),
                 "worker_peak_rss_mb": rss,
+                # CPU time per pod while the measured pods went through (a shared machine's load slows the
+                # wall clock, much less this): the worker processes, beat, and the database's backends.
+                **_cpu_report(cpu_before, cpu_after, pods),
                 "overcommitted_nodes": len(list(over)),
                 **churn,
                 **_switch_report(switched, namespaces),
@@ -365,6 +385,38 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             r.delete(key)
         loop.reset_worker()
         admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _proc_cpu(pid: int) -> float | None:
+    """utime + stime of a process in seconds (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(wp: WorkerProcesses, database: str) -> dict[str, dict[int, float]]:
+    """CPU seconds so far of the workers, beat and the Postgres backends serving `database` (on this host)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        # (Not this process's own backend: its polling is the benchmark's, not the scheduler's.)
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [database])
+        backends = [row[0] for row in cursor.fetchall()]
+    groups = {"workers": wp.pids(), "beat": [wp.beat_proc.pid] if wp.beat_proc is not None else [],
+              "postgres": backends}
+    return {k: {pid: c for pid in pids if (c := _proc_cpu(pid)) is not None} for k, pids in groups.items()}
+
+
+def _cpu_report(before: dict, after: dict, pods: int) -> dict:
+    out = {}
+    for group in ("workers", "beat", "postgres"):
+        spent = sum(v - before.get(group, {}).get(pid, 0.0) for pid, v in after.get(group, {}).items())
+        out[f"cpu_ms_per_pod_{group}"] = round(spent * 1000.0 / pods, 3) if pods else None
+    out["postgres_backends"] = len(after.get("postgres", {}))
+    return out
 
 
 CHURN_SETTLE_SECONDS = 60.0

@@ -246,6 +246,29 @@ def drive_shape(cluster, *, nodes: int, pods: int, backlog: bool, scheduler: Sch
         api.close()
 
 
+def _stages(d: Drive, queued: dict, attempts) -> dict:
+    """A bound pod's way, stage by stage, from our own rows (wall times; each pod's scheduled attempt):
+    queued (the mirror) -> its batch started (`started_at`: the queue and the wake-up of a worker) -> its
+    attempt written (`finished_at`: the batch, its reservation) -> the leader's binding cycle started (the
+    hand-off through Redis and the committer: `queued_at + e2e_ms`) -> the call answered (`binding_ms`) -> our
+    watch saw it bound (the watch's delivery)."""
+    offset = {p: d.created_wall[p] - d.created_at[p] for p in d.names}  # perf_counter -> wall, per pod
+    parts: dict[str, list[float]] = {"to_batch": [], "batch": [], "handoff": [], "call": [], "to_seen": []}
+    for name, started, finished, e2e_ms, binding_ms in attempts:
+        first = queued.get(name)
+        if first is None or e2e_ms is None or name not in d.watcher.bound_at:
+            continue
+        cycle = first.timestamp() + e2e_ms / 1000.0
+        answered = cycle + (binding_ms or 0.0) / 1000.0
+        seen = d.watcher.bound_at[name] + offset[name]
+        parts["to_batch"].append((started.timestamp() - first.timestamp()) * 1000.0)
+        parts["batch"].append((finished - started).total_seconds() * 1000.0)
+        parts["handoff"].append((cycle - finished.timestamp()) * 1000.0)
+        parts["call"].append(binding_ms or 0.0)
+        parts["to_seen"].append((seen - answered) * 1000.0)
+    return {f"kube_{part}_p{q}_ms": pct(values, q) for part, values in parts.items() for q in (50, 99)}
+
+
 def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False, qps: float = BENCH_QPS,
                    burst: int = BENCH_BURST, progress=None, timeout: float = 900.0) -> dict:
     """Pods created live while the replica schedules; with `backlog`, all created while no replica runs,
@@ -310,6 +333,9 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False
                 queued = dict(Pod.objects.filter(namespace=NAMESPACE, name__in=names, queued_at__isnull=False)
                               .values_list("name", "queued_at"))
                 lag = [(queued[p].timestamp() - d.created_wall[p]) * 1000.0 for p in names if p in queued]
+                stages = _stages(d, queued, Attempt.objects.filter(namespace=NAMESPACE, pod_name__in=names,
+                                                                   result="scheduled")
+                                 .values_list("pod_name", "started_at", "finished_at", "e2e_ms", "binding_ms"))
                 replica_log.flush()
                 pool_full = (wp.log_dir / "replica.log").read_bytes().count(POOL_FULL)
                 return {
@@ -325,6 +351,7 @@ def run_kubernetes(*, nodes: int, pods: int, workers: int, backlog: bool = False
                     "kube_queued_to_bound_p99_ms": pct([e for e in sli if e is not None], 99),
                     "kube_mirror_lag_p50_ms": pct(lag, 50),
                     "kube_mirror_lag_p99_ms": pct(lag, 99),
+                    **stages,
                     "kube_pool_full_warnings": pool_full,
                     "kube_client_qps": qps, "kube_client_burst": burst,
                 }

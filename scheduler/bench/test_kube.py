@@ -16,7 +16,8 @@ pytestmark = [pytest.mark.kube, pytest.mark.slow]
 
 KEYS = {"kube_pods_per_s", "kube_bind_p50_ms", "kube_bind_p99_ms", "kube_create_to_bound_p50_ms",
         "kube_create_to_bound_p99_ms", "kube_mirror_lag_p50_ms", "kube_mirror_lag_p99_ms", "kube_pool_full_warnings",
-        "kube_first_bound_s", "kube_client_qps", "kube_client_burst",
+        "kube_first_bound_s", "kube_client_qps", "kube_client_burst", "kube_to_batch_p50_ms", "kube_batch_p50_ms",
+        "kube_handoff_p50_ms", "kube_call_p50_ms", "kube_to_seen_p50_ms",
         "simulated_e2e_pods_per_s", "simulated_binding_p50_ms", "simulated_binding_p99_ms"}
 
 

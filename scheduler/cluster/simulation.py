@@ -135,11 +135,12 @@ def demo_objects(nodes: list[dict]) -> list[dict]:
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}},
         {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": DEMO_NAMESPACE},
          "spec": {"replicas": 6, "selector": {"matchLabels": {"app": "web"}}, "template": web_template}},
-        # Its uid is the one its pods' ownerReferences name (demo_pods), so the StatefulSet controller that
-        # `run` ticks finds them its own and creates no others.
+        # Its controller creates its pods (with the revision label it then keeps them at); Parallel, so its
+        # first pass creates all three at once instead of one each time the previous is Ready.
         {"apiVersion": "apps/v1", "kind": "StatefulSet",
-         "metadata": {"name": "cache", "namespace": DEMO_NAMESPACE, "uid": f"{DEMO_NAMESPACE}-cache"},
-         "spec": {"replicas": 3, "serviceName": "cache", "selector": {"matchLabels": {"app": "cache"}},
+         "metadata": {"name": "cache", "namespace": DEMO_NAMESPACE},
+         "spec": {"replicas": 3, "serviceName": "cache", "podManagementPolicy": "Parallel",
+                  "selector": {"matchLabels": {"app": "cache"}},
                   "template": {"metadata": {"labels": {"app": "cache"}}, "spec": _cache_spec()}}},
         *agents,
     ]
@@ -153,14 +154,9 @@ def _cache_spec() -> dict:
 
 
 def demo_pods() -> list[dict]:
-    """Applied after the ReplicaSet's pods, in this order: the StatefulSet's pods (as its controller names
-    them), "cache-exporter" that must share a host with a cache (found through its namespace's labels), and
+    """Applied after the controllers' pods (the ReplicaSet's and the StatefulSet's), in this order:
+    "cache-exporter" that must share a host with a cache (found through its namespace's labels), and
     "loner", anti-affine to every pod in every namespace, which no node can take (each holds a node agent)."""
-    caches = [_pod(f"cache-{i}", DEMO_NAMESPACE, {"app": "cache", "statefulset.kubernetes.io/pod-name": f"cache-{i}"},
-                   {**_cache_spec(), "hostname": f"cache-{i}", "subdomain": "cache"},
-                   ownerReferences=[{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "cache",
-                                     "uid": f"{DEMO_NAMESPACE}-cache", "controller": True}])
-              for i in range(3)]
     exporter = _pod("cache-exporter", MONITORING_NAMESPACE, {"app": "cache-exporter"}, {
         "containers": [_container("exporter", "busybox:1.36", "100m", "64Mi")],
         "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -171,4 +167,4 @@ def demo_pods() -> list[dict]:
         # An empty selector matches every pod, an empty namespaceSelector every namespace.
         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {}, "namespaceSelector": {}, "topologyKey": HOSTNAME_KEY}]}}})
-    return [*caches, exporter, loner]
+    return [exporter, loner]

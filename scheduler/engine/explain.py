@@ -61,9 +61,15 @@ def top_candidates(decision: Decision, nodes: NodeTable, k: int = TOP_CANDIDATES
     else:
         part = np.arange(len(totals))
     order = part[np.argsort(-totals[part], kind="stable")]
-    matrix = score_matrix(decision, nodes, order)
-    rows = [{"node": name, **entry} for name, entry in matrix.items()]
-    chosen = nodes.names[decision.selected_row] if decision.selected_row is not None else None
+    # score_matrix's entries, each with its node first (built here directly: one row per candidate kept).
+    names = nodes.names
+    columns = [(ps.plugin, ps.weight, *(a.tolist() for a in ps.at(order))) for ps in decision.plugin_scores]
+    rows = [{"node": names[row],
+             "plugins": {name: {"raw": raw[j], "normalized": normalized[j], "weight": weight,
+                                "weighted": normalized[j] * weight} for name, weight, raw, normalized in columns},
+             "total": total}
+            for j, (row, total) in enumerate(zip(decision.candidates[order].tolist(), totals[order].tolist()))]
+    chosen = names[decision.selected_row] if decision.selected_row is not None else None
     rows.sort(key=lambda r: (r["node"] != chosen, -r["total"]))
     return rows
 

@@ -188,8 +188,10 @@ class NodeTable:
 
     def load_usage(self, standard: dict[str, np.ndarray], nonzero_cpu: np.ndarray, nonzero_memory: np.ndarray,
                    scalars: dict[int, dict[str, int]], ports: dict[int, list[HostPort]]) -> None:
-        """Replace all usage at once from columns (a snapshot of the shared state)."""
-        self._all_usage_changed()
+        """Replace all usage at once from columns (a snapshot of the shared state). Only the rows whose
+        usage differs count as changed, when that is cheap to know (no extended resource or host port
+        anywhere, before or after)."""
+        self._note_reload(standard, nonzero_cpu, nonzero_memory, scalars, ports)
         self._min_free.clear()
         for r, col in self.requested.items():
             col[:] = standard[r] if r in standard else 0
@@ -208,6 +210,21 @@ class NodeTable:
         self.ports = {}
         for row, row_ports in ports.items():
             self.set_row_ports(row, row_ports)
+
+    def _note_reload(self, standard, nonzero_cpu, nonzero_memory, scalars, ports) -> None:
+        plain = (not scalars and not ports and not self.ports and set(self.requested) <= set(STANDARD_RESOURCES)
+                 and set(standard) <= set(STANDARD_RESOURCES) and self.n and len(self.changed_rows) < MAX_CHANGED_ROWS // 2)
+        if not plain:
+            self._all_usage_changed()
+            return
+        differs = (np.asarray(nonzero_cpu) != self.nonzero_requested[CPU]) | (np.asarray(nonzero_memory) != self.nonzero_requested[MEMORY])
+        for r, col in self.requested.items():
+            differs |= (np.asarray(standard[r]) if r in standard else 0) != col
+        rows = np.flatnonzero(differs)
+        if len(rows) > self.n // 4:
+            self._all_usage_changed()
+        else:
+            self.changed_rows.extend(rows.tolist())
 
     def set_row_usage(self, row: int, usage: NodeUsage) -> None:
         """Replace one node's usage (after a lost reservation race)."""

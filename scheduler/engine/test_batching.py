@@ -74,6 +74,7 @@ class Pair:
             for pod, node in nominated:
                 alg.nominator.add(pod, node)
         self.assumed: list[PodSpec] = []
+        self.made = 0  # pods made so far (their names are unique)
 
     def schedule(self, profile, pod: PodSpec):
         views = []
@@ -102,6 +103,19 @@ class Pair:
         for table in self.tables:
             table.reset_usage(usage)
 
+    def load_columns(self, rng: random.Random) -> None:
+        """A snapshot's reload (NodeTable.load_usage) in which a few rows' cpu, memory and pod counts moved."""
+        table = self.tables[0]
+        standard = {r: col.copy() for r, col in table.requested.items() if r in ("cpu", "memory", "ephemeral-storage", "pods")}
+        nz_cpu, nz_mem = table.nonzero_requested["cpu"].copy(), table.nonzero_requested["memory"].copy()
+        for row in rng.sample(range(table.n), min(table.n, rng.randint(1, 3))):
+            standard["cpu"][row] += rng.choice([-200, 100, 3000])
+            standard["pods"][row] += rng.choice([-1, 1, 50])
+            nz_cpu[row] += 100
+            nz_mem[row] += rng.choice([0, GI])
+        for t in self.tables:
+            t.load_usage({r: c.copy() for r, c in standard.items()}, nz_cpu.copy(), nz_mem.copy(), {}, {})
+
 
 def run_stream(pair: Pair, profile, templates: list[PodSpec], rng: random.Random, steps: int,
                usage_of=random_usage) -> int:
@@ -117,8 +131,11 @@ def run_stream(pair: Pair, profile, templates: list[PodSpec], rng: random.Random
             pair.set_row(rng.randrange(n), usage_of(rng))
         elif roll < 0.12:
             pair.reload([usage_of(rng) for _ in range(n)])
+        elif roll < 0.16:
+            pair.load_columns(rng)
         template = rng.choice(templates)
-        pod = dataclasses.replace(template, name=f"{template.name}-{i}", uid=f"u{i}")
+        pair.made += 1
+        pod = dataclasses.replace(template, name=f"{template.name}-{pair.made}", uid=f"u{pair.made}")
         row = pair.schedule(profile, pod)
         if row is not None and rng.random() < 0.9:
             pair.assume(pod, row)
@@ -244,6 +261,22 @@ def test_pods_differing_in_what_a_plugin_reads_have_different_signatures():
     selected = dataclasses.replace(base, node_selector={"zone": "a"})
     for other in (bigger, other_image, selected):
         assert pod_signature(profile, other, table) != pod_signature(profile, base, table)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.sampled_from([40, 130, 260]))
+def test_batched_decisions_follow_a_snapshot_reload_that_moved_a_few_rows(seed, n):
+    # Nodes without extended resources or host ports: a reload notes only the rows that moved.
+    rng = random.Random(seed)
+    specs = [NodeSpec(f"n{i}", allocatable={"cpu": rng.choice([1000, 4000]), "memory": rng.choice([GI, 8 * GI]),
+                                            "pods": rng.choice([2, 110])}) for i in range(n)]
+    pair = Pair(specs, [NodeUsage() for _ in specs], rng.randrange(2**31))
+    templates = [PodSpec("default", f"t{k}", containers=(Container("c", requests={"cpu": c, "memory": m}),))
+                 for k, (c, m) in enumerate([(100, GI // 2), (500, GI), (0, 0)])]
+    for _ in range(4):
+        run_stream(pair, default_profile().build(), templates, rng, steps=20, usage_of=lambda r: NodeUsage())
+        pair.load_columns(rng)
+    assert pair.algorithms[0].batch.batched_pods > 0
 
 
 @pytest.mark.parametrize("nodes", [120, 300])

@@ -22,13 +22,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from ..manifests.objects import parse_object
-from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, ClusterEvent, Pod
+from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, ClusterEvent, Node, Pod
 from ..queue import hints
 from ..queue.kick import kick
 from ..state.events import EventSpec, events_record
 from ..state.placed_pods import _topology_view
 from ..state.reservations import pod_usage_fields, row_usage
-from ..state.sql import update_from_values
+from ..state.sql import lock_in_order, update_from_values
 from . import mirror
 
 # The columns the replay may change on an existing row (the rest only the workers and the binder write,
@@ -263,6 +263,7 @@ def _write(w: _Writes, keys, slow: set) -> None:
         update_from_values(Pod, UPDATED_FIELDS, [(r.pk, *(w.now if f == "updated_at" else getattr(r, f)
                                                           for f in UPDATED_FIELDS)) for r in changed])
     if w.nodes:
+        lock_in_order(Node, "name", w.nodes)  # in the order workers and the binder take them: no deadlock
         values = ", ".join(["(%s, %s::bigint, %s::bigint, %s::bigint, %s::int, %s::bigint, %s::bigint)"] * len(w.nodes))
         params = [x for name, d in sorted(w.nodes.items()) for x in (name, *d)]
         with connection.cursor() as cursor:

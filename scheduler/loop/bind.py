@@ -23,7 +23,7 @@ from ..queue.kick import kick
 from ..queue.queues import get_queue
 from ..state.events import EventSpec, events_record
 from ..state.reservations import SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, release_assumed, row_usage
-from ..state.sql import insert_many, update_from_values
+from ..state.sql import insert_many, lock_in_order, update_from_values
 from ..telemetry import live, metrics
 from .common import ms, why
 
@@ -300,6 +300,8 @@ def _bind_pod_rows(accepted: list[_Bind], backend, now) -> None:
     where = "scheduler_pod.assumed_node = v.node_name AND scheduler_pod.node_name = ''"
     if backend.mirrors_bindings:
         where = f"(({where}) OR scheduler_pod.node_name = v.node_name)"
+    # The mirror locks these rows too when the watch shows them bound (in id order): take them in that order.
+    lock_in_order(Pod, "id", [b.pod.pk for b in accepted])
     bound_ids = set(update_from_values(
         Pod, fields, [(b.pod.pk, b.node, "", None, None, Pod.RUNNING, now, "True", "", "", now) for b in accepted],
         where=where, returning=True))
@@ -309,6 +311,7 @@ def _bind_pod_rows(accepted: list[_Bind], backend, now) -> None:
     # its own reserved pods as never started until something else changed their node.
     bound_nodes = sorted({b.node for b in accepted if b.pod.pk in bound_ids})
     if bound_nodes:
+        lock_in_order(Node, "name", bound_nodes)  # workers' reservations take these nodes too (in this order)
         Node.objects.filter(name__in=bound_nodes).update(generation=F("generation") + 1)
     missed = [b for b in accepted if b.pod.pk not in bound_ids]
     if not missed:

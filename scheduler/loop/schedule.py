@@ -43,6 +43,7 @@ from ..state.snapshot import Snapshot
 from ..state.sql import insert_many, update_from_values
 from ..telemetry import live, metrics
 from ..versions.profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version
+from . import collector
 from .common import ms, why
 
 log = logging.getLogger(__name__)
@@ -557,4 +558,5 @@ def run_schedule_task(token: str | None = None) -> BatchStats:
             slot_release(token)
     if stats.popped:
         kick()
+        collector.after_batch()  # (after the kick: the other workers go on meanwhile)
     return stats

@@ -123,7 +123,7 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(np.asarray(values, dtype=np.float64), q)), 6)
 
 
-def run_report(run, recorded: dict[str, str] | None = None) -> dict:
+def run_report(run, recorded: dict[str, list[str]] | None = None) -> dict:
     """One configuration's entry in the replay JSON."""
     pods = run.pods
     placements = {key: pods[key].node for key in natural_sorted(pods)}
@@ -154,11 +154,12 @@ def run_report(run, recorded: dict[str, str] | None = None) -> dict:
         "timeline": [list(s) for s in run.samples],
     }
     if recorded:
-        # Bindings, not final placements: a pod bound then deleted within the trace counts too.
+        # Bindings, not final placements: a pod bound then deleted within the trace counts too, and a name bound
+        # again (a pod created anew under it) counts each time, in order.
         made = run.bindings
-        differs = natural_sorted(k for k, node in recorded.items() if made.get(k) != node)
-        report["recorded_matches"] = sum(1 for k, node in recorded.items() if made.get(k) == node)
-        report["recorded_differs"] = differs
+        report["recorded_matches"] = sum(sum(1 for i, node in enumerate(nodes) if made.get(k, [])[i:i + 1] == [node])
+                                         for k, nodes in recorded.items())
+        report["recorded_differs"] = natural_sorted(k for k, nodes in recorded.items() if made.get(k, [])[:len(nodes)] != nodes)
     return report
 
 

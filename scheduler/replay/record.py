@@ -75,19 +75,21 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
 
     # Each attempt's (start, the instant its snapshot was read: migration 0015, None before it; where its worker's
     # random choices stood: [seed, position, round-robin start], migration 0016, None before it).
-    attempts_of: dict[tuple[str, str], list[tuple[datetime, datetime | None, list | None]]] = {}
-    for ns, name, started, snapshot, seed, position, start_index in Attempt.objects.filter(
+    # By uid: a name can be used again (a StatefulSet's pod deleted and created anew), each pod its own attempts.
+    attempts_of: dict[tuple[str, str, str], list[tuple[datetime, datetime | None, list | None]]] = {}
+    for ns, name, uid, started, snapshot, seed, position, start_index in Attempt.objects.filter(
             started_at__gt=start, started_at__lte=end).order_by("started_at", "id").values_list(
-            "namespace", "pod_name", "started_at", "snapshot_at", "tiebreak_seed", "tiebreak_position", "start_node_index"):
+            "namespace", "pod_name", "pod_uid", "started_at", "snapshot_at", "tiebreak_seed", "tiebreak_position",
+            "start_node_index"):
         tiebreak = None if seed is None else [seed, position, start_index or 0]
-        attempts_of.setdefault((ns, name), []).append((started, snapshot, tiebreak))
+        attempts_of.setdefault((ns, name, uid), []).append((started, snapshot, tiebreak))
     seen_by = _deletions_seen(start, end)
-    columns = ("namespace", "name", "manifest", "node_name", "queued_at", "bound_at")
+    columns = ("namespace", "name", "uid", "manifest", "node_name", "queued_at", "bound_at")
     pods = [(*row, None) for row in Pod.objects.filter(created_at__lte=end).values_list(*columns)]
     # Deleted pods too (migration 0011's trigger keeps them): their room counts until their deletion.
     pods += DeletedPod.objects.filter(created_at__lte=end, deleted_at__gt=start).values_list(*columns, "deleted_at", "id")
-    pods.sort(key=lambda p: (p[4] or p[5] or end, p[0], p[1]))
-    for ns, name, manifest, node_name, queued_at, bound_at, deleted_at, *deleted_id in pods:
+    pods.sort(key=lambda p: (p[5] or p[6] or end, p[0], p[1]))
+    for ns, name, uid, manifest, node_name, queued_at, bound_at, deleted_at, *deleted_id in pods:
         if queued_at is None and (bound_at is None or not node_name):
             continue  # not ours, never queued: neither it nor its deletion is anything to the replay
         if deleted_at is not None and deleted_at <= end:
@@ -101,13 +103,13 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
         if bound_at is not None and bound_at <= start and node_name:
             trace.pods.append((_started(manifest, bound_at), node_name))
         elif queued_at <= start:
-            tiebreaks = [a[2] for a in attempts_of.get((ns, name), ())]
+            tiebreaks = [a[2] for a in attempts_of.get((ns, name, uid), ())]
             trace.pods.append((_unbound(manifest), None))
             if any(tiebreaks):
                 trace.pod_tiebreaks[f"{ns}/{name}"] = tiebreaks
         elif queued_at <= end:
             line = {"kind": tr.POD_ADD, "manifest": _unbound(manifest), "node": None}
-            tried = [a for a in attempts_of.get((ns, name), ()) if a[0] >= queued_at]
+            tried = [a for a in attempts_of.get((ns, name, uid), ()) if a[0] >= queued_at]
             if tried:
                 first = tried[0]
                 line["first_attempt_t"] = _t(first[0], start)  # when the live loop picked it up (simulator.picked_up)

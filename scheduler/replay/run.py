@@ -54,5 +54,5 @@ def replay_trace(trace: Trace, configs: list[tuple[str, SchedulerConfig | None]]
     differing = differ(reports)
     for report, run in zip(reports, runs):
         report["differ_attempts"] = {key: attempt_of(run, key) for key in differing[:DIFFER_DETAILED]}
-    return {"trace": {**trace.summary(), "seed": seed, "recorded_bindings": len(recorded)},
+    return {"trace": {**trace.summary(), "seed": seed, "recorded_bindings": sum(map(len, recorded.values()))},
             "configs": reports, "differ": differing}

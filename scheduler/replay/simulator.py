@@ -74,7 +74,8 @@ class RunResult:
     pods: dict[str, ReplayPod]
     table: NodeTable
     samples: list[Sample] = field(default_factory=list)
-    bindings: dict[str, str] = field(default_factory=dict)  # every binding made, pods deleted later included
+    # Every binding made, pods deleted later included: key -> the nodes in order (a name can come back).
+    bindings: dict[str, list[str]] = field(default_factory=dict)
     attempts: int = 0
     preemptions: int = 0  # victims evicted (upstream's preemption_victims)
     evicted: list[str] = field(default_factory=list)  # the victims, by key (gone from the cluster, as deleted)
@@ -246,7 +247,7 @@ class Replayer:
                 spec = self._started(spec, now)  # created bound: it starts now
             self.pods[spec.key] = ReplayPod(spec, now, node=node, bound_at=now)
             if now is not None:
-                self.result.bindings.setdefault(spec.key, node)
+                self.result.bindings.setdefault(spec.key, []).append(node)
             if self.cache is not None:
                 self.cache.table.add_pod(self.cache.table.index[node], spec)
             return
@@ -276,6 +277,9 @@ class Replayer:
                 return self._skip(event, f"unreadable: {exc}")
             if spec_key in self.pods:
                 return self._skip(event, f"{spec_key} already exists")
+            # What the live loop did with this pod (a name used again is another pod: its own, from its arrival).
+            self.live_retries[spec_key] = sorted(event.get("retry_snapshot_t") or ())
+            self.live_draws[spec_key] = event.get("tiebreaks") or []
             self._arrive(event["manifest"], event.get("node"), now, event.get("arrived_t"))
         elif kind == tr.POD_DELETE:
             pod = self.pods.pop(event["key"], None)
@@ -360,7 +364,7 @@ class Replayer:
                 pod.node, pod.bound_at, pod.message = result.node_name, self.clock.now, ""
                 pod.decision = decision_summary(result.decision, self.cache.table)
                 self.unbound.discard(key)
-                self.result.bindings.setdefault(key, result.node_name)
+                self.result.bindings.setdefault(key, []).append(result.node_name)
                 self.queue.done(key)
                 bound.append(PodChange(assigned(pod.spec.namespace, pod.spec.name, pod.spec.uid, result.node_name,
                                                 pod.spec.labels)))
@@ -473,16 +477,6 @@ class Replayer:
             self._arrive(manifest, node, None if node else 0.0)
         events = picked_up([e for e in self.trace.events if e["kind"] != tr.BOUND])
         self.live_draws.update(self.trace.pod_tiebreaks)
-        for e in events:
-            if e["kind"] == tr.POD_ADD and (e.get("retry_snapshot_t") or e.get("tiebreaks")):
-                try:
-                    key = self._spec(e["manifest"]).key
-                except ManifestError:
-                    continue  # skipped when it arrives, with why
-                if e.get("retry_snapshot_t"):
-                    self.live_retries[key] = sorted(e["retry_snapshot_t"])
-                if e.get("tiebreaks"):
-                    self.live_draws[key] = e["tiebreaks"]
         # After the last event: the trace's end, and one unschedulable-pool timeout more for what is still backing off.
         horizon = max(self.trace.header.get("duration_s") or 0.0, events[-1]["t"] if events else 0.0)
         horizon += self.queue.max_in_unschedulable

@@ -280,6 +280,28 @@ def test_two_workers_with_seeds_of_their_own_are_each_followed_where_their_draws
     assert blind["recorded_differs"] != []
 
 
+def test_a_name_used_again_is_recorded_and_replayed_as_another_pod_with_its_own_attempts(clock):
+    """A StatefulSet's pod deleted and created anew under its name: each pod's live attempts (by uid) go with its
+    own arrival, so each is tried where its own draws stood, and both bindings are compared in turn."""
+    start = clock.datetime()
+    clock.advance(1)
+    apply(*[node(f"a{i}", "8", "32Gi") for i in range(4)])
+    for turn in range(3):
+        apply(pod("cache-0", "1", "1Gi"), *[pod(f"t{turn}-{j}", "1", "1Gi") for j in range(3)])
+        drain(clock)
+        clock.advance(5)
+        pod_delete(namespace="default", name="cache-0")
+        stamp(clock)
+        clock.advance(5)
+    trace, run = replay_window(start, clock)
+    arrivals = [e for e in trace.events if e["kind"] == "pod_add" and e["manifest"]["metadata"]["name"] == "cache-0"]
+    assert len(arrivals) == 3 and all(len(e["tiebreaks"]) == 1 for e in arrivals)
+    assert len({e["manifest"]["metadata"]["uid"] for e in arrivals}) == 3
+    assert trace.recorded_placements["default/cache-0"] == list(
+        Binding.objects.filter(pod_name="cache-0").order_by("bound_at").values_list("node_name", flat=True))
+    assert run["recorded_differs"] == [] and run["recorded_matches"] == Binding.objects.count() == 12
+
+
 def test_a_run_with_deletions_node_updates_and_a_node_removed_replays_to_the_same_bindings(clock, tmp_path):
     changes_run(clock)
     bindings = {f"{ns}/{name}": node for ns, name, node in Binding.objects.values_list("namespace", "pod_name", "node_name")}

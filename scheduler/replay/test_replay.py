@@ -318,6 +318,26 @@ def test_preemption_evicts_the_victim_that_started_last_as_the_live_snapshot_rea
     assert all(run(t, seed=seed)["evicted"] == ["default/early"] for seed in range(8))
 
 
+def test_a_name_bound_again_after_its_pod_was_deleted_counts_each_binding_in_order():
+    """A StatefulSet's pod deleted and created again under its name: each binding is compared with the live one
+    of the same turn (the first binding alone would count the second one as differing)."""
+    again = pod("cache-0")
+    again["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "n2"}
+    events = [{"t": 1.0, "kind": "pod_add", "manifest": pod("cache-0")},
+              {"t": 1.1, "kind": "bound", "key": "default/cache-0", "node": "n1"},
+              {"t": 5.0, "kind": "pod_delete", "key": "default/cache-0"},
+              {"t": 6.0, "kind": "pod_add", "manifest": again},
+              {"t": 6.1, "kind": "bound", "key": "default/cache-0", "node": "n2"}]
+    nodes = [node("n1", cpu="8"), node("n2", cpu="4")]
+    report = replay_trace(trace(nodes, [], events), [("default", default_config())])
+    out = report["configs"][0]
+    assert report["trace"]["recorded_bindings"] == 2
+    assert (out["recorded_matches"], out["recorded_differs"]) == (2, [])
+    events[-1]["node"] = "n1"
+    out = run(trace(nodes, [], events))
+    assert (out["recorded_matches"], out["recorded_differs"]) == (1, ["default/cache-0"])
+
+
 def test_a_failed_pod_is_tried_again_when_the_live_loop_tried_it_again_not_at_its_backoffs_end():
     """Its binding refused at 2.0, its 1 s backoff ends at 3.0 (n1 is the emptier then); the live loop tried it
     again at 3.4 (its reconciler's tick), after a pod took 6 of n1's 8 CPUs at 3.2: n2 then, as live."""

@@ -66,9 +66,14 @@ class Trace:
     events: list[dict] = field(default_factory=list)  # sorted by t, stable
 
     @property
-    def recorded_placements(self) -> dict[str, str]:
-        """What the live run bound, pod key -> node, from the "bound" events."""
-        return {e["key"]: e["node"] for e in self.events if e["kind"] == BOUND}
+    def recorded_placements(self) -> dict[str, list[str]]:
+        """What the live run bound, pod key -> the nodes of its bindings in order, from the "bound" events (a
+        name can be bound more than once: a StatefulSet's pod deleted and created again under it)."""
+        out: dict[str, list[str]] = {}
+        for e in self.events:
+            if e["kind"] == BOUND:
+                out.setdefault(e["key"], []).append(e["node"])
+        return out
 
     def lines(self):
         yield {"kind": HEADER, "version": TRACE_VERSION, **{k: v for k, v in self.header.items()

@@ -21,7 +21,7 @@ from django.utils import timezone
 from ..engine.pods import PodSpec
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from ..models import Node, Pod
-from .sql import rows_source, update_from_values
+from .sql import lock_in_order, rows_source, update_from_values
 
 log = logging.getLogger(__name__)
 
@@ -293,6 +293,7 @@ def _reserve_batch(placements: list[Placement], guard=None) -> ReserveResult:
                 nonzero = [sum(p[1][f] for p in group) for f in ("nonzero_cpu", "nonzero_memory")]
                 rows.append((node, *total, len(group), *nonzero, group[0][3] if group[0][3] is not None else 0))
             values, params = rows_source(["text", "bigint", "bigint", "bigint", "bigint", "bigint", "bigint", "bigint"], rows)
+            lock_in_order(Node, "name", by_node)  # another worker's batch may take some of the same nodes
             cursor.execute(_TAKE.format(values=values), params)
             taken = dict(cursor.fetchall())
             result.generations.update(taken)

@@ -34,6 +34,33 @@ def usage_from_values(req_cpu, req_memory, req_ephemeral, req_pods, nonzero_cpu,
                      ports=tuple(ports_from_json(used_ports or ())))
 
 
+_NODE_COLUMNS = ("spec_version", "req_cpu", "req_memory", "req_ephemeral", "req_pods", "nonzero_cpu", "nonzero_memory",
+                 "generation")
+
+
+def _read_nodes() -> tuple[list[str], dict[str, np.ndarray], int]:
+    """Every node's name (in name order) and number columns, and the newest pod deletion, in one statement.
+
+    On Postgres each column comes as one array in the binary format (a few C calls instead of a Python
+    tuple per node: a third of the cost at 5,000 nodes); elsewhere through the ORM."""
+    newest_deletion = DeletedPod.objects.order_by("-id").values("id")[:1]
+    if connection.vendor == "postgresql":
+        connection.ensure_connection()
+        node, deleted = Node._meta.db_table, DeletedPod._meta.db_table
+        aggregates = ", ".join(f"array_agg({c} ORDER BY name)" for c in ("name", *_NODE_COLUMNS))
+        with connection.connection.cursor(binary=True) as cursor:
+            cursor.execute(f"SELECT {aggregates}, (SELECT id FROM {deleted} ORDER BY id DESC LIMIT 1) FROM {node}")
+            names, *arrays, mark = cursor.fetchone()
+        names = names or []
+        cols = {c: np.asarray(a or (), dtype=np.int64) for c, a in zip(_NODE_COLUMNS, arrays)}
+        return names, cols, mark or 0
+    rows = list(Node.objects.order_by("name").annotate(newest_deletion=Subquery(newest_deletion))
+                .values_list("name", *_NODE_COLUMNS, "newest_deletion"))
+    mark = (rows[0][-1] if rows else DeletedPod.objects.order_by("-id").values_list("id", flat=True).first()) or 0
+    cols = {c: np.fromiter((r[i + 1] for r in rows), dtype=np.int64, count=len(rows)) for i, c in enumerate(_NODE_COLUMNS)}
+    return [r[0] for r in rows], cols, mark
+
+
 @contextmanager
 def one_committed_state():
     """The reads inside see one committed state: the nodes' usage, their scalar resources and ports, the pods on
@@ -80,27 +107,19 @@ class Snapshot:
         # ports in use: decoding 2 x 5,000 JSON values per batch would cost more than the rest.
         # The newest pod deletion read in the same statement as the nodes' usage (one statement sees one
         # committed state): the replay applies exactly the deletions whose room this snapshot saw freed.
-        newest_deletion = Subquery(DeletedPod.objects.order_by("-id").values("id")[:1])
-        rows = list(Node.objects.order_by("name").annotate(newest_deletion=newest_deletion)
-                    .values_list("name", "spec_version", *_USAGE_FIELDS[:6], "generation", "newest_deletion"))
-        self.deleted_mark = (rows[0][9] if rows else DeletedPod.objects.order_by("-id").values_list("id", flat=True)
-                             .first()) or 0
-        spec_key = tuple((r[0], r[1]) for r in rows)
+        names, cols, self.deleted_mark = _read_nodes()
+        n = len(names)
+        spec_key = (tuple(names), cols["spec_version"].tobytes())
         if spec_key != self._spec_key or self.cache is None:
-            self._rebuild([(name, version) for name, version, *_ in rows])
+            self._rebuild(list(zip(names, cols["spec_version"].tolist())))
             self._spec_key = spec_key
         else:
             # The pods this worker assumed were indexed by its cache; the shared state has them now
             # (their nodes' generations moved), or has dropped them.
             self.placed.drop_assumed(self.cache)
         table = self.cache.table
-        n = len(rows)
-        cols = list(zip(*rows)) if rows else [()] * 8
-
-        def ints(i):
-            return np.fromiter(cols[i], dtype=np.int64, count=n)
-
-        standard = {CPU: ints(2), MEMORY: ints(3), EPHEMERAL_STORAGE: ints(4), PODS: ints(5)}
+        standard = {CPU: cols["req_cpu"], MEMORY: cols["req_memory"], EPHEMERAL_STORAGE: cols["req_ephemeral"],
+                    PODS: cols["req_pods"]}
         scalars, ports = {}, {}
         special = Node.objects.filter(~Q(req_scalar={}) | ~Q(used_ports=[])).values_list("name", "req_scalar", "used_ports")
         for name, req_scalar, used_ports in special:
@@ -110,8 +129,8 @@ class Snapshot:
                     scalars[row] = req_scalar
                 if used_ports:
                     ports[row] = ports_from_json(used_ports)
-        table.load_usage(standard, ints(6), ints(7), scalars, ports)
-        self.placed.sync(table, dict(zip(cols[0], cols[8])) if rows else {})
+        table.load_usage(standard, cols["nonzero_cpu"], cols["nonzero_memory"], scalars, ports)
+        self.placed.sync(table, dict(zip(names, cols["generation"].tolist())) if n else {})
         table.objects = self.objects.sync()
         # The shared state already counts every reservation that committed, ours included.
         self.cache.assumed.clear()

@@ -24,6 +24,24 @@ def rows_source(types: list[str], rows: list[tuple]) -> tuple[str, list]:
     return "VALUES " + ", ".join([one] * len(rows)), [v for row in rows for v in row]
 
 
+def lock_in_order(model, column: str, values) -> None:
+    """Lock the rows whose `column` is one of `values`, in the order of `column`, in the caller's transaction.
+
+    A multi-row UPDATE locks its rows in whatever order its plan visits them (a row's place in the table
+    moves with every update), so two transactions updating overlapping sets of nodes (two workers'
+    reservations, the mirror's counters, the binder's generations) could each hold a row the other waits for:
+    Postgres then aborts one (a deadlock). Taken first in one order, the locks only ever queue. A no-op
+    elsewhere (SQLite locks the whole database)."""
+    values = sorted(set(values))
+    if not values or connection.vendor != "postgresql":
+        return
+    field = model._meta.get_field(column)
+    table, name = model._meta.db_table, field.column
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {table} WHERE {name} = ANY(%s::{_array_type(field)}[]) ORDER BY {name} FOR UPDATE",
+                       [values])
+
+
 def update_from_values(model, fields: list[str], rows: list[tuple], *, key: str = "id",
                        where: str = "", returning: bool = False) -> list:
     """UPDATE model SET field = v.field ... FROM (rows) v WHERE model.key = v.key [AND where].

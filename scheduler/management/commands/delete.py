@@ -30,10 +30,16 @@ for _kind, _plural, _names, _namespaced in (
 
 
 def _singular(plural: str) -> str:
-    """As kubectl names the deleted object: "priorityclass.scheduling.k8s.io", "service"."""
+    """As kubectl names the deleted object, kind.group (the core group has none): "deployment.apps",
+    "priorityclass.scheduling.k8s.io", "service"."""
     head, dot, group = plural.partition(".")
     one = head[:-2] if head.endswith("sses") else head[:-1]
-    return f"{one}.{group}" if dot and group not in ("apps",) else one
+    return f"{one}.{group}" if dot else one
+
+
+def _deleted(resource: str, name: str, namespace: str | None) -> str:
+    # As kubectl's DeleteOptions.PrintObj since kubernetes#126619 (1.32): a namespaced object names its namespace.
+    return f'{resource} "{name}" deleted from {namespace} namespace' if namespace else f'{resource} "{name}" deleted'
 
 
 class Command(KubectlCommand):
@@ -59,19 +65,19 @@ class Command(KubectlCommand):
                     missing = True
                     continue
                 if deleted:
-                    self.stdout.write(f'{resource} "{object_name}" deleted')
+                    self.stdout.write(_deleted(resource, object_name, (ns or namespace) if namespaced else None))
                 else:
                     self.stderr.write(f'Error from server (NotFound): {plural} "{object_name}" not found')
                     missing = True
             elif kind.startswith("po"):
                 ns, _, pod_name = name.rpartition("/")
                 if pod_delete(namespace=ns or namespace, name=pod_name):
-                    self.stdout.write(f'pod "{pod_name}" deleted')
+                    self.stdout.write(_deleted("pod", pod_name, ns or namespace))
                 else:
                     self.stderr.write(f'Error from server (NotFound): pods "{pod_name}" not found')
                     missing = True
             elif node_delete(name=name):
-                self.stdout.write(f'node "{name}" deleted')
+                self.stdout.write(_deleted("node", name, None))
             else:
                 self.stderr.write(f'Error from server (NotFound): nodes "{name}" not found')
                 missing = True

@@ -25,7 +25,7 @@ from scheduler.models import Node, Pod
 from scheduler.cluster.services import cluster_apply, pod_delete
 from scheduler.cluster.simulation import (DEMO_NAMESPACE, MONITORING_NAMESPACE, TRICKLE_NAMESPACES, demo_objects,
                                           demo_pods, seed_nodes, trickle_pod)
-from scheduler.controllers import replicaset
+from scheduler.controllers import replicaset, statefulset
 
 log = logging.getLogger("schedboard.run")
 
@@ -98,11 +98,12 @@ class Command(BaseCommand):
 
 
 def seed_workloads(nodes: list[dict]) -> None:
-    """The demo's topology workloads: the objects, the ReplicaSet's pods (its controller's one pass), then
-    the other pods one apply each, so the queue takes them in that order (the exporter after the caches it
-    must join: nothing moves a pod that waits for a pod to arrive, as upstream's AssignedPodAdd would)."""
+    """The demo's topology workloads: the objects, the ReplicaSet's and the StatefulSet's pods (each
+    controller's one pass), then the other pods one apply each, so the queue takes them in that order (the
+    exporter after the caches it must join)."""
     cluster_apply(parse_documents_list(demo_objects(nodes)))
     replicaset.sync_all()
+    statefulset.sync_all()
     for pod in demo_pods():
         cluster_apply(parse_documents_list([pod]))
 

@@ -1,0 +1,45 @@
+"""The worker's collector policy: thresholds raised, survivors frozen at most once a minute."""
+
+import gc
+
+from scheduler.loop import collector
+
+
+def test_a_worker_freezes_after_its_first_batch_and_then_at_most_once_a_minute():
+    now = [1000.0]
+    try:
+        assert collector.after_batch(lambda: now[0]) is False  # not a worker process: nothing
+        collector.install()
+        assert gc.get_threshold()[0] == collector.YOUNG_THRESHOLD
+        assert collector.after_batch(lambda: now[0]) is True
+        assert gc.get_freeze_count() > 0
+        now[0] += 30
+        assert collector.after_batch(lambda: now[0]) is False
+        now[0] += 31
+        assert collector.after_batch(lambda: now[0]) is True
+    finally:
+        collector.uninstall()
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_cycle_frozen_alive_and_dropped_later_is_collected_at_the_next_refreeze():
+    now = [0.0]
+
+    class Node:
+        pass
+
+    try:
+        collector.install()
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        collector.after_batch(lambda: now[0])  # frozen while alive
+        del a, b
+        gc.collect()
+        assert sum(isinstance(o, Node) for o in gc.get_objects()) == 0  # (frozen objects are not listed)
+        assert gc.get_freeze_count() > 0
+        now[0] += collector.REFREEZE_SECONDS
+        collector.after_batch(lambda: now[0])
+        gc.unfreeze()
+        assert sum(isinstance(o, Node) for o in gc.get_objects()) == 0  # collected, not only hidden
+    finally:
+        collector.uninstall()
