@@ -284,6 +284,28 @@ class Event(models.Model):
         return f"{self.type} {self.reason} {self.involved_kind}/{self.involved_name}"
 
 
+class Preemption(models.Model):
+    """A preemption under way (upstream's Evaluator.preempting, kept in Postgres so every worker sees it and no
+    restart loses it): written with the preemptor's nomination, in the transaction of the attempt that chose
+    the victims, and deleted by the preempt task once it has evicted them (on the kubernetes backend, by the
+    lease holder once its API calls are made). While it stands and one of its victims is still there and not
+    yet being deleted, the preemptor is not attempted again (DefaultPreemption's PreEnqueue); the reconciler
+    sends the task again when it has not finished within PREEMPTION_RESEND_SECONDS (its worker died)."""
+
+    preemptor_uid = models.CharField(max_length=64, unique=True)  # one preemption under way per pod
+    node = models.CharField(max_length=253, help_text="the nominated node the victims are on")
+    attempt = models.BigIntegerField(null=True, blank=True, help_text="the attempt that chose the victims")
+    job = models.JSONField(help_text="what the preempt task is sent (state/nominations.preemption_job)")
+    created_at = models.DateTimeField()
+    sent_at = models.DateTimeField(help_text="when the task was last sent")
+
+    class Meta:
+        indexes = [models.Index(fields=["sent_at"], name="preemption_by_sent_at")]
+
+    def __str__(self) -> str:
+        return f"{self.job['preemptor']['namespace']}/{self.job['preemptor']['name']} on {self.node}"
+
+
 class ClusterEvent(models.Model):
     """A cluster change that may make unschedulable pods schedulable (upstream's ClusterEvent).
 

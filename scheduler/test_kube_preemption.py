@@ -111,9 +111,11 @@ def test_a_watch_event_racing_the_nomination_neither_frees_the_room_nor_makes_th
         running, core, apis):
     """The nomination is the worker's own (Pod.nominated_node, written in the transaction of its attempt); the
     mirror's copy of the preemptor comes from the API server and lacks it until the patch comes back. An
-    event without it (as the echo of a patch sent before the nomination's) must change nothing: the preemptor
-    is not eligible to preempt again while its victim terminates on the nominated node (upstream's
-    PodEligibleToPreemptOthers), and a pod of lower priority never takes the room meanwhile."""
+    event without it (as the echo of a patch sent before the nomination's) reaching the mirror before that
+    patch's echo must change nothing (as upstream's nominator: no nomination in the old copy nor in the new,
+    the one made in memory stays): the preemptor is not eligible to preempt again while its victim terminates
+    on the nominated node (upstream's PodEligibleToPreemptOthers), and a pod of lower priority never takes the
+    room meanwhile."""
     from scheduler.kube.mirror import pod_upsert
     from scheduler.models import Attempt
     from scheduler.queue.queues import get_queue
@@ -134,11 +136,13 @@ def test_a_watch_event_racing_the_nomination_neither_frees_the_room_nor_makes_th
                      "vip nominated, its victim terminating (mirrored)")
     attempts = Attempt.objects.filter(pod_name="vip").count()
 
-    # The racing event: vip as the API server had it before the nomination's patch.
+    # The racing event: vip as the API server had it before the nomination's patch, reaching the mirror while
+    # its copy is still the one before that patch (a watch delivers in order: put that copy back first).
     stale = read_pod(core, "vip")
     del stale["status"]["nominatedNodeName"]
+    Pod.objects.filter(name="vip").update(manifest=stale)
     pod_upsert(stale, queue=get_queue())
-    assert Pod.objects.get(name="vip").nominated_node == "node-b"  # the mirror never clears our nomination
+    assert Pod.objects.get(name="vip").nominated_node == "node-b"  # our nomination stays
     call(core.create_node, node("tiny", cpu="100m"))  # NodeAdd: vip is tried again
     wait_for_cluster(lambda: Attempt.objects.filter(pod_name="vip").count() > attempts, "vip tried again", timeout=40)
     again = Attempt.objects.filter(pod_name="vip").latest("started_at")
@@ -173,3 +177,26 @@ def test_the_failed_attempts_status_patch_carries_the_nomination_made_with_it(ru
         {"namespace": NS, "name": "vip", "uid": uid, "resourceVersion": "", "scheduler": "default-scheduler",
          "reason": "Unschedulable", "message": message, "nominated": ""}]})
     assert "nominatedNodeName" not in read_pod(core, "vip")["status"]  # cleared with the same patch
+
+
+def test_a_nomination_the_api_server_removes_is_counted_no_more(running, core):
+    """As upstream's nominator on a pod update whose old copy had status.nominatedNodeName and the new one has
+    not (another scheduler or a user cleared it): the pod is nominated no more, its room free for others."""
+    from scheduler.kube.events import STRATEGIC_MERGE_PATCH
+
+    call(core.create_node, node("node-b", cpu="1"))
+    # Another scheduler's pod: our loop leaves it alone; its nomination comes and goes through the API only.
+    call(core.create_namespaced_pod, NS, pod("theirs", cpu="800m", scheduler="other-scheduler"))
+    wait_for_cluster(lambda: Pod.objects.filter(name="theirs").exists(), "theirs mirrored")
+    call(core.patch_namespaced_pod_status, "theirs", NS, {"status": {"nominatedNodeName": "node-b"}},
+         _content_type=STRATEGIC_MERGE_PATCH)
+    wait_for_cluster(lambda: Pod.objects.get(name="theirs").nominated_node == "node-b", "the nomination mirrored")
+    call(core.create_namespaced_pod, NS, pod("ours", cpu="800m"))
+    wait_for_cluster(lambda: (Pod.objects.get(name="ours").scheduled_reason if Pod.objects.filter(name="ours").exists()
+                              else "") == "Unschedulable", "ours kept off the nominated room")
+    call(core.patch_namespaced_pod_status, "theirs", NS, {"status": {"nominatedNodeName": None}},
+         _content_type=STRATEGIC_MERGE_PATCH)
+    wait_for_cluster(lambda: Pod.objects.get(name="theirs").nominated_node == "", "the removal mirrored")
+    call(core.create_node, node("tiny", cpu="100m"))  # NodeAdd: ours is tried again
+    wait_for_cluster(lambda: read_pod(core, "ours")["spec"].get("nodeName") == "node-b", "ours bound on the room",
+                     timeout=60)

@@ -6,12 +6,15 @@ room given back. PodGC, the taint eviction controller and `drain` (the Eviction 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 from django.db import transaction
 from django.utils import timezone
 
-from ..models import Pod
+from ..models import ClusterEvent, Pod
 from ..state.events import EventSpec, events_record
+from ..state.reservations import release_assumed, release_node_usage, row_usage
+from ..state.sql import update_from_values
 from ..telemetry import live
 from .services import pod_delete
 
@@ -26,6 +29,12 @@ TERMINATION_BY_KUBELET = "TerminationByKubelet"
 def set_disruption_target(pod: Pod, reason: str, message: str, *, mark_failed: bool = False, now=None) -> None:
     """Write the DisruptionTarget condition (and, as PodGC, phase Failed) on the row, as apipod.UpdatePodCondition:
     the condition replaces one of its type, its transition time kept when the status does not change."""
+    pod.manifest = with_disruption_target(pod, reason, message, mark_failed=mark_failed, now=now)
+    Pod.objects.filter(pk=pod.pk).update(manifest=pod.manifest)
+
+
+def with_disruption_target(pod: Pod, reason: str, message: str, *, mark_failed: bool = False, now=None) -> dict:
+    """The pod's manifest with the DisruptionTarget condition set (set_disruption_target's change, not written)."""
     now = now or timezone.now()
     manifest = copy.deepcopy(pod.manifest)
     status = manifest.setdefault("status", {})
@@ -37,8 +46,7 @@ def set_disruption_target(pod: Pod, reason: str, message: str, *, mark_failed: b
     status["conditions"] = [c for c in conditions if c is not old] + [condition]
     if mark_failed and pod.phase not in ("Succeeded", "Failed"):
         status["phase"] = "Failed"
-    pod.manifest = manifest
-    Pod.objects.filter(pk=pod.pk).update(manifest=manifest)
+    return manifest
 
 
 def evict(*, namespace: str, name: str, reason: str, message: str, mark_failed: bool = False,
@@ -59,6 +67,53 @@ def evict(*, namespace: str, name: str, reason: str, message: str, mark_failed: 
         transaction.on_commit(lambda: live.pods_disrupted([{"namespace": namespace, "name": name, "node": node_name,
                                                              "reason": reason, "message": message}]))
     return True
+
+
+def evict_many(pods: list[dict], *, reason: str, message: str, events: Callable[[dict], list[EventSpec]],
+               now=None) -> list[str]:
+    """evict for several pods, each named by its uid (a pod recreated under a name is another pod, never taken),
+    in one transaction of a few set-based statements whatever their number: the conditions, the events (from
+    `events(pod)`), the deletions with their rooms given back. The keys of those evicted (the others are gone)."""
+    now = now or timezone.now()
+    by_uid = {p["uid"]: p for p in pods if p.get("uid")}
+    if not by_uid:
+        return []
+    with transaction.atomic():
+        # In primary key order, as every other writer locks pod rows: no deadlock between two evictions.
+        rows = list(Pod.objects.select_for_update().filter(uid__in=by_uid).order_by("pk"))
+        if not rows:
+            return []
+        update_from_values(Pod, ["manifest"], [(row.pk, with_disruption_target(row, reason, message, now=now))
+                                               for row in rows])
+        events_record([e for row in rows for e in events(by_uid[row.uid])], now=now)
+        bound = []
+        for row in rows:
+            usage = row_usage(row)
+            if row.node_name:
+                release_node_usage(node_name=row.node_name, usage=usage)  # a node gone meanwhile: nothing to give
+                bound.append(row.key)
+            elif row.assumed_node:
+                release_assumed(pod_id=row.pk, node_name=row.assumed_node, usage=usage)
+        Pod.objects.filter(pk__in=[row.pk for row in rows]).delete()
+        if bound:
+            ClusterEvent.objects.bulk_create([ClusterEvent(kind=ClusterEvent.ASSIGNED_POD_DELETE, object_name=key)
+                                              for key in bound])
+        keys = [row.key for row in rows]
+        disrupted = [{"namespace": row.namespace, "name": row.name, "node": row.node_name or row.assumed_node,
+                      "reason": reason, "message": message} for row in rows]
+
+        def publish():
+            from ..queue.queues import get_queue
+
+            queue = get_queue()
+            for key in keys:
+                queue.delete(key)
+            if bound:  # one move for all of them (pod_delete moves once per pod)
+                queue.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_DELETE)
+            live.pods_disrupted(disrupted)
+
+        transaction.on_commit(publish)
+    return keys
 
 
 EVICTION_API_MESSAGE = "Eviction API: evicting"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..models import Pod
 from ..state.events import EventSpec
-from .disruption import evict
+from .disruption import evict_many
 
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
@@ -36,14 +36,10 @@ def still_preempting(job: dict) -> bool:
 
 
 def preempt_victims(job: dict) -> list[str]:
-    """Evict the job's victims; the keys of those evicted now."""
+    """Evict the job's victims, all in one transaction; the keys of those evicted now."""
     if not still_preempting(job):
         return []
     preemptor, node = job["preemptor"], job["node"]
     message = victim_condition_message(preemptor.get("scheduler") or "default-scheduler")
-    done = []
-    for v in job["victims"]:
-        if evict(namespace=v["namespace"], name=v["name"], uid=v["uid"], reason=PREEMPTION_BY_SCHEDULER,
-                 message=message, events=[preempted_event(v, preemptor, node)]):
-            done.append(f"{v['namespace']}/{v['name']}")
-    return done
+    return evict_many(job["victims"], reason=PREEMPTION_BY_SCHEDULER, message=message,
+                      events=lambda v: [preempted_event(v, preemptor, node)])

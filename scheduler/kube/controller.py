@@ -247,7 +247,7 @@ class Committer:
     def _preempt(self, job: dict) -> None:
         """A preemption's victims deleted through the API (kube/preemption.py); an error leaves the job to the
         preemptor's next attempt, which preempts again."""
-        from ..queue import preempting
+        from ..state.preemptions import preemption_done
         from .preemption import preempt_through_api
 
         try:
@@ -258,7 +258,7 @@ class Committer:
         except Exception:  # noqa: BLE001 - one preemption failing never stops the bindings
             log.exception("preemption by %s/%s failed", job["preemptor"]["namespace"], job["preemptor"]["name"])
         finally:
-            preempting.clear(job["preemptor"]["uid"])  # the preemptor may be attempted again
+            preemption_done(job)  # the preemptor may be attempted again (a victim terminating keeps it ineligible)
 
     def _bind(self, items: list[dict], tries: int = 3) -> None:
         """The binder, again when Postgres breaks a deadlock by aborting it.

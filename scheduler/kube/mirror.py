@@ -488,14 +488,18 @@ def _copy(row: Pod, spec, manifest: dict, usage: dict, phase: str, condition: di
     """The API object's fields onto the row; a new row (`new`, default: not saved yet) takes its usage too."""
     if row.manifest and gates_of(row.manifest) and not gates_of(manifest):
         row.ungated_at = timezone.now()  # its last scheduling gate removed (the rewind reads when)
+    old_status = (row.manifest or {}).get("status") if isinstance(row.manifest, dict) else None
+    was_nominated = old_status.get("nominatedNodeName") if isinstance(old_status, dict) else None
     row.manifest = manifest
     row.scheduler_name = spec.scheduler_name
     row.priority = spec.priority
     row.deleting = row.deleting or spec.deleting
     row.phase = phase
-    if spec.nominated_node_name:
-        # Nominated by a scheduler (ours, once the leader patched it, or another): counted by every nominator.
-        row.nominated_node = spec.nominated_node_name
+    if spec.nominated_node_name or was_nominated:
+        # As the nominator's updateNominatedPod: a nomination the API server's copy adds, changes or removes (by
+        # a scheduler, ours once the leader patched it, or anyone) is what every nominator counts. With none in
+        # the old copy nor the new, the worker's own stays (its patch is not back yet: the event raced it).
+        row.nominated_node = spec.nominated_node_name or ""
     if row.pk is None if new is None else new:
         for field, value in usage.items():
             setattr(row, field, value)

@@ -10,11 +10,13 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from .. import dispatch
 from ..backends import get_backend
 from ..models import ClusterEvent, Pod
 from ..queue.kick import kick
 from ..queue.queues import get_queue
 from ..state.gated import gated_pods
+from ..state.preemptions import preemptions_due
 from ..state.reservations import release_assumed, row_usage, usage_recount
 from ..telemetry import metrics
 from ..versions.profiles import scheduler_names
@@ -36,7 +38,7 @@ def reconcile(*, queue=None) -> dict:
     global _last_cluster_event_id
     queue = queue or get_queue()
     now = timezone.now()
-    report = {"expired": 0, "requeued": 0, "moved": 0, "reclaimed": 0}
+    report = {"expired": 0, "requeued": 0, "moved": 0, "reclaimed": 0, "preemptions_resent": 0}
 
     # Cluster events (from any process) move unschedulable pods, as the informers would.
     if _last_cluster_event_id is None:
@@ -75,6 +77,12 @@ def reconcile(*, queue=None) -> dict:
                             "settled", pod.key, pod.assumed_node, pod.binding_at.isoformat())
             report["expired"] += 1
             queue.add(pod.key, pod.priority)
+
+    # Preemptions whose task has not ended them in time (its worker died with it): their task again, which
+    # evicts what is left or ends a preemption that is over (the preemptor is held until then).
+    for job in preemptions_due(now=now):
+        dispatch.send(dispatch.PREEMPT, job)
+        report["preemptions_resent"] += 1
 
     # In-flight pods whose worker died, then pending pods the queue does not know (Redis lost).
     report["reclaimed"] = len(queue.reclaim_expired(None, settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS))

@@ -31,12 +31,12 @@ from ..manifests.errors import ManifestError
 from ..manifests.objects import pod_from_manifest
 from ..models import RESULT_ERROR, RESULT_SCHEDULED, RESULT_UNSCHEDULABLE, Attempt, Pod
 from ..queue import hints
-from ..queue import preempting as preempting_marks
 from ..queue.kick import kick, kick_if_waiting, slot_release
 from ..queue.queues import get_queue, set_queue_backoff
 from .. import dispatch
 from ..state.events import EventSpec, events_record
 from ..state.nominations import nominations_write, preemption_job
+from ..state.preemptions import preemptions_record, preemptions_under_way
 from ..state import topology_claims
 from ..state.reservations import SYSTEMIC_ERRORS, release_assumed, row_usage
 from ..state.snapshot import Snapshot
@@ -90,6 +90,7 @@ class _Scheduled:
     nominate: str | None = None
     victims: tuple = ()
     cleared: tuple = ()
+    job: dict | None = None  # the preempt task's job (state/nominations.preemption_job), recorded with the nomination
     preemption_attempt: bool = False  # DefaultPreemption's PostFilter ran (scheduler_preemption_attempts_total)
 
 
@@ -111,7 +112,14 @@ def _write_scheduled(outcomes: list[_Scheduled]) -> None:
     nominations = [(o.pod.pk, o.nominate) for o in outcomes if o.failed and o.nominate is not None]
     nominations += [(p, "") for o in outcomes if o.failed for p in o.cleared]
     if nominations:
-        nominations_write(nominations)
+        # A mirrored cluster's manifest is the API server's copy: the nomination reaches it with the leader's patch.
+        nominations_write(nominations, in_manifest=not get_backend().mirrors_bindings)
+    # The preemptions this batch starts, with their nominations: the preemptor is held from here (until the task
+    # has evicted its victims), whatever becomes of the task.
+    for o in outcomes:
+        o.job = (preemption_job(o.pod, o.nominate, o.victims, o.attempt.pk if o.attempt else None, o.cleared)
+                 if o.failed and o.victims and o.nominate else None)
+    preemptions_record([o.job for o in outcomes if o.job], now=now)
 
 
 class _DbCluster:
@@ -231,7 +239,7 @@ class Worker:
         batch_rows: dict[str, Pod] = {}
         batch_infos: dict[str, QueuedPodInfo] = {}
         timings = metrics.BatchTimings()  # metrics: plugin calls timed, observed once per batch below
-        held = preempting_marks.marked([p.uid for p in rows.values() if p.nominated_node])
+        held = preemptions_under_way({p.uid: p.nominated_node for p in rows.values() if p.nominated_node})
         for info in infos:
             pod = rows.get(info.key)
             if pod is None or pod.node_name or pod.assumed_node or pod.scheduler_name not in self.profiles:
@@ -293,15 +301,12 @@ class Worker:
             elif o.requeue is not None:
                 self.queue.add_unschedulable_if_not_present(o.info, unschedulable=o.requeue[0] and o.info.key not in helped,
                                                             message=o.requeue[1])
-        preempting = [o for o in outcomes if o.written and o.victims and o.nominate]
+        preempting = [o for o in outcomes if o.written and o.job]
         if preempting:  # as prepareCandidateAsync: the victims go in another task, the loop goes on
-            jobs = [preemption_job(o.pod, o.nominate, o.victims, o.attempt.pk if o.attempt else None, o.cleared)
-                    for o in preempting]
+            jobs = [o.job for o in preempting]
             metrics.observe_many(metrics.preemption_victims, [len(o.victims) for o in preempting])
-            uids = [o.pod.uid for o in preempting]
 
             def send_jobs():
-                preempting_marks.mark(uids)  # held back until the task is done (or the mark expires)
                 for job in jobs:
                     dispatch.send(dispatch.PREEMPT, job)
 

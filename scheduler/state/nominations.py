@@ -12,28 +12,30 @@ from ..engine.pods import PodSpec
 from ..models import Pod
 
 
-def nominations_write(pairs: list[tuple[int, str]]) -> None:
-    """Set (or, with "", clear) these pods' nominated node, column and status.nominatedNodeName alike,
-    in the caller's transaction; never on a pod that is placed meanwhile."""
+def nominations_write(pairs: list[tuple[int, str]], *, in_manifest: bool = True) -> None:
+    """Set (or, with "", clear) these pods' nominated node, column and (`in_manifest`) status.nominatedNodeName
+    alike, in the caller's transaction; never on a pod that is placed meanwhile.
+
+    On a mirrored cluster the manifest is the API server's copy and stays so (`in_manifest` False): it gets the
+    nomination when the leader's patch comes back, and the mirror tells a nomination the API server removed from
+    one it never had by comparing that copy with the next (kube/mirror.py)."""
     wanted = dict(pairs)
     with transaction.atomic():
         for pod in Pod.objects.select_for_update().filter(pk__in=wanted, node_name="", assumed_node="").order_by("pk"):
             node = wanted[pod.pk]
             if pod.nominated_node == node:
                 continue
-            manifest = copy.deepcopy(pod.manifest)
-            status = manifest.setdefault("status", {})
-            if node:
-                status["nominatedNodeName"] = node
-            else:
-                status.pop("nominatedNodeName", None)
             # updated_at moves as with any change of the pod: workers read its spec (nominatedNodeName) again.
-            Pod.objects.filter(pk=pod.pk).update(nominated_node=node, manifest=manifest, updated_at=timezone.now())
-
-
-def nomination_clear(pk: int) -> None:
-    """A pod placed (assumed or bound) is nominated no more (the nominator's delete)."""
-    nominations_write([(pk, "")])
+            changes = {"nominated_node": node, "updated_at": timezone.now()}
+            if in_manifest:
+                manifest = copy.deepcopy(pod.manifest)
+                status = manifest.setdefault("status", {})
+                if node:
+                    status["nominatedNodeName"] = node
+                else:
+                    status.pop("nominatedNodeName", None)
+                changes["manifest"] = manifest
+            Pod.objects.filter(pk=pod.pk).update(**changes)
 
 
 def preemption_job(pod: Pod, node: str, victims: tuple[PodSpec, ...], attempt: int | None,
