@@ -47,9 +47,15 @@ def _read_nodes() -> tuple[list[str], dict[str, np.ndarray], int]:
     if connection.vendor == "postgresql":
         connection.ensure_connection()
         node, deleted = Node._meta.db_table, DeletedPod._meta.db_table
-        aggregates = ", ".join(f"array_agg({c} ORDER BY name)" for c in ("name", *_NODE_COLUMNS))
+        # The rows sorted once and aggregated in that order: every array of the one aggregation takes the rows
+        # in the same order (so they line up); an ORDER BY in each aggregate would sort them once per column
+        # (23 ms instead of 6 at 5,000 nodes). Name order, so that the spec key is the same from one read to
+        # the next (were it not, the table would only be rebuilt).
+        columns = ("name", *_NODE_COLUMNS)
+        aggregates = ", ".join(f"array_agg({c})" for c in columns)
         with connection.connection.cursor(binary=True) as cursor:
-            cursor.execute(f"SELECT {aggregates}, (SELECT id FROM {deleted} ORDER BY id DESC LIMIT 1) FROM {node}")
+            cursor.execute(f"SELECT {aggregates}, (SELECT id FROM {deleted} ORDER BY id DESC LIMIT 1) FROM "
+                           f"(SELECT {', '.join(columns)} FROM {node} ORDER BY name) sorted")
             names, *arrays, mark = cursor.fetchone()
         names = names or []
         cols = {c: np.asarray(a or (), dtype=np.int64) for c, a in zip(_NODE_COLUMNS, arrays)}

@@ -6,7 +6,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scheduler.bench import e2e, growth, kube, kube_scheduler, workloads
+from scheduler.bench import e2e, growth, kube, kube_scheduler, loop_cpu, workloads
 from scheduler.engine import perf
 
 
@@ -33,6 +33,10 @@ class Command(BaseCommand):
                             help="instead: how the audit tables grow per pod (rows and bytes per table, end to end, "
                                  "pods bound then deleted) and a failed attempt's trace size (scheduler/bench/growth.py)")
         parser.add_argument("--failing", type=int, default=100, help="--growth: pods no node fits (failed attempts)")
+        parser.add_argument("--loop-cpu", action="store_true",
+                            help="instead: the scheduling and binding batches in this process, CPU per pod (this "
+                                 "thread's and its database backend's: comparable on a loaded machine) "
+                                 "(scheduler/bench/loop_cpu.py)")
         parser.add_argument("--workload", choices=tuple(workloads.WORKLOADS), default=None,
                             help="one of scheduler_perf's workloads (its init pods, then its measured pods), with "
                                  "upstream's threshold beside the figures; --nodes/--placed/--pods override its case")
@@ -70,6 +74,10 @@ class Command(BaseCommand):
             return self.workload(options, nodes=nodes, pods=pods, placed=placed, workers=workers, seed=seed,
                                  skip_e2e=skip_e2e, say=say, as_json=as_json)
         placed = 1000 if placed is None else placed
+        if options["loop_cpu"]:
+            result = loop_cpu.run_loop_cpu(nodes=nodes or 5000, placed=placed, pods=pods or 10000, seed=seed, progress=say)
+            self.stdout.write(json.dumps(result, indent=None if as_json else 2))
+            return
         if options["growth"]:
             result = growth.run_growth(nodes=nodes or 5000, placed=placed, pods=pods or 10000,
                                              failing=options["failing"], workers=workers, seed=seed, progress=say)
