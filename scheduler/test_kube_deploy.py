@@ -221,6 +221,7 @@ def test_the_deploy_roles_are_enough_to_schedule_and_kube_check_says_so(rbac_clu
     result = _kube_check(rbac_cluster)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all permissions present" in result.stdout and "MISSING" not in result.stdout
+    assert result.stdout.count("credentials accepted") == 1  # once (Django's own check() ran it a second time)
 
     admin = client.CoreV1Api(rbac_cluster.api_client())
     call(admin.create_node, node("node-a", cpu="2"))

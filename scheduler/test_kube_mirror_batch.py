@@ -56,8 +56,37 @@ def bad(p, name, node_name=None):
     return obj
 
 
+def changed(obj, **fields):
+    """The watched object with spec (and status) fields changed, as a later event of it."""
+    obj["metadata"]["resourceVersion"] = "2"
+    for key, value in fields.items():
+        part, name = key.split("__")
+        obj[part][name] = value
+    return obj
+
+
+AFFINITY = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+
+
 # Each scenario: (setup(store, p), events(p)); events of one pod keep their order, pods interleave.
 SCENARIOS = {
+    # What the replay reads of a stored manifest (its labels, gates, affinity, start time): a change moves the
+    # node's generation, no change does not.
+    "bound pods already mirrored: nothing the index holds changes, an affinity, a start time": (
+        lambda store, p: store.apply_many([("ADDED", changed(kpod(p, "a", node_name="n1", labels={"app": "web"}),
+                                                             spec__affinity=AFFINITY)),
+                                           ("ADDED", kpod(p, "b", node_name="n2")),
+                                           ("ADDED", kpod(p, "c", node_name="n2"))]),
+        lambda p: [("MODIFIED", changed(kpod(p, "a", node_name="n1", labels={"app": "web"}), spec__affinity=AFFINITY,
+                                        status__phase="Running")),
+                   ("MODIFIED", changed(kpod(p, "b", node_name="n2"), spec__affinity=AFFINITY)),
+                   ("MODIFIED", changed(kpod(p, "c", node_name="n2"), status__startTime="2026-12-01T00:00:09Z"))]),
+    "a gated pod's gate removed, another's kept": (
+        lambda store, p: store.apply_many([("ADDED", changed(kpod(p, "a"), spec__schedulingGates=[{"name": "g"}])),
+                                           ("ADDED", changed(kpod(p, "b"), spec__schedulingGates=[{"name": "g"}]))]),
+        lambda p: [("MODIFIED", kpod(p, "a")),
+                   ("MODIFIED", changed(kpod(p, "b", labels={"x": "1"}), spec__schedulingGates=[{"name": "g"}]))]),
     "new pending pods, one bound by another scheduler, one deleted": (
         None,
         lambda p: [("ADDED", kpod(p, "a")), ("ADDED", kpod(p, "b")), ("ADDED", kpod(p, "c")),
@@ -111,7 +140,8 @@ def snapshot(p):
 
     pods = {strip(r.name): (strip(r.uid), strip(r.node_name), strip(r.assumed_node), r.binding_at is None,
                             r.assumed_at is None, r.bound_at is not None, r.queued_at is not None, r.phase, r.req_cpu,
-                            r.deleting, r.scheduled_status, (r.manifest.get("metadata") or {}).get("labels"))
+                            r.deleting, r.scheduled_status, (r.manifest.get("metadata") or {}).get("labels"),
+                            r.ungated_at is not None)
             for r in Pod.objects.filter(namespace=p)}
     nodes = {strip(n.name): (n.req_cpu, n.req_memory, n.req_pods, n.nonzero_cpu, n.nonzero_memory, n.used_ports)
              for n in Node.objects.filter(name__startswith=f"{p}-")}

@@ -105,9 +105,9 @@ class KubernetesBackend:
 
     @property
     def core(self):
-        from kubernetes import client
+        from ..kube.client import LeanCoreV1
 
-        return client.CoreV1Api(self.api_client)
+        return LeanCoreV1(self.api_client)
 
     def _check_leader(self) -> None:
         if self.elector is not None and not self.elector.is_leader():

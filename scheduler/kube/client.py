@@ -291,11 +291,12 @@ JSON = "application/json"
 
 
 def request_json(api, method: str, path: str, body: dict | None = None, *, content_type: str = JSON,
-                 _preload_content: bool = False, _request_timeout=(5, 30)):
+                 _preload_content: bool = False, _request_timeout=(5, 30), stream: bool = False):
     """One request on `api`'s own connection pool, rate limiter and credentials, without the generated
     client's layers (argument validation, parameter serialization, model lookups: about 0.4 ms of CPU a call
-    here, as much as the request itself). The reply as `call()` reads it (`.data`); an error status raises
-    the generated client's ApiException, so `call()` retries and interprets it the same way."""
+    here, as much as the request itself). The reply as `call()` reads it (`.data`), or unread with `stream`
+    (a watch); an error status raises the generated client's ApiException, so `call()` retries and
+    interprets it the same way."""
     from kubernetes.client.exceptions import ApiException
 
     headers = {"Accept": JSON, "Content-Type": content_type, "User-Agent": api.user_agent}
@@ -304,10 +305,85 @@ def request_json(api, method: str, path: str, body: dict | None = None, *, conte
             headers[auth["key"]] = auth["value"]
     response = api.rest_client.request(method, api.configuration.host + path, headers=headers, body=body,
                                        _request_timeout=_request_timeout)
+    if stream and 200 <= response.status <= 299:
+        return response.response  # the urllib3 response, as the generated client's with _preload_content=False
     response.read()
     if not 200 <= response.status <= 299:
         raise ApiException(http_resp=response)
     return response
+
+
+# The generated client's list and watch keywords, as the API's query parameters.
+_QUERY = {"limit": "limit", "_continue": "continue", "field_selector": "fieldSelector",
+          "label_selector": "labelSelector", "watch": "watch", "allow_watch_bookmarks": "allowWatchBookmarks",
+          "resource_version": "resourceVersion", "timeout_seconds": "timeoutSeconds"}
+
+
+def _query(kwargs: dict) -> str:
+    from urllib.parse import urlencode
+
+    unknown = set(kwargs) - set(_QUERY)
+    if unknown:
+        raise TypeError(f"unexpected list arguments: {', '.join(sorted(unknown))}")
+    pairs = [(_QUERY[k], ("true" if v else "false") if isinstance(v, bool) else v) for k, v in kwargs.items()
+             if v is not None and v != ""]
+    return "?" + urlencode(pairs) if pairs else ""
+
+
+def lister(api, path: str):
+    """A list-and-watch function for the collection at `path` (`/api/v1/pods`), with the generated client's
+    signature as Reflector calls it (limit, _continue, field_selector, watch, resource_version, ...): a watch
+    comes back unread, to be streamed."""
+    def list_or_watch(*, _preload_content: bool = False, _request_timeout=(5, 30), **kwargs):
+        return request_json(api, "GET", path + _query(kwargs), _request_timeout=_request_timeout,
+                            stream=bool(kwargs.get("watch")))
+
+    list_or_watch.__name__ = f"list {path}"
+    return list_or_watch
+
+
+class LeanCoreV1:
+    """The CoreV1Api calls the leader makes, with the generated methods' signatures, through `request_json`:
+    the generated API classes import their hundreds of models (about a second of CPU at start, several of
+    wall under load), which the leader, reading plain JSON, never uses."""
+
+    def __init__(self, api):
+        self.api_client = api
+        self.list_node = lister(api, "/api/v1/nodes")
+        self.list_pod_for_all_namespaces = lister(api, "/api/v1/pods")
+        self.list_namespace = lister(api, "/api/v1/namespaces")
+        self.list_service_for_all_namespaces = lister(api, "/api/v1/services")
+        self.list_replication_controller_for_all_namespaces = lister(api, "/api/v1/replicationcontrollers")
+
+    def read_namespaced_pod(self, name: str, namespace: str, **kwargs):
+        return request_json(self.api_client, "GET", f"/api/v1/namespaces/{_q(namespace)}/pods/{_q(name)}", **kwargs)
+
+    def patch_namespaced_pod_status(self, name: str, namespace: str, body: dict, *, _content_type: str = JSON, **kwargs):
+        return request_json(self.api_client, "PATCH", f"/api/v1/namespaces/{_q(namespace)}/pods/{_q(name)}/status",
+                            body, content_type=_content_type, **kwargs)
+
+    def delete_namespaced_pod(self, name: str, namespace: str, *, body: dict | None = None, **kwargs):
+        return request_json(self.api_client, "DELETE", f"/api/v1/namespaces/{_q(namespace)}/pods/{_q(name)}",
+                            body, **kwargs)
+
+
+class LeanCoordinationV1:
+    """The Lease calls of leader election (CoordinationV1Api's signatures), as LeanCoreV1."""
+
+    def __init__(self, api):
+        self.api_client = api
+
+    def _path(self, namespace: str, name: str = "") -> str:
+        return f"/apis/coordination.k8s.io/v1/namespaces/{_q(namespace)}/leases" + (f"/{_q(name)}" if name else "")
+
+    def read_namespaced_lease(self, name: str, namespace: str, **kwargs):
+        return request_json(self.api_client, "GET", self._path(namespace, name), **kwargs)
+
+    def create_namespaced_lease(self, namespace: str, body: dict, **kwargs):
+        return request_json(self.api_client, "POST", self._path(namespace), body, **kwargs)
+
+    def replace_namespaced_lease(self, name: str, namespace: str, body: dict, **kwargs):
+        return request_json(self.api_client, "PUT", self._path(namespace, name), body, **kwargs)
 
 
 class HotCalls:

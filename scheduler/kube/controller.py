@@ -392,10 +392,9 @@ class Controller:
                  renew_deadline: float | None = None, retry_period: float | None = None, redis=None,
                  watch_timeout: int | None = None, election_client=None, events_client=None):
         from django.conf import settings
-        from kubernetes import client
 
         from ..queue.queues import get_redis
-        from .client import api_client as make_api_client, own_namespace
+        from .client import LeanCoordinationV1, LeanCoreV1, api_client as make_api_client, own_namespace
 
         self.api_client = api_client or make_api_client()
         # As kube-scheduler's createClients: the Lease and the events have clients of their own, each with its
@@ -407,13 +406,13 @@ class Controller:
         if self.redis is None:
             raise RuntimeError("SCHEDBOARD_BACKEND=kubernetes needs REDIS_URL")
         self.elector = LeaderElector(
-            client.CoordinationV1Api(election_client), namespace=namespace or own_namespace(),
+            LeanCoordinationV1(election_client), namespace=namespace or own_namespace(),
             name=lease_name or settings.SCHEDBOARD_LEASE_NAME, identity=identity,
             lease_duration=lease_duration or settings.SCHEDBOARD_LEASE_DURATION,
             renew_deadline=renew_deadline or settings.SCHEDBOARD_RENEW_DEADLINE,
             retry_period=retry_period or settings.SCHEDBOARD_RETRY_PERIOD)
         self.recorder = EventRecorder(HotCalls(events_client))  # one event per pod: the lean path
-        core = client.CoreV1Api(self.api_client)
+        core = LeanCoreV1(self.api_client)
         self.committer = Committer(core, self.recorder, self.redis, bind=bind, is_leader=self.elector.is_leader)
         self.stopping = threading.Event()
         self.nodes = Reflector("nodes", core.list_node, NodeStore(), kind="Node", stop=self.stopping,

@@ -22,15 +22,16 @@ from .mirror import MIRROR_LOCK, _isolated, _usable_connection
 log = logging.getLogger(__name__)
 
 # kind -> (reflector name, API class name, list-for-all-namespaces method)
+# kind -> (the reflector's name, the collection's path across namespaces)
 WATCHED = {
-    NAMESPACE: ("namespaces", "CoreV1Api", "list_namespace"),
-    SERVICE: ("services", "CoreV1Api", "list_service_for_all_namespaces"),
-    REPLICATION_CONTROLLER: ("replicationcontrollers", "CoreV1Api", "list_replication_controller_for_all_namespaces"),
-    REPLICA_SET: ("replicasets", "AppsV1Api", "list_replica_set_for_all_namespaces"),
-    STATEFUL_SET: ("statefulsets", "AppsV1Api", "list_stateful_set_for_all_namespaces"),
+    NAMESPACE: ("namespaces", "/api/v1/namespaces"),
+    SERVICE: ("services", "/api/v1/services"),
+    REPLICATION_CONTROLLER: ("replicationcontrollers", "/api/v1/replicationcontrollers"),
+    REPLICA_SET: ("replicasets", "/apis/apps/v1/replicasets"),
+    STATEFUL_SET: ("statefulsets", "/apis/apps/v1/statefulsets"),
 }
 # ---- preemption's kinds: what Priority admission resolved (shown) and what DefaultPreemption reads ----
-WATCHED[PRIORITY_CLASS] = ("priorityclasses", "SchedulingV1Api", "list_priority_class")
+WATCHED[PRIORITY_CLASS] = ("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses")
 # PodDisruptionBudgets: policy/v1 (Kubernetes 1.21+); policy/v1beta1 only where the API server has no v1
 # (the 1.20 loopback apiserver of the tests). v1beta1's empty selector matches no pod, which is also how
 # preemption reads an empty one, so both read the same here.
@@ -90,15 +91,13 @@ class ObjectStore:
 
 
 def reflectors(api_client, *, stop, watch_timeout=None) -> list:
-    """One Reflector per watched kind."""
-    from kubernetes import client
-
+    """One Reflector per watched kind (listed and watched by path: kube/client.py's lister)."""
+    from .client import lister
     from .reflector import Reflector
 
     out = []
-    for kind, (name, api_class, method) in WATCHED.items():
-        api = getattr(client, api_class)(api_client)
-        out.append(Reflector(name, getattr(api, method), ObjectStore(kind), kind=kind, stop=stop,
+    for kind, (name, path) in WATCHED.items():
+        out.append(Reflector(name, lister(api_client, path), ObjectStore(kind), kind=kind, stop=stop,
                              watch_timeout=watch_timeout))
     out.append(Reflector(PDB_RESOURCE, pdb_lister(api_client), ObjectStore(POD_DISRUPTION_BUDGET),
                          kind=POD_DISRUPTION_BUDGET, stop=stop, watch_timeout=watch_timeout))
@@ -108,21 +107,21 @@ def reflectors(api_client, *, stop, watch_timeout=None) -> list:
 def pdb_lister(api_client):
     """A list (and watch) function for the budgets of every namespace: policy/v1, or policy/v1beta1 once
     the API server answered 404 for v1 (found at the first call, not at start: the API server may not be
-    up yet). The generated client has no v1beta1 API class any more: the generic one reaches it by path."""
-    from kubernetes import client
+    up yet)."""
     from kubernetes.client.exceptions import ApiException
 
-    api = client.CustomObjectsApi(api_client)
+    from .client import lister
+
     version = ["v1"]
 
     def list_pdbs(**kwargs):
         try:
-            return api.list_cluster_custom_object("policy", version[0], PDB_RESOURCE, **kwargs)
+            return lister(api_client, f"/apis/policy/{version[0]}/{PDB_RESOURCE}")(**kwargs)
         except ApiException as exc:
             if exc.status != 404 or version[0] != "v1":
                 raise
             version[0] = "v1beta1"
             log.info("the API server has no policy/v1 PodDisruptionBudgets: reading policy/v1beta1")
-            return api.list_cluster_custom_object("policy", version[0], PDB_RESOURCE, **kwargs)
+            return lister(api_client, f"/apis/policy/{version[0]}/{PDB_RESOURCE}")(**kwargs)
 
     return list_pdbs
