@@ -83,7 +83,9 @@ from celery.signals import task_prerun  # noqa: E402
 
 
 @task_prerun.connect
-def _close_old_connections(**_kwargs) -> None:
+def _close_old_connections(task=None, **_kwargs) -> None:
     from django.db import close_old_connections
 
+    if task is not None and task.request.is_eager:
+        return  # run in the caller's thread, on its connection, maybe inside its transaction: not ours to close
     close_old_connections()

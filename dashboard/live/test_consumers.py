@@ -491,26 +491,26 @@ def test_recorded_marks_name_the_states_as_the_live_feed_and_leave_out_what_is_o
     assert state.recent_marks()["node_events"] == []
 
 
-def _a_pod_preempts_another():
+def _a_pod_preempts_another(clock):
     """Through the loop as the workers run it: a high-priority pod's PostFilter nominates a node, the preempt
-    task evicts the victim, the preemptor binds."""
-    from scheduler.testing.loop import FakeClock, apply, drain, node, pod
+    task evicts the victim, the preemptor binds (after its backoff: `clock` is the queue's)."""
+    from scheduler.testing.loop import apply, drain, node, pod
 
     try:
         apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
               node("node-a", cpu="1"), pod("low", cpu="800m", nodeName="node-a"))
         apply(pod("vip", cpu="800m", priorityClassName="high"))
-        drain(FakeClock())
+        drain(clock)
         assert Pod.objects.get(name="vip").node_name == "node-a" and not Pod.objects.filter(name="low").exists()
     finally:
         connections.close_all()
 
 
-async def test_a_preemption_reaches_the_overview_as_rates_and_a_mark_for_its_victim(cookie):
+async def test_a_preemption_reaches_the_overview_as_rates_and_a_mark_for_its_victim(cookie, clock):
     ws = socket(cookie=cookie)
     assert (await ws.connect())[0]
     assert (await frame(ws))["full"] is True
-    await sync_to_async(_a_pod_preempts_another, thread_sensitive=False)()
+    await sync_to_async(_a_pod_preempts_another, thread_sensitive=False)(clock)
     attempts = victims = 0
     rates, disruptions = {}, []
     deadline = time.monotonic() + 30

@@ -51,14 +51,16 @@ FROM v WHERE scheduler_node.name = v.name
 
 
 # What the replay reads of a row's stored manifest (the rest is replaced by the event's): the labels
-# (AssignedPodUpdate), the scheduling gates (mirror._copy) and what placed_pods._topology_view compares.
+# (AssignedPodUpdate), the scheduling gates and the nomination (mirror._copy: a nomination the API server's
+# copy drops is dropped) and what placed_pods._topology_view compares.
 _OLD_MANIFEST = """jsonb_build_object(
     'metadata', jsonb_build_object('labels', manifest->'metadata'->'labels',
                                    'deletionTimestamp', manifest->'metadata'->'deletionTimestamp'),
     'spec', jsonb_build_object('affinity', manifest->'spec'->'affinity',
                                'schedulingGates', manifest->'spec'->'schedulingGates'),
     'status', jsonb_build_object('startTime', manifest->'status'->'startTime',
-                                 'conditions', manifest->'status'->'conditions'))"""
+                                 'conditions', manifest->'status'->'conditions',
+                                 'nominatedNodeName', manifest->'status'->'nominatedNodeName'))"""
 
 
 class _Slow(Exception):
