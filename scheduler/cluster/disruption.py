@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import ClusterEvent, Pod
+from ..queue import hints
 from ..state.events import EventSpec, events_record
 from ..state.reservations import release_assumed, release_node_usage, row_usage
 from ..state.sql import update_from_values
@@ -86,12 +87,13 @@ def evict_many(pods: list[dict], *, reason: str, message: str, events: Callable[
         update_from_values(Pod, ["manifest"], [(row.pk, with_disruption_target(row, reason, message, now=now))
                                                for row in rows])
         events_record([e for row in rows for e in events(by_uid[row.uid])], now=now)
-        bound = []
+        bound, deleted = [], []
         for row in rows:
             usage = row_usage(row)
             if row.node_name:
                 release_node_usage(node_name=row.node_name, usage=usage)  # a node gone meanwhile: nothing to give
                 bound.append(row.key)
+                deleted.append((row.manifest, row.node_name))
             elif row.assumed_node:
                 release_assumed(pod_id=row.pk, node_name=row.assumed_node, usage=usage)
         Pod.objects.filter(pk__in=[row.pk for row in rows]).delete()
@@ -108,8 +110,9 @@ def evict_many(pods: list[dict], *, reason: str, message: str, events: Callable[
             queue = get_queue()
             for key in keys:
                 queue.delete(key)
-            if bound:  # one move for all of them (pod_delete moves once per pod)
-                queue.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_DELETE)
+            if bound:  # one hinted move for all of them (AssignedPodDelete; pod_delete moves once per pod)
+                hints.move_after_events(queue, lambda: [hints.deleted_pod(*d) for d in deleted],
+                                        {ClusterEvent.ASSIGNED_POD_DELETE})
             live.pods_disrupted(disrupted)
 
         transaction.on_commit(publish)

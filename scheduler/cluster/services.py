@@ -77,7 +77,7 @@ def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
     result = ApplyResult([], [], [])
     to_queue: list[tuple[str, int]] = []
     assigned: list[hints.PodChange] = []  # pods created bound, bound pods relabelled: queueing hints
-    node_events: list[tuple[str, str]] = []
+    node_events: list[tuple[str, str, list]] = []  # (kind, node, the hints' NodeChanges)
     problems: list[Problem] = []
     ours = scheduler_names()
     with transaction.atomic():
@@ -99,7 +99,7 @@ def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
         if problems:
             transaction.set_rollback(True)
         else:
-            for kind, name in node_events:
+            for kind, name, _changes in node_events:
                 cluster_event_record(kind, name)
     if problems:
         raise ManifestError(problems)
@@ -127,7 +127,7 @@ def node_manifest_update(*, name: str, mutate) -> bool | None:
             raise ManifestError(problems_of(o, f"node/{name}", 1))
         result, node_events = ApplyResult([], [], []), []
         _node_apply(parsed, result, node_events)
-        for kind, event_name in node_events:
+        for kind, event_name, _changes in node_events:
             cluster_event_record(kind, event_name)
     transaction.on_commit(lambda: _publish([], node_events))
     return bool(node_events)
@@ -149,17 +149,18 @@ def _node_apply(parsed: ParsedNode, result: ApplyResult, node_events: list) -> N
         node_recount(node)
         node.save()
         result.record("Node", "", name, "created")
-        node_events.append((ClusterEvent.NODE_ADD, name))
+        node_events.append((ClusterEvent.NODE_ADD, name, hints.node_changes(None, parsed.spec)))
         return
     if node.manifest == parsed.manifest:
         result.record("Node", "", name, "unchanged")
         return
+    changes = hints.node_changes(node.manifest, parsed.spec)  # before the row takes the new manifest
     for field, value in columns.items():
         setattr(node, field, value)
     node.spec_version += 1
     node.save()
     result.record("Node", "", name, "configured")
-    node_events.append((ClusterEvent.NODE_UPDATE, name))
+    node_events.append((ClusterEvent.NODE_UPDATE, name, changes))
 
 
 def _problem(parsed: ParsedPod, field_path: str, message: str) -> Problem:
@@ -270,16 +271,16 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
     return None
 
 
-def _publish(to_queue: list[tuple[str, int]], node_events: list[tuple[str, str]],
+def _publish(to_queue: list[tuple[str, int]], node_events: list[tuple[str, str, list]],
              assigned: list | None = None) -> None:
-    """After commit: tell the queue at once (the reconciler would find out within a second anyway)."""
+    """After commit: tell the queue at once (the reconciler would find out within a second anyway). The node
+    events move the unschedulable pods their queueing hints queue (NodeAdd, NodeUpdateNode*)."""
     from ..queue.queues import get_queue
 
     queue = get_queue()
     for key, priority in to_queue:
         queue.add(key, priority)
-    for kind, _ in node_events[:1]:
-        queue.move_all_to_active_or_backoff(kind)
+    hints.move_after_events(queue, [c for _, _, changes in node_events for c in changes])
     hinted = hints.move_after_assigned(queue, assigned or [])
     if to_queue or node_events or hinted:
         kick()
@@ -295,6 +296,7 @@ def pod_delete(*, namespace: str, name: str) -> bool:
             return False
         usage = row_usage(pod)
         was_bound = bool(pod.node_name)
+        deleted = (pod.manifest, pod.node_name)
         if pod.node_name:
             if Node.objects.filter(name=pod.node_name).exists():
                 release_node_usage(node_name=pod.node_name, usage=usage)
@@ -310,8 +312,8 @@ def pod_delete(*, namespace: str, name: str) -> bool:
 
         queue = get_queue()
         queue.delete(key)
-        if was_bound:
-            queue.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_DELETE)
+        if was_bound:  # the pods its deletion may help (AssignedPodDelete's hints)
+            hints.move_after_events(queue, lambda: [hints.deleted_pod(*deleted)], {ClusterEvent.ASSIGNED_POD_DELETE})
 
     transaction.on_commit(publish)
     return True

@@ -1,19 +1,50 @@
-"""QueueingHints for assigned pods (kube-scheduler with SchedulerQueueingHints, its default): which pods
-waiting in the unschedulable pool a pod becoming assigned (AssignedPodAdd) or an assigned pod's labels
-changing (AssignedPodUpdate) moves. Only those that InterPodAffinity or PodTopologySpread rejected (named by
-their last failure message: the reasons are the plugins' own words), and only when that plugin's hint
-(isSchedulableAfterPodChange) says Queue. Pure: the live queue (scheduler/queue/hints.py) and the replay
-both ask it.
+"""QueueingHints (kube-scheduler with SchedulerQueueingHints, its default): which pods waiting in the
+unschedulable pool a cluster event moves to activeQ or backoffQ.
+
+As upstream's isPodWorthRequeuing: a pod moves when one of the plugins that rejected it (its
+UnschedulablePlugins; here the plugins whose reasons appear in its last failure message: the reasons are
+the plugins' own words) registers the event (EventsToRegister) and its hint (isSchedulableAfter*) says
+Queue, or registers it with no hint; a pod whose message names none of these plugins moves on every event
+(upstream: no rejector plugin, queueAfterBackoff); a hint that fails says Queue (upstream's error
+behaviour). A pod whose rejecting plugins register nothing for the event stays.
+
+The events, with upstream's labels (ClusterEvent.Label(): Resource + ActionType):
+- AssignedPodAdd / AssignedPodUpdate (PodChange): InterPodAffinity, PodTopologySpread.
+- AssignedPodDelete (PodDelete): NodeResourcesFit, NodePorts, InterPodAffinity, PodTopologySpread.
+- NodeAdd and the node updates NodeUpdateNodeAllocatable / NodeUpdateNodeLabel / NodeUpdateNodeTaint
+  (NodeChange; node_update_events splits an update as NodeSchedulingPropertiesChange does):
+  NodeResourcesFit (Add, allocatable), NodeAffinity (Add, labels), TaintToleration and NodeUnschedulable
+  (Add, taints; spec.unschedulable cleared counts as a taint change, as upstream), NodeName and NodePorts
+  (Add, no hint), PodTopologySpread (Add, labels, taints), InterPodAffinity (Add, labels).
+
+Pure: the live queue (scheduler/queue/hints.py) and the replay both ask it.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from typing import Callable, Union
 
-from .labels import SelectorError
-from .plugins import inter_pod_affinity, pod_topology_spread
+from .nodes import NodeSpec, NodeTable, NodeUsage
+from .plugins import (inter_pod_affinity, node_affinity, node_name, node_ports, node_resources_fit,
+                      node_unschedulable, pod_topology_spread, taint_toleration)
 from .pods import DO_NOT_SCHEDULE, PodSpec
-from .queue import EVENT_ASSIGNED_POD_ADD, EVENT_ASSIGNED_POD_UPDATE
+from .queue import EVENT_ASSIGNED_POD_ADD, EVENT_ASSIGNED_POD_DELETE, EVENT_ASSIGNED_POD_UPDATE, EVENT_NODE_ADD
+from .resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+
+log = logging.getLogger(__name__)
+
+# Node update labels: "Node" + the ActionType NodeSchedulingPropertiesChange found.
+EVENT_NODE_UPDATE_ALLOCATABLE = "NodeUpdateNodeAllocatable"
+EVENT_NODE_UPDATE_LABEL = "NodeUpdateNodeLabel"
+EVENT_NODE_UPDATE_TAINT = "NodeUpdateNodeTaint"
+NODE_UPDATE_EVENTS = (EVENT_NODE_UPDATE_TAINT, EVENT_NODE_UPDATE_ALLOCATABLE, EVENT_NODE_UPDATE_LABEL)
+
+FIT, NODE_AFFINITY, TAINT_TOLERATION, NODE_UNSCHEDULABLE = ("NodeResourcesFit", "NodeAffinity", "TaintToleration",
+                                                            "NodeUnschedulable")
+NODE_NAME, NODE_PORTS, SPREAD, AFFINITY = "NodeName", "NodePorts", "PodTopologySpread", "InterPodAffinity"
 
 AFFINITY_REASONS = (
     inter_pod_affinity.ERR_REASON_AFFINITY_RULES_NOT_MATCH,
@@ -22,6 +53,28 @@ AFFINITY_REASONS = (
 )
 SPREAD_REASONS = (pod_topology_spread.ERR_REASON_CONSTRAINTS_NOT_MATCH,)  # "(missing required label)" included
 
+# Each plugin's reasons as its Filter (or PreFilter) words them in a failure message.
+REASONS: dict[str, tuple[str, ...]] = {
+    FIT: ("Insufficient ", "Too many pods"),
+    NODE_AFFINITY: (node_affinity.ERR_REASON_POD, node_affinity.ERR_REASON_ENFORCED, node_affinity.ERR_REASON_CONFLICT),
+    TAINT_TOLERATION: ("had untolerated taint",),
+    NODE_UNSCHEDULABLE: (node_unschedulable.ERR_REASON_UNSCHEDULABLE,),
+    NODE_NAME: (node_name.ERR_REASON,),
+    NODE_PORTS: (node_ports.ERR_REASON,),
+    SPREAD: SPREAD_REASONS,
+    AFFINITY: AFFINITY_REASONS,
+}
+
+
+@lru_cache(maxsize=4096)
+def rejected_by(message: str) -> frozenset[str] | None:
+    """The plugins whose reasons the failure message names; None when it names none of them (unknown:
+    every event queues the pod, as upstream for a pod without UnschedulablePlugins)."""
+    found = frozenset(p for p, reasons in REASONS.items() if any(r in message for r in reasons))
+    return found or None
+
+
+# ---- events ------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class PodChange:
@@ -35,45 +88,280 @@ class PodChange:
         return EVENT_ASSIGNED_POD_ADD if self.old is None else EVENT_ASSIGNED_POD_UPDATE
 
 
+@dataclass(frozen=True)
+class PodDelete:
+    """An assigned pod deleted (AssignedPodDelete). pod None: which one is not known, so every plugin
+    registering the event queues (as a hint that cannot read its object)."""
+
+    pod: PodSpec | None
+
+    event = EVENT_ASSIGNED_POD_DELETE
+
+
+@dataclass(frozen=True)
+class NodeChange:
+    """A node added (NodeAdd, old None) or one kind of its update (event one of NODE_UPDATE_EVENTS). An
+    update whose old state is not known (old None: the reconciler replaying a recorded event) is judged on
+    the new state alone, as an add would be: never fewer moves than the real old state gives."""
+
+    event: str
+    new: NodeSpec
+    old: NodeSpec | None = None
+
+    @cached_property
+    def new_table(self) -> NodeTable:
+        return NodeTable([self.new])
+
+    @cached_property
+    def old_table(self) -> NodeTable | None:
+        return None if self.old is None else NodeTable([self.old])
+
+
+Event = Union[PodChange, PodDelete, NodeChange]
+
+
 def assigned(namespace: str, name: str, uid: str, node: str, labels: dict | None) -> PodSpec:
-    """The part of a pod the hints read."""
+    """The part of a pod the assigned-pod hints read."""
     return PodSpec(namespace=namespace, name=name, uid=uid, node_name=node, labels=dict(labels or {}))
 
 
-def _affinity_queues(pod: PodSpec, change: PodChange) -> bool:
-    return inter_pod_affinity.is_schedulable_after_pod_change(pod, change.old, change.new)
+def node_added(new: NodeSpec) -> list[NodeChange]:
+    return [NodeChange(EVENT_NODE_ADD, new)]
 
 
-def _spread_queues(pod: PodSpec, change: PodChange) -> bool:
-    if not pod.topology_spread_constraints:
-        # Rejected under the profile's default constraints, whose selector comes from the Services and
-        # controllers selecting the pod: requeued without asking (a superfluous retry costs one attempt).
+def node_update_events(old: NodeSpec, new: NodeSpec) -> list[NodeChange]:
+    """As NodeSchedulingPropertiesChange, the events of a node update that a plugin here registers, in
+    upstream's order: spec.unschedulable cleared (UpdateNodeTaint), allocatable, labels, taints (one event
+    per label). Images, conditions and annotations changed: none."""
+    labels = []
+    if old.unschedulable and not new.unschedulable:
+        labels.append(EVENT_NODE_UPDATE_TAINT)
+    if old.allocatable != new.allocatable:
+        labels.append(EVENT_NODE_UPDATE_ALLOCATABLE)
+    if old.labels != new.labels:
+        labels.append(EVENT_NODE_UPDATE_LABEL)
+    if old.taints != new.taints:
+        labels.append(EVENT_NODE_UPDATE_TAINT)
+    return [NodeChange(label, new, old) for label in dict.fromkeys(labels)]
+
+
+def node_update_unknown_old(new: NodeSpec) -> list[NodeChange]:
+    """A node update whose old state is not known (a recorded NodeUpdate): every kind, judged on `new`."""
+    return [NodeChange(label, new) for label in NODE_UPDATE_EVENTS]
+
+
+# ---- the hints (True: Queue, False: QueueSkip) ----------------------------------------------------------
+
+_FIT = node_resources_fit.NodeResourcesFit()
+_TAINTS = taint_toleration.TaintToleration()
+_PORTS = node_ports.NodePorts()
+
+
+def _fits_empty(pod: PodSpec, table: NodeTable) -> bool:
+    """As Fit's isFit: the pod's requests fit the node's allocatable with no pod on it."""
+    return bool(_FIT.filter(pod, table).passed[0])
+
+
+def _requested_increased(pod: PodSpec, old: NodeSpec, new: NodeSpec) -> bool:
+    """As haveAnyRequestedResourcesIncreased: more pods allowed, or more of a resource the pod requests."""
+    if new.allocatable.get(PODS, 0) > old.allocatable.get(PODS, 0):
         return True
-    try:
-        constraints = pod_topology_spread.filter_constraints(pod.topology_spread_constraints, pod.labels,
-                                                             DO_NOT_SCHEDULE)
-    except SelectorError:
-        return True  # as upstream on an error: requeue
+    for resource, want in pod.requests.items():
+        if resource == PODS or want <= 0:
+            continue
+        if resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or node_resources_fit.is_scalar_resource_name(resource):
+            if new.allocatable.get(resource, 0) > old.allocatable.get(resource, 0):
+                return True
+    return False
+
+
+def fit_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
+    """NodeResourcesFit's isSchedulableAfterNodeChange: the node could hold the pod alone, and it is new
+    or its allocatable grew in something the pod requests."""
+    if not _fits_empty(pod, change.new_table):
+        return False
+    if change.old is None:
+        return True
+    return _requested_increased(pod, change.old, change.new)
+
+
+def fit_after_pod_delete(pod: PodSpec, change: PodDelete) -> bool:
+    """NodeResourcesFit's isSchedulableAfterPodEvent for a deletion: any pod bound (or nominated) frees room."""
+    deleted = change.pod
+    return deleted is None or bool(deleted.node_name or deleted.nominated_node_name)
+
+
+def node_affinity_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
+    """NodeAffinity's isSchedulableAfterNodeChange: the node matches the pod's nodeSelector and required
+    node affinity now, and did not before (or is new). (A profile's addedAffinity is not asked: it can
+    only skip more.)"""
+    if not node_affinity.required_mask(pod, change.new_table)[0]:
+        return False
+    if change.old_table is None:
+        return True
+    return not node_affinity.required_mask(pod, change.old_table)[0]
+
+
+def taint_toleration_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
+    """TaintToleration's isSchedulableAfterNodeChange: the pod tolerates the node's NoSchedule/NoExecute
+    taints now and did not before (a new node counts as untolerated before)."""
+    was_untolerated = change.old_table is None or not _TAINTS.filter(pod, change.old_table).passed[0]
+    return was_untolerated and bool(_TAINTS.filter(pod, change.new_table).passed[0])
+
+
+def node_unschedulable_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
+    """NodeUnschedulable's isSchedulableAfterNodeChange: a schedulable node added, or a node uncordoned."""
+    if change.old is None:
+        return not change.new.unschedulable
+    return change.old.unschedulable and not change.new.unschedulable
+
+
+def node_ports_after_pod_delete(pod: PodSpec, change: PodDelete) -> bool:
+    """NodePorts' isSchedulableAfterPodDeleted: the deleted pod was placed and held a host port the pod wants."""
+    deleted = change.pod
+    if deleted is None:
+        return True
+    if not (deleted.node_name or deleted.nominated_node_name):
+        return False
+    ports = tuple(p for p in deleted.host_ports if p.port > 0)
+    if not ports:
+        return False
+    held = NodeTable([NodeSpec(name="deleted")], [NodeUsage(ports=ports)])
+    return not _PORTS.filter(pod, held).passed[0]
+
+
+def _spread_constraints(pod: PodSpec):
+    """The pod's DoNotSchedule constraints; None when it has none of its own (the profile's defaults, whose
+    selector comes from the Services and controllers selecting it, are not known here: Queue)."""
+    if not pod.topology_spread_constraints:
+        return None
+    return pod_topology_spread.filter_constraints(pod.topology_spread_constraints, pod.labels, DO_NOT_SCHEDULE)
+
+
+def spread_after_pod_change(pod: PodSpec, change: PodChange | PodDelete) -> bool:
+    """PodTopologySpread's isSchedulableAfterPodChange (an assigned pod added, relabelled or deleted)."""
+    constraints = _spread_constraints(pod)
+    if constraints is None:
+        return True
+    if isinstance(change, PodDelete):
+        if change.pod is None:
+            return True
+        return pod_topology_spread.is_schedulable_after_pod_change(pod, constraints, change.pod, None)
     return pod_topology_spread.is_schedulable_after_pod_change(pod, constraints, change.old, change.new)
 
 
-def keys_to_move(waiting: list[tuple[str, str]], specs: dict[str, PodSpec], changes: list[PodChange]) -> dict[str, list[str]]:
-    """event -> the waiting pods (key, last failure message) that some rejecting plugin's hint queues
-    for a change of that event; each pod under the first event that moves it."""
+def _has_keys(labels: dict, constraints) -> bool:
+    # As nodeLabelsMatchSpreadConstraints: the node has every constraint's topology key.
+    return all(c.topology_key in labels for c in constraints)
+
+
+def spread_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
+    """PodTopologySpread's isSchedulableAfterNodeChange: a new node with every topology key; an updated node
+    that gained or lost them, or that has them and changed a topology value or its taints."""
+    constraints = _spread_constraints(pod)
+    if constraints is None:
+        return True
+    new_matching = _has_keys(change.new.labels, constraints)
+    if change.old is None:
+        return new_matching
+    old_matching = _has_keys(change.old.labels, constraints)
+    if old_matching != new_matching:
+        return True
+    if not new_matching:
+        return False
+    changed_value = any(change.old.labels.get(c.topology_key) != change.new.labels.get(c.topology_key)
+                        for c in constraints)
+    return changed_value or change.old.taints != change.new.taints
+
+
+def affinity_after_pod_change(pod: PodSpec, change: PodChange | PodDelete) -> bool:
+    """InterPodAffinity's isSchedulableAfterPodChange (an assigned pod added, relabelled or deleted)."""
+    if isinstance(change, PodDelete):
+        if change.pod is None:
+            return True
+        return inter_pod_affinity.is_schedulable_after_pod_change(pod, change.pod, None)
+    return inter_pod_affinity.is_schedulable_after_pod_change(pod, change.old, change.new)
+
+
+def affinity_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
+    """InterPodAffinity's isSchedulableAfterNodeChange: the node has the topology key of one of the pod's
+    required affinity or anti-affinity terms."""
+    terms = ((pod.pod_affinity.required if pod.pod_affinity else ())
+             + (pod.pod_anti_affinity.required if pod.pod_anti_affinity else ()))
+    return any(t.topology_key in change.new.labels for t in terms)
+
+
+Hint = Callable[[PodSpec, Event], bool]
+_NODE_ADD_AND = (EVENT_NODE_ADD,)
+
+# EventsToRegister with SchedulerQueueingHints on: plugin -> event label -> its hint (None: no hint, Queue).
+REGISTRATIONS: dict[str, dict[str, Hint | None]] = {
+    FIT: {EVENT_ASSIGNED_POD_DELETE: fit_after_pod_delete,
+          EVENT_NODE_ADD: fit_after_node_change, EVENT_NODE_UPDATE_ALLOCATABLE: fit_after_node_change},
+    NODE_AFFINITY: {EVENT_NODE_ADD: node_affinity_after_node_change,
+                    EVENT_NODE_UPDATE_LABEL: node_affinity_after_node_change},
+    TAINT_TOLERATION: {EVENT_NODE_ADD: taint_toleration_after_node_change,
+                       EVENT_NODE_UPDATE_TAINT: taint_toleration_after_node_change},
+    NODE_UNSCHEDULABLE: {EVENT_NODE_ADD: node_unschedulable_after_node_change,
+                         EVENT_NODE_UPDATE_TAINT: node_unschedulable_after_node_change},
+    NODE_NAME: {EVENT_NODE_ADD: None},
+    NODE_PORTS: {EVENT_ASSIGNED_POD_DELETE: node_ports_after_pod_delete, EVENT_NODE_ADD: None},
+    SPREAD: {EVENT_ASSIGNED_POD_ADD: spread_after_pod_change, EVENT_ASSIGNED_POD_UPDATE: spread_after_pod_change,
+             EVENT_ASSIGNED_POD_DELETE: spread_after_pod_change,
+             EVENT_NODE_ADD: spread_after_node_change, EVENT_NODE_UPDATE_LABEL: spread_after_node_change,
+             EVENT_NODE_UPDATE_TAINT: spread_after_node_change},
+    AFFINITY: {EVENT_ASSIGNED_POD_ADD: affinity_after_pod_change, EVENT_ASSIGNED_POD_UPDATE: affinity_after_pod_change,
+               EVENT_ASSIGNED_POD_DELETE: affinity_after_pod_change,
+               EVENT_NODE_ADD: affinity_after_node_change, EVENT_NODE_UPDATE_LABEL: affinity_after_node_change},
+}
+
+
+def registers(plugins: frozenset[str] | None, event: str) -> bool:
+    """Whether some rejecting plugin registers the event (unknown rejectors: every event)."""
+    return plugins is None or any(event in REGISTRATIONS.get(p, {}) for p in plugins)
+
+
+def needs_spec(plugins: frozenset[str] | None, events: set[str]) -> bool:
+    """Whether deciding for such a pod reads its spec (some registered hint function to ask)."""
+    return plugins is not None and any(REGISTRATIONS.get(p, {}).get(e) is not None for p in plugins for e in events)
+
+
+def queues(pod: PodSpec | None, plugins: frozenset[str] | None, change: Event) -> bool:
+    """isPodWorthRequeuing for one event: some rejecting plugin registers it and its hint says Queue."""
+    if plugins is None:
+        return True
+    if isinstance(change, PodChange) and pod is not None and (
+            change.new.namespace == pod.namespace and change.new.name == pod.name):
+        return False  # the waiting pod itself (a trace's pods may have no uid)
+    for plugin in plugins:
+        registered = REGISTRATIONS.get(plugin, {})
+        if change.event not in registered:
+            continue
+        hint = registered[change.event]
+        if hint is None:
+            return True
+        if pod is None:
+            continue  # its spec is gone: nothing to ask (the pod is leaving the queue)
+        try:
+            if hint(pod, change):
+                return True
+        except Exception:  # noqa: BLE001 - a hint that cannot decide
+            log.warning("queueing hint %s for %s failed: Queue", plugin, pod.key, exc_info=True)
+            return True  # as upstream on an error
+    return False
+
+
+def keys_to_move(waiting: list[tuple[str, str]], specs: dict[str, PodSpec], changes: list[Event]) -> dict[str, list[str]]:
+    """event -> the waiting pods (key, last failure message) that some rejecting plugin's hint queues for
+    an event of that label, each pod under the first event that moves it (upstream calls the queue once
+    per event, in order: a pod moved by one is no longer in the pool for the next). A pod with no spec in
+    `specs` moves only where no hint needs reading it."""
     out: dict[str, list[str]] = {}
     for key, message in waiting:
+        plugins = rejected_by(message)
         pod = specs.get(key)
-        if pod is None:
-            continue
-        asks = []
-        if any(r in message for r in AFFINITY_REASONS):
-            asks.append(_affinity_queues)
-        if any(r in message for r in SPREAD_REASONS):
-            asks.append(_spread_queues)
         for change in changes:
-            if change.new.namespace == pod.namespace and change.new.name == pod.name:
-                continue  # the waiting pod itself (a trace's pods may have no uid)
-            if any(ask(pod, change) for ask in asks):
+            if queues(pod, plugins, change):
                 out.setdefault(change.event, []).append(key)
                 break
     return out

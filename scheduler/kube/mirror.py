@@ -572,12 +572,13 @@ def pod_remove(*, namespace: str, name: str, uid: str | None, queue) -> bool:
         if row is None or (uid and row.uid != uid):
             return False
         key = row.key
+        deleted = (row.manifest, row.node_name)
         was_bound = _remove_row(row)
 
     def after_commit():
         queue.delete(key)
-        if was_bound:
-            queue.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_DELETE)
+        if was_bound:  # the pods its deletion may help (AssignedPodDelete's hints)
+            hints.move_after_events(queue, lambda: [hints.deleted_pod(*deleted)], {ClusterEvent.ASSIGNED_POD_DELETE})
 
     transaction.on_commit(after_commit)
     return True

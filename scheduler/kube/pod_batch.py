@@ -77,6 +77,7 @@ class _Writes:
     cluster_events: list = field(default_factory=list)
     queue_ops: list = field(default_factory=list)  # (key, op, args) in the order the events came
     moved: bool = False  # a bound pod was deleted: unschedulable pods may fit now
+    deleted: list = field(default_factory=list)  # (manifest, node) of those bound pods, for the hints
     assigned: list = field(default_factory=list)  # hints.PodChange: pods bound, bound pods' labels changed
     parsed: dict = field(default_factory=dict)  # id(event object) -> ParsedPod, or None: unparsable
 
@@ -213,6 +214,7 @@ def _delete(w: _Writes, key, obj: dict) -> None:
         w.node_delta(row.node_name, usage, -1)
         w.cluster_events.append(ClusterEvent(kind=ClusterEvent.ASSIGNED_POD_DELETE, object_name=row.key))
         w.moved = True
+        w.deleted.append((row.manifest, row.node_name))
     elif row.assumed_node:
         raise _Slow()  # its reservation is given back per pod
     w.rows[key] = None
@@ -321,7 +323,7 @@ def _record_our_bindings(bound: list, now) -> None:
 
 
 def _after_commit(w: _Writes, queue) -> None:
-    ops, moved, assigned = list(w.queue_ops), w.moved, list(w.assigned)
+    ops, moved, assigned, deleted = list(w.queue_ops), w.moved, list(w.assigned), list(w.deleted)
     if not ops and not assigned:
         return
 
@@ -347,8 +349,9 @@ def _after_commit(w: _Writes, queue) -> None:
             kind = None
             getattr(queue, op)(*args)  # delete (the pod is gone)
         flush()
-        if moved:
-            queue.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_DELETE)
+        if moved:  # the pods these deletions may help (AssignedPodDelete's hints), specs read only if some wait
+            hints.move_after_events(queue, lambda: [hints.deleted_pod(*d) for d in deleted],
+                                    {ClusterEvent.ASSIGNED_POD_DELETE})
         hinted = hints.move_after_assigned(queue, assigned)
         if hinted or any(op == "add" for _, op, _args in ops):
             kick()

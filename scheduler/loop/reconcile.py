@@ -13,6 +13,7 @@ from django.utils import timezone
 from .. import dispatch
 from ..backends import get_backend
 from ..models import ClusterEvent, Pod
+from ..queue import hints
 from ..queue.kick import kick
 from ..queue.queues import get_queue
 from ..state.gated import gated_pods
@@ -25,6 +26,8 @@ log = logging.getLogger(__name__)
 
 
 _last_cluster_event_id: int | None = None
+# The recorded kinds the queueing hints judge (scheduler/queue/hints.py); any other moves every pod.
+_HINTED_KINDS = frozenset((ClusterEvent.NODE_ADD, ClusterEvent.NODE_UPDATE, ClusterEvent.ASSIGNED_POD_DELETE))
 
 
 def forget_cluster_events() -> None:
@@ -40,15 +43,21 @@ def reconcile(*, queue=None) -> dict:
     now = timezone.now()
     report = {"expired": 0, "requeued": 0, "moved": 0, "reclaimed": 0, "preemptions_resent": 0}
 
-    # Cluster events (from any process) move unschedulable pods, as the informers would.
+    # Cluster events (from any process) move the unschedulable pods their queueing hints queue, as the
+    # informers would (the process that made the change did so at once; this is for the others, and for a
+    # queue that was lost).
     if _last_cluster_event_id is None:
         _last_cluster_event_id = ClusterEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
-    kinds = list(ClusterEvent.objects.filter(id__gt=_last_cluster_event_id).values_list("id", "kind"))
-    if kinds:
-        _last_cluster_event_id = kinds[-1][0]
-        for kind in sorted({k for _, k in kinds}):
+    recorded = list(ClusterEvent.objects.filter(id__gt=_last_cluster_event_id)
+                    .values_list("id", "kind", "object_name", "created_at"))
+    if recorded:
+        _last_cluster_event_id = recorded[-1][0]
+        hinted = [(kind, name) for _, kind, name, _ in recorded if kind in _HINTED_KINDS]
+        if hinted:
+            hints.move_after_recorded(queue, hinted, since=min(at for *_, at in recorded))
+        for kind in sorted({kind for _, kind, _, _ in recorded} - _HINTED_KINDS):
             queue.move_all_to_active_or_backoff(kind)
-            report["moved"] += 1
+        report["moved"] += len({kind for _, kind, _, _ in recorded})
 
     # Reservations whose binding never came (a worker died between reserve and bind). One whose
     # binding is in flight (marked by its binder) is left alone: the binder's outcome settles it, or

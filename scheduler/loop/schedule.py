@@ -25,7 +25,7 @@ from ..engine.explain import preemption, top_candidates, trace
 from ..engine.framework import Algorithm
 from ..engine.nominator import Nominator
 from ..engine.pods import PodSpec
-from ..engine.queue import QueuedPodInfo
+from ..engine.queue import UNSCHEDULABLE_Q, QueuedPodInfo
 from ..manifests import stored as pod_terms
 from ..manifests.errors import ManifestError
 from ..manifests.objects import pod_from_manifest
@@ -287,11 +287,14 @@ class Worker:
         reported = [o.reported for o in outcomes if o.reported]
         if reported:  # committed: the backend may tell the cluster (the kubernetes backend's leader does)
             get_backend().report(failed=reported, scheduled=[])
-        # A pod bound while one was in flight that its affinity or spread hint says may help: back through
-        # backoffQ, not the pool (that binding's own move could not see it).
+        # A pod bound while one was in flight that its affinity or spread hint says may help, or another
+        # cluster event (a node added or changed, an assigned pod deleted) one of its rejecting plugins
+        # registers: back through backoffQ, not the pool (that event's own move could not see it).
+        failing = [o for o in outcomes if o.requeue is not None and o.requeue[0] and not o.done and not o.again]
         helped = hints.bound_while_in_flight([(o.info.key, o.info.popped_at, self.pod_spec(o.pod), o.requeue[1])
-                                              for o in outcomes if o.requeue is not None and o.requeue[0]
-                                              and not o.done and not o.again and hints.asks_hints(o.requeue[1])])
+                                              for o in failing if hints.asks_hints(o.requeue[1])])
+        helped |= hints.events_while_in_flight(self.queue, [(o.info.key, o.info.cycle, o.requeue[1]) for o in failing])
+        pooled = []
         for o in outcomes:
             if o.done:
                 self.queue.done(o.info.key)
@@ -299,8 +302,11 @@ class Worker:
                 self.queue.done(o.info.key)
                 self.queue.add(o.info.key, o.pod.priority)
             elif o.requeue is not None:
-                self.queue.add_unschedulable_if_not_present(o.info, unschedulable=o.requeue[0] and o.info.key not in helped,
-                                                            message=o.requeue[1])
+                to = self.queue.add_unschedulable_if_not_present(o.info, unschedulable=o.requeue[0] and o.info.key not in helped,
+                                                                 message=o.requeue[1])
+                if to == UNSCHEDULABLE_Q:
+                    pooled.append((o.info.key, o.info.cycle, o.requeue[1]))
+        hints.move_missed_while_in_flight(self.queue, pooled)
         preempting = [o for o in outcomes if o.written and o.job]
         if preempting:  # as prepareCandidateAsync: the victims go in another task, the loop goes on
             jobs = [o.job for o in preempting]

@@ -1,27 +1,48 @@
-"""QueueingHints for assigned pods on the live queue: when a pod becomes assigned (AssignedPodAdd) or an
-assigned pod's labels change (AssignedPodUpdate), the pods waiting in the unschedulable pool whose last
-failure names InterPodAffinity's or PodTopologySpread's reasons are asked those plugins' hints
-(scheduler/engine/queueing_hints.py); exactly those a hint queues move to activeQ or backoffQ.
+"""QueueingHints on the live queue (scheduler/engine/queueing_hints.py decides): a cluster event moves
+exactly the pods waiting in the unschedulable pool that a rejecting plugin's hint queues for it.
 
-The rejecting plugins are read from the failure message the queue keeps, so a binding batch costs one
-queue call when no such pod waits, and one Pod query for those that do.
+- AssignedPodAdd / AssignedPodUpdate (move_after_assigned): the pods whose last failure names
+  InterPodAffinity's or PodTopologySpread's reasons are asked those plugins' hints.
+- AssignedPodDelete, NodeAdd and the node updates (move_after_events, and move_after_recorded for the
+  reconciler's replay of recorded ClusterEvents): every pod in the pool, by its rejecting plugins.
+
+The rejecting plugins are read from the failure message the queue keeps, so an event costs one queue call
+to read the pool (with the messages), and one Pod query for the specs of the pods some hint must read.
+
+In flight: a pod popped before an event and failing after it must not miss it. Upstream's in-flight events
+check, with the hint taken as Queue: each event's label is noted with the scheduling cycle it was told at
+(note_events), and a pod popped at or before that cycle whose rejecting plugins register the label (or
+with no known rejector) goes to backoffQ, not the pool (events_while_in_flight); an event noted between
+that check and the pod's arrival in the pool moves it after (move_missed_while_in_flight). The queue's own
+move-request cycle (set by any move that moved a pod) still sends every pod in flight then to backoffQ.
+Pods bound while one was in flight are checked with the hints themselves (bound_while_in_flight).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from datetime import datetime, timezone as dt_timezone
+import weakref
+from datetime import datetime, timedelta, timezone as dt_timezone
+from typing import Callable
 
+from ..engine.nodes import NodeSpec
 from ..engine.pods import PodSpec
-from ..engine.queueing_hints import AFFINITY_REASONS, SPREAD_REASONS, PodChange, assigned, keys_to_move
-from ..manifests.objects import pod_from_manifest
-from ..models import Binding, Pod
+from ..engine.queue import EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE
+from ..engine.queueing_hints import (AFFINITY_REASONS, NODE_UPDATE_EVENTS, SPREAD_REASONS, Event, NodeChange, PodChange,
+                                     PodDelete, assigned, keys_to_move, needs_spec, node_added, node_update_events,
+                                     node_update_unknown_old, registers, rejected_by)
+from ..manifests.objects import node_from_manifest, pod_from_manifest
+from ..models import Binding, DeletedPod, Node, Pod
 
-__all__ = ["PodChange", "assigned", "asks_hints", "assigned_from_row", "bound_while_in_flight", "keys_to_move",
-           "move_after_assigned"]
+__all__ = ["NodeChange", "PodChange", "PodDelete", "assigned", "asks_hints", "assigned_from_row", "bound_while_in_flight",
+           "deleted_pod", "events_while_in_flight", "keys_to_move", "move_after_assigned", "move_after_events",
+           "move_after_recorded", "move_missed_while_in_flight", "node_changes", "note_events"]
 
 # Clocks of the processes differ a little: a binding this much before a pod was popped still counts.
 _CLOCK_MARGIN_SECONDS = 1.0
+# A deletion is recorded (DeletedPod, by a trigger) in the transaction that records its ClusterEvent.
+_RECORDED_MARGIN_SECONDS = 60.0
 
 log = logging.getLogger(__name__)
 
@@ -101,3 +122,180 @@ def bound_while_in_flight(failures: list[tuple[str, float | None, PodSpec, str]]
         if changes and keys_to_move([(key, message)], {key: spec}, changes):
             out.add(key)
     return out
+
+
+# ---- node events and assigned pods deleted ----------------------------------------------------------
+
+def deleted_pod(manifest: dict | None, node: str) -> PodDelete:
+    """The AssignedPodDelete event of a pod row being deleted from `node` (its spec None if it does not parse:
+    then every plugin registering the event queues)."""
+    try:
+        spec = pod_from_manifest(manifest or {})
+    except Exception:  # noqa: BLE001 - an unreadable row: the hints cannot read it, so they queue
+        return PodDelete(None)
+    if spec.node_name != node:
+        spec = dataclasses.replace(spec, node_name=node)
+    return PodDelete(spec)
+
+
+def node_changes(old: NodeSpec | dict | None, new: NodeSpec) -> list[NodeChange]:
+    """The events of a node added (old None) or updated (old its spec or stored manifest)."""
+    if old is None:
+        return node_added(new)
+    if isinstance(old, dict):
+        try:
+            old = node_from_manifest(old)
+        except Exception:  # noqa: BLE001 - its old state unreadable: judged on the new one
+            return node_update_unknown_old(new)
+    return node_update_events(old, new)
+
+
+# The in-flight record: label -> the scheduling cycle when an event of that label was last told to the
+# queue. A pod popped at a cycle up to that one was in flight then. In Redis beside the queue's keys (one
+# script call reads the cycle and writes it); in memory for the in-memory queue (one process).
+_LOCAL_EVENT_CYCLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_NOTE_SCRIPT = """
+local c = redis.call('GET', KEYS[2]) or '0'
+for i = 1, #ARGV do redis.call('HSET', KEYS[1], ARGV[i], c) end
+return c
+"""
+_NOTE_SCRIPTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _event_cycle_key(queue) -> str:
+    return f"{queue.prefix}:hints:event_cycle"
+
+
+def note_events(queue, labels) -> None:
+    """Note that events of these labels are being told to the queue now, for the pods in flight."""
+    if not labels:
+        return
+    redis = getattr(queue, "redis", None)
+    if redis is None:
+        cycle = queue.scheduling_cycle()
+        _LOCAL_EVENT_CYCLE.setdefault(queue, {}).update({label: cycle for label in labels})
+        return
+    script = _NOTE_SCRIPTS.get(queue)
+    if script is None:
+        script = _NOTE_SCRIPTS[queue] = redis.register_script(_NOTE_SCRIPT)
+    script(keys=[_event_cycle_key(queue), f"{queue.prefix}:cycle"], args=sorted(labels))
+
+
+def _event_cycles(queue) -> dict[str, int]:
+    redis = getattr(queue, "redis", None)
+    if redis is None:
+        return dict(_LOCAL_EVENT_CYCLE.get(queue, {}))
+    raw = redis.hgetall(_event_cycle_key(queue)) or {}
+    return {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in raw.items()}
+
+
+def _missed(cycles: dict[str, int], cycle: int, message: str) -> str | None:
+    """The label of an event told while a pod of this cycle was in flight that one of its rejecting plugins
+    registers (any, with no known rejector); None if there is none."""
+    plugins = rejected_by(message)
+    for label, at in sorted(cycles.items()):
+        if at >= cycle and registers(plugins, label):
+            return label
+    return None
+
+
+def events_while_in_flight(queue, failures: list[tuple[str, int, str]]) -> set[str]:
+    """Of the pods failing as unschedulable (key, the cycle they were popped at, message), those in flight
+    when an event was told to the queue that one of their rejecting plugins registers (or any event, with
+    no known rejector): they go to backoffQ, not the pool, as upstream's in-flight events check with the
+    hint taken as Queue. One Redis call per batch that has such failures."""
+    if not failures:
+        return set()
+    cycles = _event_cycles(queue)
+    if not cycles:
+        return set()
+    return {key for key, cycle, message in failures if _missed(cycles, cycle, message)}
+
+
+def move_missed_while_in_flight(queue, pooled: list[tuple[str, int, str]]) -> int:
+    """After the failing pods went to the pool (key, cycle, message): an event told between the check above
+    and their arrival there, whose own move read the pool before they were in it, is found noted now; the
+    pods it concerns move as it would have moved them. One Redis call; how many moved."""
+    if not pooled:
+        return 0
+    cycles = _event_cycles(queue)
+    by_label: dict[str, list[str]] = {}
+    for key, cycle, message in pooled:
+        label = _missed(cycles, cycle, message)
+        if label is not None:
+            by_label.setdefault(label, []).append(key)
+    return sum(queue.move_to_active_or_backoff(keys, label) for label, keys in by_label.items())
+
+
+def move_after_events(queue, changes: list[Event] | Callable[[], list[Event]], labels: set[str] | None = None) -> int:
+    """Ask the hints about these events (or the callable making them, called only when some waiting pod's
+    rejecting plugin registers one of `labels`); move the pods they queue. How many moved. One queue call
+    to read the pool, one Pod query for the specs the hints read."""
+    if labels is None:
+        if callable(changes):
+            raise ValueError("labels are needed with a callable")
+        labels = {c.event for c in changes}
+    if not labels:
+        return 0
+    note_events(queue, labels)
+    waiting = [(k, m) for k, m in queue.unschedulable_with_message(("",))
+               if any(registers(rejected_by(m), label) for label in labels)]
+    if not waiting:
+        return 0
+    if callable(changes):
+        changes = changes()
+    if not changes:
+        return 0
+    need = [k for k, m in waiting if needs_spec(rejected_by(m), labels)]
+    specs = _waiting_specs(need) if need else {}
+    moved = 0
+    for event, keys in keys_to_move(waiting, specs, changes).items():
+        moved += queue.move_to_active_or_backoff(keys, event)
+    return moved
+
+
+def _recorded_labels(kind: str) -> tuple[str, ...]:
+    if kind == EVENT_NODE_UPDATE:
+        return NODE_UPDATE_EVENTS
+    return (kind,)
+
+
+def move_after_recorded(queue, recorded: list[tuple[str, str]], since: datetime | None = None) -> int:
+    """The reconciler's replay of recorded ClusterEvents (kind, object name): NodeAdd and NodeUpdate read the
+    node as it is now (an update's old state is not recorded: judged on the new one, every kind of update),
+    AssignedPodDelete the pod as its deletion recorded it (DeletedPod). One query each, only when some
+    waiting pod needs them. `since`: when the first of them was recorded (the deletions are looked up from then)."""
+    labels = {label for kind, _ in recorded for label in _recorded_labels(kind)}
+
+    def make() -> list[Event]:
+        node_names = {name for kind, name in recorded if kind in (EVENT_NODE_ADD, EVENT_NODE_UPDATE)}
+        nodes = {}
+        if node_names:
+            for name, manifest in Node.objects.filter(name__in=node_names).values_list("name", "manifest"):
+                try:
+                    nodes[name] = node_from_manifest(manifest)
+                except Exception:  # noqa: BLE001 - unreadable: as a node gone, nothing to judge
+                    log.warning("queueing hints: cannot read node %s", name, exc_info=True)
+        pod_keys = {name for kind, name in recorded if kind == EVENT_ASSIGNED_POD_DELETE}
+        deleted = {}
+        if pod_keys:
+            pairs = [k.split("/", 1) for k in pod_keys if "/" in k]
+            rows = DeletedPod.objects.filter(namespace__in={ns for ns, _ in pairs}, name__in={n for _, n in pairs})
+            if since is not None:  # by the index on deleted_at
+                rows = rows.filter(deleted_at__gte=since - timedelta(seconds=_RECORDED_MARGIN_SECONDS))
+            rows = (rows.order_by("deleted_at").values_list("namespace", "name", "node_name", "manifest"))
+            for ns, name, node, manifest in rows:  # the latest deletion of a name last
+                key = f"{ns}/{name}"
+                if key in pod_keys:
+                    deleted[key] = deleted_pod(manifest, node)
+        out: list[Event] = []
+        for kind, name in recorded:
+            if kind == EVENT_NODE_ADD and name in nodes:
+                out.extend(node_added(nodes[name]))
+            elif kind == EVENT_NODE_UPDATE and name in nodes:
+                out.extend(node_update_unknown_old(nodes[name]))
+            elif kind == EVENT_ASSIGNED_POD_DELETE:
+                out.append(deleted.get(name) or PodDelete(None))
+        return out
+
+    return move_after_events(queue, make, labels)

@@ -11,6 +11,7 @@ touches the database.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -29,9 +30,9 @@ from scheduler.engine.nodes import NodeSpec, NodeTable
 from scheduler.engine.nominator import Nominator
 from scheduler.engine.plugins.default_preemption import DefaultPreemption
 from scheduler.engine.pods import PodSpec
-from scheduler.engine.queueing_hints import AFFINITY_REASONS, SPREAD_REASONS, PodChange, assigned, keys_to_move
-from scheduler.engine.queue import (ACTIVE_Q, BACKOFF_Q, EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE,
-                                    UNSCHEDULABLE_Q, MemoryQueue)
+from scheduler.engine.queueing_hints import (AFFINITY_REASONS, SPREAD_REASONS, PodChange, PodDelete, assigned,
+                                             keys_to_move, node_added, node_update_events)
+from scheduler.engine.queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q, MemoryQueue
 from scheduler.manifests.errors import ManifestError
 from scheduler.manifests.objects import node_from_manifest, pod_from_manifest
 
@@ -289,16 +290,16 @@ class Replayer:
                 self.cache.table.remove_pod(self.cache.table.index[pod.node], pod.spec)
             elif pod is not None:
                 self.queue.delete(event["key"])
-            # A bound pod's deletion frees room: as the live services, unschedulable pods move
-            # (also for a pod the trace never knew, whose deletion the live run still reacted to).
+            # A bound pod's deletion: as the live services, the unschedulable pods AssignedPodDelete's hints
+            # queue move (also for a pod the trace never knew, whose deletion the live run still reacted to).
             if pod is None or pod.node is not None:
-                self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
+                self._hint_moves_after([self._deleted(pod)])
         elif kind in (tr.NODE_ADD, tr.NODE_UPDATE):
             spec = node_from_manifest(event["manifest"])
-            added = spec.name not in self.nodes
+            old = self.nodes.get(spec.name)
             self.nodes[spec.name] = spec
             self._rebuild()
-            self.queue.move_all_to_active_or_backoff(EVENT_NODE_ADD if added else EVENT_NODE_UPDATE)
+            self._hint_moves_after(node_added(spec) if old is None else node_update_events(old, spec))
         elif kind == tr.NODE_DELETE:
             if self.nodes.pop(event["name"], None) is None:
                 return self._skip(event, f"node {event['name']} unknown")
@@ -417,6 +418,24 @@ class Replayer:
         for event, keys in keys_to_move(waiting, specs, bound).items():
             self.queue.move_to_active_or_backoff(keys, event)
 
+    @staticmethod
+    def _deleted(pod: ReplayPod | None) -> PodDelete:
+        if pod is None:
+            return PodDelete(None)
+        return PodDelete(pod.spec if pod.spec.node_name == pod.node else dataclasses.replace(pod.spec, node_name=pod.node))
+
+    def _hint_moves_after(self, changes: list) -> None:
+        """As the live queue after a node event or an assigned pod's deletion (scheduler/queue/hints.py's
+        move_after_events): the waiting pods some rejecting plugin's hint queues move."""
+        if not changes:
+            return
+        waiting = self.queue.unschedulable_with_message(("",))
+        if not waiting:
+            return
+        specs = {k: self.pods[k].spec for k, _ in waiting if k in self.pods}
+        for event, keys in keys_to_move(waiting, specs, changes).items():
+            self.queue.move_to_active_or_backoff(keys, event)
+
     def _retry_as_live(self, pod: ReplayPod) -> None:
         """A failed pod the live loop tried again at a recorded instant backs off until then (not until its own
         backoff's end): its next try sees the cluster as the live one did. A pod in the unschedulable pool still
@@ -433,7 +452,7 @@ class Replayer:
     def _evict(self, keys: list[str]) -> None:
         """As the preemption's deletions: each victim leaves its node (AssignedPodDelete moves the waiting
         pods, the preemptor among them, which its nomination keeps the room for)."""
-        evicted = 0
+        evicted = []
         for key in dict.fromkeys(keys):
             pod = self.pods.get(key)
             if pod is None or pod.node is None:
@@ -441,10 +460,10 @@ class Replayer:
             self.cache.table.remove_pod(self.cache.table.index[pod.node], pod.spec)
             del self.pods[key]
             self.result.evicted.append(key)
-            evicted += 1
+            evicted.append(self._deleted(pod))
         if evicted:
-            self.result.preemptions += evicted
-            self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
+            self.result.preemptions += len(evicted)
+            self._hint_moves_after(evicted)
 
     def _next_wakeup(self, events: list[dict], i: int, horizon: float) -> float | None:
         """The earliest of: the next event, a backoff expiring, a pod's time in the unschedulable pool
