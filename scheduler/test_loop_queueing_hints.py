@@ -1,6 +1,7 @@
 """Queueing hints in the loop: a pod that InterPodAffinity or PodTopologySpread left unschedulable moves
 (AssignedPodAdd) when a pod its hint says may make it schedulable is bound, not after the pool's
-5-minute timeout; a bound pod that cannot help leaves it waiting."""
+5-minute timeout; a bound pod that cannot help leaves it waiting. Node events (NodeAdd, NodeUpdateNode*)
+and assigned pods deleted (AssignedPodDelete) move only the pods a rejecting plugin's hint queues."""
 
 import time
 
@@ -10,7 +11,7 @@ import yaml
 from django.conf import settings
 
 from scheduler import loop
-from scheduler.cluster.services import cluster_apply
+from scheduler.cluster.services import cluster_apply, pod_delete
 from scheduler.engine.labels import LabelSelector
 from scheduler.engine.pods import PodAffinity, PodAffinityTerm, PodSpec
 from scheduler.engine.queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q
@@ -162,3 +163,137 @@ def test_a_pod_failing_after_its_partner_was_bound_while_it_was_in_flight_goes_t
     assert hints.bound_while_in_flight([("default/front", popped_before, wants("db"), message)]) == set()
     assert hints.bound_while_in_flight([("default/front", popped_before, wants("cache"), "0/1 nodes are available: "
                                          "1 Insufficient cpu.")]) == set()
+
+
+# ---- node events and assigned pods deleted ----------------------------------------------------------
+
+NODE_AFFINITY_MESSAGE = "didn't match Pod's node affinity/selector"
+
+
+def labelled(name, zone, cpu="8", taints=None, **labels):
+    n = node(name, zone)
+    n["metadata"]["labels"].update(labels)
+    n["status"]["allocatable"]["cpu"] = cpu
+    if taints:
+        n["spec"] = {"taints": taints}
+    return n
+
+
+def wants_cpu(name, cpu, **spec):
+    p = pod(name, {"app": name}, **spec)
+    p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+    return p
+
+
+def waiting(queue, name):
+    info = queue.get(f"default/{name}")
+    return info is not None and info.queue == UNSCHEDULABLE_Q
+
+
+def test_a_pod_rejected_by_node_affinity_moves_only_on_a_node_that_now_matches(queue):
+    apply(labelled("n0", "a", disk="hdd"))
+    apply(pod("db", {"app": "db"}, nodeSelector={"disk": "ssd"}))
+    drain()
+    assert waiting(queue, "db")
+    assert NODE_AFFINITY_MESSAGE in Pod.objects.get(name="db").scheduled_message
+
+    before = moved_by("NodeAdd")
+    apply(labelled("n1", "b", disk="hdd"))  # NodeAdd that still does not match: it stays
+    assert waiting(queue, "db")
+    apply(labelled("n0", "a", disk="hdd", rack="r1"))  # NodeUpdateNodeLabel, still no ssd
+    assert waiting(queue, "db")
+    assert moved_by("NodeAdd") == before and moved_by("NodeUpdateNodeLabel") == 0
+
+    apply(labelled("n2", "c", disk="ssd"))  # a matching NodeAdd moves it
+    assert not waiting(queue, "db")
+    assert moved_by("NodeAdd") == before + 1
+    assert bound_within("db", 20)
+    assert node_of("db") == "n2"
+
+
+def test_a_node_relabelled_to_match_moves_the_pod_under_node_update_node_label(queue):
+    apply(labelled("n0", "a", disk="hdd"))
+    apply(pod("db", {"app": "db"}, nodeSelector={"disk": "ssd"}))
+    drain()
+    assert waiting(queue, "db")
+    tainted = labelled("n0", "a", disk="hdd", taints=[{"key": "x", "effect": "PreferNoSchedule"}])
+    apply(tainted)  # NodeUpdateNodeTaint: NodeAffinity does not register it
+    assert waiting(queue, "db")
+    before = moved_by("NodeUpdateNodeLabel")
+    apply(labelled("n0", "a", disk="ssd"))
+    assert not waiting(queue, "db")
+    assert moved_by("NodeUpdateNodeLabel") == before + 1
+    assert bound_within("db", 20)
+
+
+def test_a_pod_rejected_for_insufficient_cpu_moves_when_an_assigned_pod_is_deleted(queue):
+    apply(labelled("n0", "a", cpu="2"))
+    apply(wants_cpu("hog", "1500m", nodeName="n0"))
+    apply(wants_cpu("big", "1"))
+    apply(pod("picky", {"app": "picky"}, nodeSelector={"disk": "ssd"}))
+    drain()
+    assert waiting(queue, "big") and waiting(queue, "picky")
+    assert "Insufficient cpu" in Pod.objects.get(name="big").scheduled_message
+
+    before = moved_by("AssignedPodDelete")
+    assert pod_delete(namespace="default", name="hog")
+    assert not waiting(queue, "big")
+    assert waiting(queue, "picky")  # NodeAffinity registers no pod deletion
+    assert moved_by("AssignedPodDelete") == before + 1
+    assert bound_within("big", 20)
+    assert node_of("big") == "n0"
+
+
+def test_a_node_grown_or_untainted_moves_the_pods_its_change_concerns(queue):
+    apply(labelled("n0", "a", cpu="1", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]))
+    apply(wants_cpu("big", "2", tolerations=[{"key": "dedicated", "operator": "Exists"}]))
+    apply(pod("plain", {"app": "plain"}))
+    drain()
+    assert waiting(queue, "big") and waiting(queue, "plain")
+    assert "had untolerated taint" in Pod.objects.get(name="plain").scheduled_message
+
+    # More cpu (NodeUpdateNodeAllocatable): only the pod NodeResourcesFit rejected, and it now fits.
+    apply(labelled("n0", "a", cpu="4", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]))
+    assert not waiting(queue, "big")
+    assert waiting(queue, "plain")
+    assert moved_by("NodeUpdateNodeAllocatable") >= 1
+    # The taint gone (NodeUpdateNodeTaint): the pod TaintToleration rejected.
+    apply(labelled("n0", "a", cpu="4"))
+    assert not waiting(queue, "plain")
+    assert moved_by("NodeUpdateNodeTaint") >= 1
+
+
+def test_the_reconciler_replays_recorded_events_through_the_hints(queue):
+    apply(labelled("n0", "a", cpu="1"))
+    apply(wants_cpu("big", "2"))
+    apply(pod("db", {"app": "db"}, nodeSelector={"disk": "ssd"}))
+    drain()
+    assert waiting(queue, "big") and waiting(queue, "db")
+    # Recorded by another process: a node update (its old state unknown: judged as it is now) and the
+    # deletion of a pod this database never saw deleted (unknown: every plugin registering it queues).
+    hints.move_after_recorded(queue, [("NodeUpdate", "n0")])
+    assert waiting(queue, "big") and waiting(queue, "db")  # n0 neither fits big nor matches db
+    hints.move_after_recorded(queue, [("AssignedPodDelete", "default/gone")])
+    assert not waiting(queue, "big")
+    assert waiting(queue, "db")
+
+
+def test_a_pod_in_flight_during_a_node_event_its_plugin_registers_goes_to_backoff(queue):
+    apply(labelled("n0", "a", disk="hdd"))
+    apply(pod("db", {"app": "db"}, nodeSelector={"disk": "ssd"}))
+    (info,) = queue.pop()
+    message = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+    taint_message = "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+    apply(labelled("n0", "a", disk="ssd"))  # NodeUpdateNodeLabel while db is in flight
+    assert hints.events_while_in_flight(queue, [(info.key, info.cycle, message)]) == {info.key}
+    # TaintToleration does not register label updates; a pod popped after the event did not miss it.
+    assert hints.events_while_in_flight(queue, [(info.key, info.cycle, taint_message)]) == set()
+    assert hints.events_while_in_flight(queue, [(info.key, queue.scheduling_cycle() + 1, message)]) == set()
+
+    # Had it reached the pool before its check saw the event (the event's move found nothing to move, so
+    # the queue's move-request cycle did not send it to backoffQ), the after-check moves it.
+    assert queue.add_unschedulable_if_not_present(info, unschedulable=True, message=message) == UNSCHEDULABLE_Q
+    before = moved_by("NodeUpdateNodeLabel")
+    assert hints.move_missed_while_in_flight(queue, [(info.key, info.cycle, message)]) == 1
+    assert queue.get(info.key).queue != UNSCHEDULABLE_Q
+    assert moved_by("NodeUpdateNodeLabel") == before + 1
