@@ -93,9 +93,16 @@ def test_deleting_a_bound_pod_gives_its_room_back_and_unblocks_waiting_pods(cloc
 def test_a_repeated_failure_counts_the_event_instead_of_duplicating_it(clock):
     apply(node("small", cpu="1"), pod("big", cpu="2"))
     drain()
-    apply(node("other", cpu="1"))  # a cluster event: the pod is tried again and fails the same way... almost
+    # A node too small for it: NodeResourcesFit's hint leaves the pod waiting (QueueSkip).
+    apply(node("other", cpu="1"), pod("filler", cpu="100m", nodeName="other"))
     drain(clock)
-    apply(node("other", cpu="1", memory="16Gi"))  # NodeUpdate; still too small
+    assert Attempt.objects.filter(pod_name="big").count() == 1
+    # Assigned pods deleted (AssignedPodDelete): the pod is tried again and fails the same way... almost
+    # (two nodes now), then exactly the same way.
+    pod_delete(namespace="default", name="filler")
+    drain(clock)
+    apply(pod("filler", cpu="100m", nodeName="other"))
+    pod_delete(namespace="default", name="filler")
     drain(clock)
     events = Event.objects.filter(reason="FailedScheduling", involved_name="big")
     by_message = {e.message: e.count for e in events}
