@@ -292,7 +292,6 @@ def affinity_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
 
 
 Hint = Callable[[PodSpec, Event], bool]
-_NODE_ADD_AND = (EVENT_NODE_ADD,)
 
 # EventsToRegister with SchedulerQueueingHints on: plugin -> event label -> its hint (None: no hint, Queue).
 REGISTRATIONS: dict[str, dict[str, Hint | None]] = {
@@ -326,8 +325,36 @@ def needs_spec(plugins: frozenset[str] | None, events: set[str]) -> bool:
     return plugins is not None and any(REGISTRATIONS.get(p, {}).get(e) is not None for p in plugins for e in events)
 
 
-def queues(pod: PodSpec | None, plugins: frozenset[str] | None, change: Event) -> bool:
-    """isPodWorthRequeuing for one event: some rejecting plugin registers it and its hint says Queue."""
+# What each hint reads of the waiting pod, for node events and deletions: pods alike in it (a workload's
+# replicas) are asked once per event. The assigned-pod hints also compare uids: not shared.
+_READS: dict[str, Callable[[PodSpec], object]] = {
+    FIT: lambda p: tuple(sorted(p.requests.items())),
+    NODE_AFFINITY: lambda p: (tuple(sorted(p.node_selector.items())), p.required_terms),
+    TAINT_TOLERATION: lambda p: p.tolerations,
+    NODE_UNSCHEDULABLE: lambda p: (),
+    NODE_PORTS: lambda p: p.host_ports,
+    SPREAD: lambda p: (p.namespace, tuple(sorted(p.labels.items())), p.topology_spread_constraints),
+    AFFINITY: lambda p: (p.namespace, tuple(sorted(p.labels.items())), p.pod_affinity, p.pod_anti_affinity),
+}
+
+
+def _ask(plugin: str, hint: Hint, pod: PodSpec, change: Event, memo: dict | None) -> bool:
+    if memo is None or isinstance(change, PodChange) or (plugin in (SPREAD, AFFINITY) and isinstance(change, PodDelete)):
+        return hint(pod, change)
+    try:
+        key = (plugin, id(change), _READS[plugin](pod))
+        hash(key)
+    except TypeError:
+        return hint(pod, change)
+    answer = memo.get(key)
+    if answer is None:
+        answer = memo[key] = hint(pod, change)
+    return answer
+
+
+def queues(pod: PodSpec | None, plugins: frozenset[str] | None, change: Event, memo: dict | None = None) -> bool:
+    """isPodWorthRequeuing for one event: some rejecting plugin registers it and its hint says Queue.
+    `memo`: answers kept for pods alike in what a hint reads (keys_to_move's, for one batch of events)."""
     if plugins is None:
         return True
     if isinstance(change, PodChange) and pod is not None and (
@@ -343,7 +370,7 @@ def queues(pod: PodSpec | None, plugins: frozenset[str] | None, change: Event) -
         if pod is None:
             continue  # its spec is gone: nothing to ask (the pod is leaving the queue)
         try:
-            if hint(pod, change):
+            if _ask(plugin, hint, pod, change, memo):
                 return True
         except Exception:  # noqa: BLE001 - a hint that cannot decide
             log.warning("queueing hint %s for %s failed: Queue", plugin, pod.key, exc_info=True)
@@ -357,11 +384,12 @@ def keys_to_move(waiting: list[tuple[str, str]], specs: dict[str, PodSpec], chan
     per event, in order: a pod moved by one is no longer in the pool for the next). A pod with no spec in
     `specs` moves only where no hint needs reading it."""
     out: dict[str, list[str]] = {}
+    memo: dict = {}
     for key, message in waiting:
         plugins = rejected_by(message)
         pod = specs.get(key)
         for change in changes:
-            if queues(pod, plugins, change):
+            if queues(pod, plugins, change, memo):
                 out.setdefault(change.event, []).append(key)
                 break
     return out

@@ -359,3 +359,11 @@ def test_a_hint_that_fails_queues():
     no_zone = add(node(labels={"x": "y"}))
     assert qh.queues(spreading("Exists"), frozenset({"PodTopologySpread"}), no_zone) is False
     assert qh.queues(spreading("Bogus"), frozenset({"PodTopologySpread"}), no_zone) is True  # as upstream on an error
+
+
+def test_pods_alike_are_asked_once_and_pods_unlike_apart():
+    ssd = [(f"default/ssd-{i}", NODE_AFFINITY_FAIL) for i in range(3)]
+    hdd = [(f"default/hdd-{i}", NODE_AFFINITY_FAIL) for i in range(3)]
+    specs = {k: pod(k.split("/")[1], node_selector={"disk": k.split("/")[1][:3]}) for k, _ in ssd + hdd}
+    moved = keys_to_move(ssd + hdd, specs, [add(node(labels={"disk": "ssd"}))])
+    assert moved == {"NodeAdd": [k for k, _ in ssd]}
