@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Callable, Union
 
+import numpy as np
+
 from .nodes import NodeSpec, NodeTable, NodeUsage
 from .plugins import (inter_pod_affinity, node_affinity, node_name, node_ports, node_resources_fit,
                       node_unschedulable, pod_topology_spread, taint_toleration)
@@ -109,15 +111,72 @@ class NodeChange:
     old: NodeSpec | None = None
 
     @cached_property
-    def new_table(self) -> NodeTable:
-        return NodeTable([self.new])
+    def batch(self) -> NodeBatch:
+        return NodeBatch(self.event, (self,))
+
+
+@dataclass(frozen=True, eq=False)
+class NodeBatch:
+    """Node changes of one event label, asked together: the node hints answer over all their rows at once
+    (a pod moves when any of the nodes may help it). Node names are distinct."""
+
+    event: str
+    changes: tuple[NodeChange, ...]
 
     @cached_property
-    def old_table(self) -> NodeTable | None:
-        return None if self.old is None else NodeTable([self.old])
+    def new_table(self) -> NodeTable:
+        return NodeTable([c.new for c in self.changes])
+
+    @cached_property
+    def old_table(self) -> NodeTable:
+        """Row i: the old state of change i (its new state where there is none; has_old tells)."""
+        return NodeTable([c.old or c.new for c in self.changes])
+
+    @cached_property
+    def has_old(self) -> np.ndarray:
+        return np.fromiter((c.old is not None for c in self.changes), dtype=bool, count=len(self.changes))
+
+    @cached_property
+    def taints_changed(self) -> np.ndarray:
+        return np.fromiter((c.old is not None and c.old.taints != c.new.taints for c in self.changes), dtype=bool,
+                           count=len(self.changes))
+
+    def value_changed(self, key: str) -> np.ndarray:
+        cache = self.__dict__.setdefault("_value_changed", {})
+        if key not in cache:
+            cache[key] = np.fromiter((c.old is not None and c.old.labels.get(key) != c.new.labels.get(key)
+                                      for c in self.changes), dtype=bool, count=len(self.changes))
+        return cache[key]
 
 
-Event = Union[PodChange, PodDelete, NodeChange]
+def node_batches(changes: list) -> list:
+    """The events in order, consecutive NodeChanges of one label (distinct nodes) merged into a NodeBatch."""
+    out: list = []
+    run: list[NodeChange] = []
+
+    def flush():
+        if run:
+            out.append(NodeBatch(run[0].event, tuple(run)) if len(run) > 1 else run[0])
+            run.clear()
+
+    for change in changes:
+        if isinstance(change, NodeChange) and run and (
+                change.event != run[0].event or any(c.new.name == change.new.name for c in run)):
+            flush()
+        if isinstance(change, NodeChange):
+            run.append(change)
+        else:
+            flush()
+            out.append(change)
+    flush()
+    return out
+
+
+def _rows(change: NodeChange | NodeBatch) -> NodeBatch:
+    return change.batch if isinstance(change, NodeChange) else change
+
+
+Event = Union[PodChange, PodDelete, NodeChange, NodeBatch]
 
 
 def assigned(namespace: str, name: str, uid: str, node: str, labels: dict | None) -> PodSpec:
@@ -157,32 +216,30 @@ _TAINTS = taint_toleration.TaintToleration()
 _PORTS = node_ports.NodePorts()
 
 
-def _fits_empty(pod: PodSpec, table: NodeTable) -> bool:
-    """As Fit's isFit: the pod's requests fit the node's allocatable with no pod on it."""
-    return bool(_FIT.filter(pod, table).passed[0])
-
-
-def _requested_increased(pod: PodSpec, old: NodeSpec, new: NodeSpec) -> bool:
-    """As haveAnyRequestedResourcesIncreased: more pods allowed, or more of a resource the pod requests."""
-    if new.allocatable.get(PODS, 0) > old.allocatable.get(PODS, 0):
-        return True
+def _requested_increased(pod: PodSpec, rows: NodeBatch) -> np.ndarray:
+    """As haveAnyRequestedResourcesIncreased, per row: more pods allowed, or more of a resource the pod requests."""
+    old, new = rows.old_table, rows.new_table
+    grew = new.allocatable_of(PODS) > old.allocatable_of(PODS)
     for resource, want in pod.requests.items():
         if resource == PODS or want <= 0:
             continue
         if resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or node_resources_fit.is_scalar_resource_name(resource):
-            if new.allocatable.get(resource, 0) > old.allocatable.get(resource, 0):
-                return True
-    return False
+            if resource in new.allocatable or resource in old.allocatable:
+                grew = grew | (_allocatable(new, resource) > _allocatable(old, resource))
+    return grew
 
 
-def fit_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
-    """NodeResourcesFit's isSchedulableAfterNodeChange: the node could hold the pod alone, and it is new
-    or its allocatable grew in something the pod requests."""
-    if not _fits_empty(pod, change.new_table):
-        return False
-    if change.old is None:
-        return True
-    return _requested_increased(pod, change.old, change.new)
+def _allocatable(table: NodeTable, resource: str) -> np.ndarray:
+    return table.allocatable[resource] if resource in table.allocatable else np.zeros(table.n, dtype=np.int64)
+
+
+def fit_after_node_change(pod: PodSpec, change: NodeChange | NodeBatch) -> bool:
+    """NodeResourcesFit's isSchedulableAfterNodeChange: the node could hold the pod alone (isFit: its
+    requests against the allocatable of a node with no pod), and it is new or its allocatable grew in
+    something the pod requests."""
+    rows = _rows(change)
+    fits = _FIT.filter(pod, rows.new_table).passed
+    return bool(np.any(fits & (~rows.has_old | _requested_increased(pod, rows))))
 
 
 def fit_after_pod_delete(pod: PodSpec, change: PodDelete) -> bool:
@@ -191,29 +248,32 @@ def fit_after_pod_delete(pod: PodSpec, change: PodDelete) -> bool:
     return deleted is None or bool(deleted.node_name or deleted.nominated_node_name)
 
 
-def node_affinity_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
+def node_affinity_after_node_change(pod: PodSpec, change: NodeChange | NodeBatch) -> bool:
     """NodeAffinity's isSchedulableAfterNodeChange: the node matches the pod's nodeSelector and required
     node affinity now, and did not before (or is new). (A profile's addedAffinity is not asked: it can
     only skip more.)"""
-    if not node_affinity.required_mask(pod, change.new_table)[0]:
+    rows = _rows(change)
+    matches = node_affinity.required_mask(pod, rows.new_table)
+    if not matches.any():
         return False
-    if change.old_table is None:
-        return True
-    return not node_affinity.required_mask(pod, change.old_table)[0]
+    return bool(np.any(matches & (~rows.has_old | ~node_affinity.required_mask(pod, rows.old_table))))
 
 
-def taint_toleration_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
+def taint_toleration_after_node_change(pod: PodSpec, change: NodeChange | NodeBatch) -> bool:
     """TaintToleration's isSchedulableAfterNodeChange: the pod tolerates the node's NoSchedule/NoExecute
     taints now and did not before (a new node counts as untolerated before)."""
-    was_untolerated = change.old_table is None or not _TAINTS.filter(pod, change.old_table).passed[0]
-    return was_untolerated and bool(_TAINTS.filter(pod, change.new_table).passed[0])
+    rows = _rows(change)
+    tolerated = _TAINTS.filter(pod, rows.new_table).passed
+    if not tolerated.any():
+        return False
+    return bool(np.any(tolerated & (~rows.has_old | ~_TAINTS.filter(pod, rows.old_table).passed)))
 
 
-def node_unschedulable_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
+def node_unschedulable_after_node_change(pod: PodSpec, change: NodeChange | NodeBatch) -> bool:
     """NodeUnschedulable's isSchedulableAfterNodeChange: a schedulable node added, or a node uncordoned."""
-    if change.old is None:
-        return not change.new.unschedulable
-    return change.old.unschedulable and not change.new.unschedulable
+    rows = _rows(change)
+    schedulable = ~rows.new_table.unschedulable
+    return bool(np.any(schedulable & (~rows.has_old | rows.old_table.unschedulable)))
 
 
 def node_ports_after_pod_delete(pod: PodSpec, change: PodDelete) -> bool:
@@ -250,28 +310,28 @@ def spread_after_pod_change(pod: PodSpec, change: PodChange | PodDelete) -> bool
     return pod_topology_spread.is_schedulable_after_pod_change(pod, constraints, change.old, change.new)
 
 
-def _has_keys(labels: dict, constraints) -> bool:
-    # As nodeLabelsMatchSpreadConstraints: the node has every constraint's topology key.
-    return all(c.topology_key in labels for c in constraints)
+def _has_keys(table: NodeTable, constraints) -> np.ndarray:
+    # As nodeLabelsMatchSpreadConstraints, per row: the node has every constraint's topology key.
+    mask = np.ones(table.n, dtype=bool)
+    for c in constraints:
+        mask &= table.label(c.topology_key).exists()
+    return mask
 
 
-def spread_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
+def spread_after_node_change(pod: PodSpec, change: NodeChange | NodeBatch) -> bool:
     """PodTopologySpread's isSchedulableAfterNodeChange: a new node with every topology key; an updated node
     that gained or lost them, or that has them and changed a topology value or its taints."""
     constraints = _spread_constraints(pod)
     if constraints is None:
         return True
-    new_matching = _has_keys(change.new.labels, constraints)
-    if change.old is None:
-        return new_matching
-    old_matching = _has_keys(change.old.labels, constraints)
-    if old_matching != new_matching:
-        return True
-    if not new_matching:
-        return False
-    changed_value = any(change.old.labels.get(c.topology_key) != change.new.labels.get(c.topology_key)
-                        for c in constraints)
-    return changed_value or change.old.taints != change.new.taints
+    rows = _rows(change)
+    new_matching = _has_keys(rows.new_table, constraints)
+    old_matching = _has_keys(rows.old_table, constraints)
+    changed = rows.taints_changed.copy()
+    for c in constraints:
+        changed |= rows.value_changed(c.topology_key)
+    updated = (old_matching != new_matching) | (new_matching & changed)
+    return bool(np.any(np.where(rows.has_old, updated, new_matching)))
 
 
 def affinity_after_pod_change(pod: PodSpec, change: PodChange | PodDelete) -> bool:
@@ -283,12 +343,13 @@ def affinity_after_pod_change(pod: PodSpec, change: PodChange | PodDelete) -> bo
     return inter_pod_affinity.is_schedulable_after_pod_change(pod, change.old, change.new)
 
 
-def affinity_after_node_change(pod: PodSpec, change: NodeChange) -> bool:
+def affinity_after_node_change(pod: PodSpec, change: NodeChange | NodeBatch) -> bool:
     """InterPodAffinity's isSchedulableAfterNodeChange: the node has the topology key of one of the pod's
     required affinity or anti-affinity terms."""
     terms = ((pod.pod_affinity.required if pod.pod_affinity else ())
              + (pod.pod_anti_affinity.required if pod.pod_anti_affinity else ()))
-    return any(t.topology_key in change.new.labels for t in terms)
+    table = _rows(change).new_table
+    return any(table.label(key).exists().any() for key in {t.topology_key for t in terms})
 
 
 Hint = Callable[[PodSpec, Event], bool]
@@ -385,6 +446,7 @@ def keys_to_move(waiting: list[tuple[str, str]], specs: dict[str, PodSpec], chan
     `specs` moves only where no hint needs reading it."""
     out: dict[str, list[str]] = {}
     memo: dict = {}
+    changes = node_batches(changes)
     for key, message in waiting:
         plugins = rejected_by(message)
         pod = specs.get(key)

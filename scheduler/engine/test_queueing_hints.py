@@ -367,3 +367,26 @@ def test_pods_alike_are_asked_once_and_pods_unlike_apart():
     specs = {k: pod(k.split("/")[1], node_selector={"disk": k.split("/")[1][:3]}) for k, _ in ssd + hdd}
     moved = keys_to_move(ssd + hdd, specs, [add(node(labels={"disk": "ssd"}))])
     assert moved == {"NodeAdd": [k for k, _ in ssd]}
+
+
+def test_node_changes_of_one_label_are_asked_together_and_any_node_may_help():
+    hdd, ssd, small = node("a", labels={"disk": "hdd"}), node("b", labels={"disk": "ssd"}), node("c", cpu=100)
+    batched = qh.node_batches([add(hdd), add(ssd), add(small)])
+    assert len(batched) == 1 and isinstance(batched[0], qh.NodeBatch) and batched[0].event == "NodeAdd"
+    assert qh.node_affinity_after_node_change(SELECTOR, batched[0]) is True
+    assert qh.node_affinity_after_node_change(SELECTOR, qh.node_batches([add(hdd), add(small)])[0]) is False
+    assert qh.fit_after_node_change(CPU_POD, batched[0]) is True  # a and b hold 2 cpus
+    assert qh.fit_after_node_change(CPU_POD, qh.NodeChange("NodeAdd", small).batch) is False
+    # Mixed adds and updates in one batch: each row judged as what it is.
+    mixed = qh.NodeBatch(LABEL, (update(LABEL, node("a", labels={"disk": "ssd"}), node("a", labels={"disk": "ssd", "x": "1"})),
+                                 update(LABEL, node("b"), node("b", labels={"disk": "hdd"}))))
+    assert qh.node_affinity_after_node_change(SELECTOR, mixed) is False  # a matched before, b does not match
+
+
+def test_node_batches_keep_the_order_of_labels_and_split_on_other_events_and_repeated_nodes():
+    deleted = PodDelete(None)
+    changes = [add(node("a")), add(node("b")), deleted, add(node("c")), add(node("c")),
+               update(LABEL, node("d"), node("d", labels={"x": "y"}))]
+    batched = qh.node_batches(changes)
+    assert [(b.event, len(b.changes)) if isinstance(b, qh.NodeBatch) else b.event for b in batched] == [
+        ("NodeAdd", 2), "AssignedPodDelete", "NodeAdd", "NodeAdd", LABEL]
