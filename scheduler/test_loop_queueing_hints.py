@@ -297,3 +297,24 @@ def test_a_pod_in_flight_during_a_node_event_its_plugin_registers_goes_to_backof
     assert hints.move_missed_while_in_flight(queue, [(info.key, info.cycle, message)]) == 1
     assert queue.get(info.key).queue != UNSCHEDULABLE_Q
     assert moved_by("NodeUpdateNodeLabel") == before + 1
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+def test_the_in_flight_record_works_on_both_queues(kind, queue):
+    from scheduler.engine.queue import MemoryQueue
+
+    q = MemoryQueue() if kind == "memory" else queue
+    message = "0/1 nodes are available: 1 Insufficient cpu."
+    q.add("default/a")
+    (a,) = q.pop()
+    assert hints.events_while_in_flight(q, [(a.key, a.cycle, message)]) == set()  # nothing noted yet
+    hints.note_events(q, {"NodeUpdateNodeLabel"})  # NodeResourcesFit does not register it
+    assert hints.events_while_in_flight(q, [(a.key, a.cycle, message)]) == set()
+    hints.note_events(q, {"AssignedPodDelete"})
+    assert hints.events_while_in_flight(q, [(a.key, a.cycle, message)]) == {a.key}
+    q.add("default/b")
+    (b,) = q.pop()  # popped after both events
+    assert hints.events_while_in_flight(q, [(b.key, b.cycle, message)]) == set()
+    assert q.add_unschedulable_if_not_present(b, unschedulable=True, message=message) == UNSCHEDULABLE_Q
+    assert hints.move_missed_while_in_flight(q, [(b.key, b.cycle, message)]) == 0
+    assert q.get(b.key).queue == UNSCHEDULABLE_Q
