@@ -17,6 +17,10 @@ The events, with upstream's labels (ClusterEvent.Label(): Resource + ActionType)
   (Add, taints; spec.unschedulable cleared counts as a taint change, as upstream), NodeName and NodePorts
   (Add, no hint), PodTopologySpread (Add, labels, taints), InterPodAffinity (Add, labels).
 
+Cheap over many waiting pods: consecutive node changes of one label are asked together over one NodeTable
+of their nodes (NodeBatch: the plugins' own vectorized filters answer for every row), and pods alike in
+what a hint reads (a workload's replicas) are asked once per event.
+
 Pure: the live queue (scheduler/queue/hints.py) and the replay both ask it.
 """
 
