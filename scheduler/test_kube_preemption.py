@@ -107,6 +107,13 @@ def preempted_events(events_api, victim_uid):
             if e["reason"] == "Preempted" and e["regarding"]["uid"] == victim_uid]
 
 
+def tainted_room(name):
+    """A node that could hold an 800m pod alone (NodeResourcesFit's queueing hint queues the pods it rejected
+    on its NodeAdd), tainted so that none goes there: the retry a node event triggers, and nothing more."""
+    tainted = node(name, cpu="1")
+    tainted["spec"] = {"taints": [{"key": "dedicated", "value": "other", "effect": "NoSchedule"}]}
+    return tainted
+
 def test_a_watch_event_racing_the_nomination_neither_frees_the_room_nor_makes_the_preemptor_preempt_again(
         running, core, apis):
     """The nomination is the worker's own (Pod.nominated_node, written in the transaction of its attempt); the
@@ -143,7 +150,7 @@ def test_a_watch_event_racing_the_nomination_neither_frees_the_room_nor_makes_th
     Pod.objects.filter(name="vip").update(manifest=stale)
     pod_upsert(stale, queue=get_queue())
     assert Pod.objects.get(name="vip").nominated_node == "node-b"  # our nomination stays
-    call(core.create_node, node("tiny", cpu="100m"))  # NodeAdd: vip is tried again
+    call(core.create_node, tainted_room("tiny"))  # NodeAdd its Fit hint queues: vip is tried again
     wait_for_cluster(lambda: Attempt.objects.filter(pod_name="vip").count() > attempts, "vip tried again", timeout=40)
     again = Attempt.objects.filter(pod_name="vip").latest("started_at")
     assert again.message.endswith("preemption: not eligible due to a terminating pod on the nominated node."), again.message
@@ -197,6 +204,6 @@ def test_a_nomination_the_api_server_removes_is_counted_no_more(running, core):
     call(core.patch_namespaced_pod_status, "theirs", NS, {"status": {"nominatedNodeName": None}},
          _content_type=STRATEGIC_MERGE_PATCH)
     wait_for_cluster(lambda: Pod.objects.get(name="theirs").nominated_node == "", "the removal mirrored")
-    call(core.create_node, node("tiny", cpu="100m"))  # NodeAdd: ours is tried again
+    call(core.create_node, tainted_room("tiny"))  # NodeAdd its Fit hint queues: ours is tried again
     wait_for_cluster(lambda: read_pod(core, "ours")["spec"].get("nodeName") == "node-b", "ours bound on the room",
                      timeout=60)
