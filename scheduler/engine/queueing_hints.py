@@ -180,7 +180,15 @@ def _rows(change: NodeChange | NodeBatch) -> NodeBatch:
     return change.batch if isinstance(change, NodeChange) else change
 
 
-Event = Union[PodChange, PodDelete, NodeChange, NodeBatch]
+@dataclass(frozen=True)
+class UnknownObject:
+    """An event whose object is not known (a recorded node event whose node is gone or unreadable): every
+    plugin registering the event queues, as a hint that cannot read its object."""
+
+    event: str
+
+
+Event = Union[PodChange, PodDelete, NodeChange, NodeBatch, UnknownObject]
 
 
 def assigned(namespace: str, name: str, uid: str, node: str, labels: dict | None) -> PodSpec:
@@ -422,6 +430,8 @@ def queues(pod: PodSpec | None, plugins: frozenset[str] | None, change: Event, m
     `memo`: answers kept for pods alike in what a hint reads (keys_to_move's, for one batch of events)."""
     if plugins is None:
         return True
+    if isinstance(change, UnknownObject):
+        return registers(plugins, change.event)
     if isinstance(change, PodChange) and pod is not None and (
             change.new.namespace == pod.namespace and change.new.name == pod.name):
         return False  # the waiting pod itself (a trace's pods may have no uid)

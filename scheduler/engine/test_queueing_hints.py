@@ -95,6 +95,10 @@ MOVE_CASES = [
     ("node_name_pod_moves_on_any_node_add", ("default/w", "0/1 nodes are available: 1 node(s) didn't match the "
                                              "requested node name.", pod(node_name="n9")), [add(node())],
      {"NodeAdd": ["default/w"]}),
+    ("unknown_node_queues_the_registering_plugins", ("default/big", FIT_FAIL, pod("big", requests={"cpu": 3000})),
+     [qh.UnknownObject("NodeAdd")], {"NodeAdd": ["default/big"]}),
+    ("unknown_node_update_of_an_unregistered_kind", ("default/w", NODE_AFFINITY_FAIL, pod(node_selector={"disk": "ssd"})),
+     [qh.UnknownObject(ALLOC)], {}),
     ("node_name_pod_stays_on_node_update", ("default/w", "0/1 nodes are available: 1 node(s) didn't match the "
                                             "requested node name.", pod(node_name="n9")),
      [update(LABEL, node(), node(labels={"a": "b"}))], {}),

@@ -31,7 +31,7 @@ from ..engine.pods import PodSpec
 from ..engine.queue import EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE
 from ..engine.queueing_hints import (AFFINITY_REASONS, NODE_UPDATE_EVENTS, SPREAD_REASONS, Event, NodeChange, PodChange,
                                      PodDelete, assigned, keys_to_move, needs_spec, node_added, node_update_events,
-                                     node_update_unknown_old, registers, rejected_by)
+                                     UnknownObject, node_update_unknown_old, registers, rejected_by)
 from ..manifests.objects import node_from_manifest, pod_from_manifest
 from ..models import Binding, DeletedPod, Node, Pod
 
@@ -263,8 +263,8 @@ def _recorded_labels(kind: str) -> tuple[str, ...]:
 def move_after_recorded(queue, recorded: list[tuple[str, str]], since: datetime | None = None) -> int:
     """The reconciler's replay of recorded ClusterEvents (kind, object name): NodeAdd and NodeUpdate read the
     node as it is now (an update's old state is not recorded: judged on the new one, every kind of update),
-    AssignedPodDelete the pod as its deletion recorded it (DeletedPod). One query each, only when some
-    waiting pod needs them. `since`: when the first of them was recorded (the deletions are looked up from then)."""
+    AssignedPodDelete the pod as its deletion recorded it (DeletedPod); one not found is not known (every
+    plugin registering the event queues). One query each, only when some waiting pod needs them. `since`: when the first of them was recorded (the deletions are looked up from then)."""
     labels = {label for kind, _ in recorded for label in _recorded_labels(kind)}
 
     def make() -> list[Event]:
@@ -290,9 +290,12 @@ def move_after_recorded(queue, recorded: list[tuple[str, str]], since: datetime 
                     deleted[key] = deleted_pod(manifest, node)
         out: list[Event] = []
         for kind, name in recorded:
-            if kind == EVENT_NODE_ADD and name in nodes:
+            if kind in (EVENT_NODE_ADD, EVENT_NODE_UPDATE) and name not in nodes:
+                # Gone since (or unreadable): not known, so every plugin registering the event queues.
+                out.extend(UnknownObject(label) for label in _recorded_labels(kind))
+            elif kind == EVENT_NODE_ADD:
                 out.extend(node_added(nodes[name]))
-            elif kind == EVENT_NODE_UPDATE and name in nodes:
+            elif kind == EVENT_NODE_UPDATE:
                 out.extend(node_update_unknown_old(nodes[name]))
             elif kind == EVENT_ASSIGNED_POD_DELETE:
                 out.append(deleted.get(name) or PodDelete(None))
