@@ -452,6 +452,10 @@ class MemoryQueue:
         with self._lock:
             info = self._pods.pop(key, None)
             if info is None:
+                # A deletion of a pod out of the queue (bound, gated) still closes its timeline: a new pod of
+                # that name starts after this mark.
+                if why == TIMELINE_DELETED and key in self._timelines:
+                    self._note(key, "", why, self._clock())
                 return False
             self._unlink(info)
             self._held.pop(key, None)

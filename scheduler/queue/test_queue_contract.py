@@ -942,3 +942,14 @@ def test_the_redis_timeline_is_a_capped_list_expiring_with_its_ttl(redis_client)
         assert [k.decode() for k in redis_client.scan_iter(match=f"{q.prefix}:*")] == [key]  # the pod's hash is gone
     finally:
         q.clear()
+
+
+def test_deleting_a_pod_out_of_the_queue_still_closes_its_timeline(make_queue):
+    q, clock = make_queue()
+    q.add("ns/p", 0)
+    q.pop(1)
+    q.done("ns/p")  # bound
+    assert q.delete("ns/p") is False  # then deleted: not in the queue, its timeline says so
+    assert q.delete("ns/never") is False
+    assert [e.event for e in q.timeline("ns/p")] == ["UnschedulablePodAdd", "Popped", "Done", "Deleted"]
+    assert q.timeline("ns/never") == []
