@@ -153,7 +153,7 @@ SCHEDBOARD_FEATURE_GATES = env_feature_gates("SCHEDBOARD_FEATURE_GATES",
                                              {"OpportunisticBatching": True, "SchedulerPopFromBackoffQ": True})
 # How long each pod's queue timeline (the pod page's) is kept after its last queue move; 0 keeps none.
 SCHEDBOARD_QUEUE_TIMELINE_TTL = (0.0 if os.environ.get("SCHEDBOARD_QUEUE_TIMELINE_TTL", "").strip() == "0"
-                                 else env_duration("SCHEDBOARD_QUEUE_TIMELINE_TTL", 3600.0))
+                                 else env_duration("SCHEDBOARD_QUEUE_TIMELINE_TTL", 900.0))
 
 # ---- metrics ---------------------------------------------------------------------------
 # prometheus_client's multiprocess mode: every process (web, workers) writes its counters and

@@ -40,7 +40,7 @@ BACKOFF_ORDERING_WINDOW = 1.0
 
 # Ours: a pod's queue timeline keeps its last TIMELINE_MAX_ENTRIES moves, for TIMELINE_TTL seconds after the
 # last one (so it is still there on the pod page after binding); 0 keeps none.
-DEFAULT_TIMELINE_TTL = 3600.0
+DEFAULT_TIMELINE_TTL = 900.0
 TIMELINE_MAX_ENTRIES = 64
 # The in-memory queue keeps the timelines of this many pods at most (the oldest dropped first).
 MEMORY_TIMELINE_PODS = 20_000
