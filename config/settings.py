@@ -147,8 +147,13 @@ SCHEDBOARD_SEED = env_int("SCHEDBOARD_SEED", 0, minimum=0, maximum=2**63 - 1) or
 SCHEDBOARD_TRACE = env_choice("SCHEDBOARD_TRACE", "failures", ("failures", "all", "off"))
 # kube-scheduler's feature gates we model, with upstream master's defaults ("Name=false,..." as --feature-gates).
 # OpportunisticBatching: pods of one scheduling signature share their filter and score work (engine/batching.py;
-# the placements are the same either way).
-SCHEDBOARD_FEATURE_GATES = env_feature_gates("SCHEDBOARD_FEATURE_GATES", {"OpportunisticBatching": True})
+# the placements are the same either way). SchedulerPopFromBackoffQ: a worker finding activeQ empty pops
+# backoffQ's head, and backoff expiries are aligned to 1 s windows (engine/queue.py).
+SCHEDBOARD_FEATURE_GATES = env_feature_gates("SCHEDBOARD_FEATURE_GATES",
+                                             {"OpportunisticBatching": True, "SchedulerPopFromBackoffQ": True})
+# How long each pod's queue timeline (the pod page's) is kept after its last queue move; 0 keeps none.
+SCHEDBOARD_QUEUE_TIMELINE_TTL = (0.0 if os.environ.get("SCHEDBOARD_QUEUE_TIMELINE_TTL", "").strip() == "0"
+                                 else env_duration("SCHEDBOARD_QUEUE_TIMELINE_TTL", 900.0))
 
 # ---- metrics ---------------------------------------------------------------------------
 # prometheus_client's multiprocess mode: every process (web, workers) writes its counters and

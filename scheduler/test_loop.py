@@ -130,7 +130,7 @@ def test_pods_are_ours_when_their_scheduler_name_names_a_profile_of_the_active_c
 
 @pytest.mark.parametrize("gate", [True, False])
 def test_the_opportunistic_batching_gate_places_the_pods_of_a_signature_alike_shared_or_not(settings, gate):
-    settings.SCHEDBOARD_FEATURE_GATES = {"OpportunisticBatching": gate}
+    settings.SCHEDBOARD_FEATURE_GATES = {**settings.SCHEDBOARD_FEATURE_GATES, "OpportunisticBatching": gate}
     settings.SCHEDBOARD_SEED = 7
     loop.reset_worker()
     apply(*[node(f"n{i}", cpu="2") for i in range(4)], *[pod(f"p{i}", cpu="500m") for i in range(12)])

@@ -49,6 +49,30 @@ def test_a_pod_queued_while_every_slot_is_held_wakes_a_worker_when_an_idle_task_
     assert [name for name, *_ in sent] == [dispatch.SCHEDULE]  # sent once this task's slot was free
 
 
+@pytest.mark.parametrize("error,wakes", [(False, True), (True, False)], ids=["rejected", "errored"])
+def test_an_idle_task_ending_wakes_a_worker_for_a_pod_pop_may_take_from_backoff_q(sent, monkeypatch, error, wakes):
+    """SchedulerPopFromBackoffQ: with activeQ empty a worker pops backoffQ's head, so a pod put back in backoffQ
+    while every slot is held needs a task too; one backing off after an error does not (pop() leaves it until
+    its backoff ends: a task sent for it would pop nothing, and send another)."""
+    _hold("ours", "other")
+    queue = queues.get_queue()
+    pop = queue.pop
+
+    def pop_then_another_worker_puts_a_pod_back(n):
+        popped = pop(n)
+        queue.add("default/back", 0)
+        [info] = pop(1)
+        assert queue.add_unschedulable_if_not_present(info, unschedulable=False, error=error) == "backoff"
+        return popped
+
+    monkeypatch.setattr(queue, "pop", pop_then_another_worker_puts_a_pod_back)
+
+    stats = loop.run_schedule_task("ours")
+
+    assert stats.popped == 0 and queue.lengths()["active"] == 0
+    assert [name for name, *_ in sent] == ([dispatch.SCHEDULE] if wakes else [])
+
+
 def test_an_idle_task_ending_with_nothing_queued_sends_nothing(sent):
     _hold("ours", "other")
 

@@ -1,5 +1,7 @@
-"""The pod page: its spec summary, its Events as `kubectl describe pod` prints them, and every attempt."""
+"""The pod page: its spec summary, its Events as `kubectl describe pod` prints them, its queue timeline, and
+every attempt."""
 
+from django.conf import settings
 from django.http import Http404
 from django.shortcuts import render
 from django.utils import timezone
@@ -11,6 +13,7 @@ from ..audit import DETAIL_FIELDS
 from ..describe import event_rows, pod_summary
 from .preemption import preempted_by
 from .pod_lifecycle import lifecycle
+from .queue_timeline import queue_timeline
 from .why import why_section
 
 # A pod unschedulable for days retries every few minutes: the page lists the latest attempts and
@@ -40,5 +43,7 @@ def pod_detail(request, namespace: str, name: str):
         "attempts": attempts[:MAX_ATTEMPTS],
         "more_attempts": len(attempts) > MAX_ATTEMPTS,
         "life": life,
+        "timeline": queue_timeline(namespace, name, pod),
+        "timeline_ttl": settings.SCHEDBOARD_QUEUE_TIMELINE_TTL,
         "owner_sections": [(o, event_rows(o.events, now=timezone.now())) for o in life.owners],
     })

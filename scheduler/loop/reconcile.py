@@ -105,7 +105,7 @@ def reconcile(*, queue=None) -> dict:
             report["requeued"] += 1
     pending.filter(queued_at__isnull=True).update(queued_at=now)
     queue.flush()
-    if queue.lengths().get("active", 0):
+    if queue.ready():  # activeQ, or backoffQ's rejected pods a pop takes when activeQ is empty
         kick()
     return report
 

@@ -291,7 +291,7 @@ class Worker:
         # cluster event (a node added or changed, an assigned pod deleted) one of its rejecting plugins
         # registers: back through backoffQ, not the pool (that event's own move could not see it).
         failing = [o for o in outcomes if o.requeue is not None and o.requeue[0] and not o.done and not o.again]
-        helped = hints.bound_while_in_flight([(o.info.key, o.info.popped_at, self.pod_spec(o.pod), o.requeue[1])
+        helped = hints.bound_while_in_flight([(o.info.key, _in_flight_since(o.info), self.pod_spec(o.pod), o.requeue[1])
                                               for o in failing if hints.asks_hints(o.requeue[1])])
         helped |= hints.events_while_in_flight(self.queue, [(o.info.key, o.info.cycle, o.requeue[1]) for o in failing])
         pooled = []
@@ -302,8 +302,9 @@ class Worker:
                 self.queue.done(o.info.key)
                 self.queue.add(o.info.key, o.pod.priority)
             elif o.requeue is not None:
+                # A helped pod was rejected (podBackoffQ), not failed with an error (podErrorBackoffQ).
                 to = self.queue.add_unschedulable_if_not_present(o.info, unschedulable=o.requeue[0] and o.info.key not in helped,
-                                                                 message=o.requeue[1])
+                                                                 message=o.requeue[1], error=not o.requeue[0])
                 if to == UNSCHEDULABLE_Q:
                     pooled.append((o.info.key, o.info.cycle, o.requeue[1]))
         hints.move_missed_while_in_flight(self.queue, pooled)
@@ -500,6 +501,16 @@ class Worker:
             if mode == "all" or (mode == "failures" and result.status != cycle.SCHEDULED):
                 attempt.trace = trace(decision, table, scores=mode == "all")
         return attempt
+
+
+def _in_flight_since(info: QueuedPodInfo) -> float | None:
+    """The pop time the in-flight hint check is given (it looks back a clock margin before it), never reaching
+    back before the pod's last put-back: a binding before that was seen then (by that put-back's own check, or
+    by the binding's move while the pod waited in the queue). Else a pod popped from backoffQ just after a
+    binding that cannot help it would be sent back there, and popped again at once, for the whole margin."""
+    if info.popped_at is None:
+        return None
+    return max(info.popped_at, info.timestamp + hints._CLOCK_MARGIN_SECONDS)  # (hints.py is not ours to edit)
 
 
 def _hold_gated(pod: Pod) -> None:

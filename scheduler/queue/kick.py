@@ -41,6 +41,8 @@ def kick_if_waiting(queue) -> None:
     """After a schedule task released its slot having popped nothing: a kick that came while every slot was
     held (this task's among them) sent no task, so pods queued since its pop would wait for the next kick
     (the reconciler's, up to a period later). Asked after the release, a pod queued after this check finds a
-    free slot and its own kick sends a task."""
-    if queue.lengths().get("active", 0):
+    free slot and its own kick sends a task. Waiting means what pop() would hand out: activeQ's pods and, with
+    SchedulerPopFromBackoffQ, backoffQ's rejected ones (never those backing off after an error, which pop()
+    leaves until their backoff ends and the flush moves them: kicking for them would spin empty tasks)."""
+    if queue.ready():
         kick()

@@ -20,6 +20,8 @@ def get_queue():
 
             backoff = queue_backoff(scheduler_config())
             backoff["on_incoming"] = count_incoming  # scheduler_queue_incoming_pods_total
+            backoff["pop_from_backoff"] = settings.SCHEDBOARD_FEATURE_GATES["SchedulerPopFromBackoffQ"]
+            backoff["timeline_ttl"] = settings.SCHEDBOARD_QUEUE_TIMELINE_TTL
             if settings.REDIS_URL:
                 import redis
 

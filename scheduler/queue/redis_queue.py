@@ -6,20 +6,25 @@ PriorityQueue); every operation is one Lua script, so it is atomic across proces
 Layout under `prefix`:
   :active         ZSET, all scores 0, member "<2^31-1-priority:10>|<timestamp µs:19>|<key>"
                   so ZPOPMIN pops in PrioritySort order (priority desc, timestamp asc)
-  :backoff        ZSET key -> backoff expiry
+  :backoff        ZSET podBackoffQ (rejected pods): member as :active's -> backoff expiry (aligned to its
+                  1 s window with SchedulerPopFromBackoffQ), so ZPOPMIN pops a window in activeQ's order
+  :errbackoff     ZSET podErrorBackoffQ (pods whose attempt ended in an error): key -> backoff expiry
   :unschedulable  ZSET key -> time it entered the pool
   :inflight       ZSET key -> time it was popped (start of the lease)
   :cycle          scheduling cycle counter; :movecycle the move request cycle
   :pod:<key>      HASH of the QueuedPodInfo fields, as strings
+  :tl:<key>       LIST, the pod's timeline: "<time>|<queue>|<event>|<via>" per move, appended by the same
+                  scripts, capped at TIMELINE_MAX_ENTRIES, expiring timeline_ttl seconds after the last move
 
 Lua prints numbers with "%.14g"; every number the scripts compute is written with "%.17g"
-so timestamps survive the round trip exactly. Pod hashes are touched by name from inside
+so timestamps survive the round trip exactly. Pod hashes and timelines are touched by name from inside
 the scripts (not passed in KEYS), which standalone Redis allows and Redis Cluster does not.
 """
 
 from __future__ import annotations
 
 import time
+import math
 from pathlib import Path
 from typing import Callable
 
@@ -31,13 +36,19 @@ from ..engine.queue import (
     DEFAULT_POD_INITIAL_BACKOFF,
     DEFAULT_POD_MAX_BACKOFF,
     DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
+    DEFAULT_TIMELINE_TTL,
     EVENT_UNSCHEDULABLE_TIMEOUT,
     EVENT_UNSCHEDULED_POD_ADD,
     EVENT_UNSCHEDULED_POD_UPDATE,
     QUEUE_NAMES,
     SCHEDULE_ATTEMPT_FAILURE,
+    POP_FROM_BACKOFF_Q,
+    TIMELINE_DELETED,
+    TIMELINE_DONE,
+    TIMELINE_MAX_ENTRIES,
     IncomingHook,
     QueuedPodInfo,
+    TimelineEntry,
     check_priority,
 )
 
@@ -72,6 +83,8 @@ def _info(key, flat) -> QueuedPodInfo:
         message=h["message"],
         queue=h["queue"],
         popped_at=_opt_float(h["popped_at"]),
+        unschedulable_count=int(h.get("unschedulable_count") or 0),
+        consecutive_errors=int(h.get("consecutive_errors") or 0),
     )
 
 
@@ -91,6 +104,8 @@ class RedisQueue:
         max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
         max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
         on_incoming: IncomingHook | None = None,
+        pop_from_backoff: bool = True,
+        timeline_ttl: float = DEFAULT_TIMELINE_TTL,
     ):
         self.redis = redis_client
         self._incoming = on_incoming
@@ -100,6 +115,8 @@ class RedisQueue:
         self.initial_backoff = float(initial_backoff)
         self.max_backoff = float(max_backoff)
         self.max_in_unschedulable = float(max_in_unschedulable)
+        self.pop_from_backoff = bool(pop_from_backoff)  # the SchedulerPopFromBackoffQ feature gate
+        self.timeline_ttl = float(timeline_ttl)
         self._keys = [
             f"{prefix}:active",
             f"{prefix}:backoff",
@@ -107,6 +124,7 @@ class RedisQueue:
             f"{prefix}:inflight",
             f"{prefix}:cycle",
             f"{prefix}:movecycle",
+            f"{prefix}:errbackoff",
         ]
         reg = redis_client.register_script
         self._add = reg(_lua("add"))
@@ -121,10 +139,15 @@ class RedisQueue:
         self._reclaim = reg(_lua("reclaim"))
         self._entries = reg(_lua("entries"))
 
+    def _head(self, now: float) -> list[str]:
+        """The arguments every script starts with (prelude.lua)."""
+        ttl = math.ceil(self.timeline_ttl) if self.timeline_ttl > 0 else 0
+        return [self.prefix, repr(self.initial_backoff), repr(self.max_backoff), repr(float(now)),
+                "1" if self.pop_from_backoff else "0", str(ttl), str(TIMELINE_MAX_ENTRIES)]
+
     def _run(self, script, *args, now: float | None = None):
         now = self._clock() if now is None else now
-        head = [self.prefix, repr(self.initial_backoff), repr(self.max_backoff), repr(float(now))]
-        return script(keys=self._keys, args=head + [str(a) for a in args])
+        return script(keys=self._keys, args=self._head(now) + [str(a) for a in args])
 
     def _count(self, queue: str, event: str, count: int) -> None:
         if count and self._incoming is not None:
@@ -143,20 +166,19 @@ class RedisQueue:
         return queue
 
     def delete(self, key: str) -> bool:
-        return self._run(self._delete, key) == 1
+        return self._run(self._delete, key, TIMELINE_DELETED) == 1
 
     def done(self, key: str) -> bool:
-        return self.delete(key)
+        return self._run(self._delete, key, TIMELINE_DONE) == 1
 
     def done_many(self, keys: list[str]) -> None:
         """done() for many pods in one round trip (each still its own atomic script)."""
         if not keys:
             return
         pipe = self.redis.pipeline(transaction=False)
-        now = self._clock()
-        head = [self.prefix, repr(self.initial_backoff), repr(self.max_backoff), repr(float(now))]
+        head = self._head(self._clock())
         for key in keys:
-            self._delete(keys=self._keys, args=[*head, str(key)], client=pipe)
+            self._delete(keys=self._keys, args=[*head, str(key), TIMELINE_DONE], client=pipe)
         pipe.execute()
 
     def add_many(self, entries: list[tuple[str, int]]) -> int:
@@ -166,7 +188,7 @@ class RedisQueue:
             return 0
         entries = [(key, check_priority(priority)) for key, priority in entries]
         pipe = self.redis.pipeline(transaction=False)
-        head = [self.prefix, repr(self.initial_backoff), repr(self.max_backoff), repr(float(self._clock()))]
+        head = self._head(self._clock())
         for key, priority in entries:
             self._add(keys=self._keys, args=[*head, str(key), str(priority)], client=pipe)
         added = sum(1 for answer in pipe.execute() if answer == 1)
@@ -176,7 +198,24 @@ class RedisQueue:
     def pop(self, max_count: int = 1) -> list[QueuedPodInfo]:
         if max_count <= 0:
             return []
-        return _pairs(self._run(self._pop, int(max_count)))
+        from_backoff, flat = self._run(self._pop, int(max_count))
+        # As unlockedPop: a pod taken from backoffQ counts as entering activeQ with PopFromBackoffQ.
+        self._count(ACTIVE_Q, POP_FROM_BACKOFF_Q, int(from_backoff))
+        return _pairs(flat)
+
+    def ready(self) -> int:
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.zcard(self._keys[0])
+        pipe.zcard(self._keys[1])
+        active, backoff = (int(n) for n in pipe.execute())
+        return active + (backoff if self.pop_from_backoff else 0)
+
+    def timeline(self, key: str) -> list[TimelineEntry]:
+        out = []
+        for raw in self.redis.lrange(f"{self.prefix}:tl:{key}", 0, -1):
+            at, queue, event, via = _s(raw).split("|", 3)
+            out.append(TimelineEntry(float(at), queue, event, via))
+        return out
 
     def scheduling_cycle(self) -> int:
         return int(self.redis.get(self._keys[4]) or 0)
@@ -186,10 +225,12 @@ class RedisQueue:
         return -1 if value is None else int(value)
 
     def add_unschedulable_if_not_present(
-        self, info: QueuedPodInfo, unschedulable: bool = True, message: str = ""
+        self, info: QueuedPodInfo, unschedulable: bool = True, message: str = "", error: bool | None = None
     ) -> str | None:
+        error = (not unschedulable) if error is None else bool(error)
         out = self._run(
-            self._add_unschedulable, info.key, int(info.cycle), "1" if unschedulable else "0", message
+            self._add_unschedulable, info.key, int(info.cycle), "1" if unschedulable else "0", message,
+            "1" if error else "0",
         )
         if out is None:
             return None
@@ -206,7 +247,7 @@ class RedisQueue:
     def move_to_active_or_backoff(self, keys: list[str], event: str) -> int:
         if not keys:
             return 0
-        moved, backoff = (int(v) for v in self._run(self._move_keys, *keys))
+        moved, backoff = (int(v) for v in self._run(self._move_keys, event, *keys))
         self._count(ACTIVE_Q, event, moved - backoff)
         self._count(BACKOFF_Q, event, backoff)
         return moved
@@ -239,19 +280,20 @@ class RedisQueue:
 
     def keys(self) -> set[str]:
         pipe = self.redis.pipeline(transaction=True)
-        for k in self._keys[:4]:
+        for k in (*self._keys[:4], self._keys[6]):
             pipe.zrange(k, 0, -1)
-        active, *rest = pipe.execute()
-        out = {_s(m).split("|", 2)[2] for m in active}
+        active, backoff, *rest = pipe.execute()
+        out = {_s(m).split("|", 2)[2] for m in (*active, *backoff)}
         for members in rest:
             out.update(_s(m) for m in members)
         return out
 
     def lengths(self) -> dict[str, int]:
         pipe = self.redis.pipeline(transaction=True)
-        for k in self._keys[:4]:
+        for k in (*self._keys[:4], self._keys[6]):
             pipe.zcard(k)
-        return dict(zip(QUEUE_NAMES, (int(n) for n in pipe.execute())))
+        active, backoff, unschedulable, in_flight, errors = (int(n) for n in pipe.execute())
+        return dict(zip(QUEUE_NAMES, (active, backoff + errors, unschedulable, in_flight)))
 
     def entries(self, queue_name: str, limit: int = 100) -> list[QueuedPodInfo]:
         if queue_name not in QUEUE_NAMES:

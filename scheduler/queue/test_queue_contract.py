@@ -5,6 +5,7 @@ Every rule is checked on both backends with a hand-advanced clock; nothing sleep
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import uuid
@@ -23,6 +24,7 @@ from scheduler.engine.queue import (
     EVENT_NODE_UPDATE,
     IN_FLIGHT,
     UNSCHEDULABLE_Q,
+    TIMELINE_MAX_ENTRIES,
     MemoryQueue,
     SchedulingQueue,
     calculate_backoff_duration,
@@ -185,7 +187,9 @@ BACKOFF_CASES = [
 
 
 @pytest.mark.parametrize("kwargs,durations", [c[1:] for c in BACKOFF_CASES], ids=[c[0] for c in BACKOFF_CASES])
-def test_backoff_expires_at_put_back_time_plus_duration(make_queue, kwargs, durations):
+def test_backoff_expires_in_the_window_of_put_back_time_plus_duration(make_queue, kwargs, durations):
+    # SchedulerPopFromBackoffQ (on, as upstream's default): the expiry is truncated to its 1 s window, and a pod
+    # backs off while its window is now's (isPodBackingoff: not before alignToWindow(now)).
     q, clock = make_queue(**kwargs)
     q.add("ns/p", 0)
     for attempt, duration in enumerate(durations, start=1):
@@ -193,11 +197,64 @@ def test_backoff_expires_at_put_back_time_plus_duration(make_queue, kwargs, dura
         assert info.attempts == attempt and info.backoff_expiry is None
         clock.advance(0.25)  # the attempt takes time; backoff starts when the pod is put back
         assert q.add_unschedulable_if_not_present(info, unschedulable=False, message="boom") == BACKOFF_Q
-        assert q.get("ns/p").backoff_expiry == clock.now + duration
-        clock.advance(duration - 0.5)
+        expiry = math.floor(clock.now + duration)
+        assert q.get("ns/p").backoff_expiry == expiry
+        clock.now = expiry + 0.75  # still the expiry's window
         assert q.flush() == 0 and queue_of(q, "ns/p") == BACKOFF_Q
-        clock.advance(0.5)  # exactly at expiry: no longer backing off
+        clock.now = expiry + 1.0  # the next window: no longer backing off
         assert q.flush() == 1 and queue_of(q, "ns/p") == ACTIVE_Q
+
+
+@pytest.mark.parametrize("kwargs,durations", [c[1:] for c in BACKOFF_CASES], ids=[c[0] for c in BACKOFF_CASES])
+def test_without_pop_from_backoff_q_backoff_expires_at_put_back_time_plus_duration(make_queue, kwargs, durations):
+    q, clock = make_queue(pop_from_backoff=False, **kwargs)
+    q.add("ns/p", 0)
+    for attempt, duration in enumerate(durations, start=1):
+        [info] = q.pop(1)
+        clock.advance(0.25)
+        assert q.add_unschedulable_if_not_present(info, unschedulable=False, message="boom") == BACKOFF_Q
+        assert q.get("ns/p").backoff_expiry == clock.now + duration
+        clock.advance(duration)  # exactly at expiry: still backing off (not before now)
+        assert q.flush() == 0 and queue_of(q, "ns/p") == BACKOFF_Q
+        clock.advance(0.001)
+        assert q.flush() == 1 and queue_of(q, "ns/p") == ACTIVE_Q
+
+
+COUNT_CASES = [
+    # (id, outcomes of the attempts: "error" or "rejected", backoff after the last)
+    ("one_rejection", ["rejected"], 1),
+    ("rejections_double", ["rejected", "rejected", "rejected"], 4),
+    ("errors_double", ["error", "error", "error"], 4),
+    ("a_rejection_ends_the_errors_run", ["error", "error", "error", "rejected"], 1),
+    ("errors_count_afresh_after_a_rejection", ["rejected", "rejected", "error"], 1),
+    ("the_rejections_resume_their_count", ["rejected", "rejected", "error", "rejected"], 4),
+]
+
+
+@pytest.mark.parametrize("outcomes,backoff", [c[1:] for c in COUNT_CASES], ids=[c[0] for c in COUNT_CASES])
+def test_backoff_doubles_with_the_errors_in_a_row_else_with_the_rejections(make_queue, outcomes, backoff):
+    # As getBackoffTime in master: ConsecutiveErrorsCount while > 0, else UnschedulableCount (not Attempts).
+    q, clock = make_queue()
+    q.add("ns/p", 0)
+    for outcome in outcomes:
+        [info] = q.pop(1)
+        q.add_unschedulable_if_not_present(info, unschedulable=False, error=outcome == "error")
+        stored = q.get("ns/p")
+        assert stored.backoff_expiry == clock.now + calculate_backoff_duration(
+            stored.consecutive_errors or stored.unschedulable_count, 1.0, 10.0)
+        clock.advance(100)
+        q.flush()
+    stored = q.get("ns/p")
+    assert stored.backoff_expiry == clock.now - 100 + backoff
+    assert stored.unschedulable_count == outcomes.count("rejected")
+    assert stored.attempts == len(outcomes)
+
+
+def test_a_max_backoff_of_zero_turns_backoff_off(make_queue):
+    q, clock = make_queue(initial_backoff=0.0, max_backoff=0.0)
+    put_in(q, clock, "ns/p", BACKOFF_Q)
+    assert q.get("ns/p").backoff_expiry is None
+    assert q.flush() == 1 and queue_of(q, "ns/p") == ACTIVE_Q
 
 
 REQUEUE_CASES = [
@@ -244,10 +301,12 @@ def test_move_request_cycle_starts_at_minus_one(make_queue):
 MOVE_CASES = [
     # (id, attempts before failing, seconds after the failure, expected)
     ("still_backing_off", 1, 0.5, BACKOFF_Q),
-    ("backoff_just_expired", 1, 1.0, ACTIVE_Q),
+    ("expiry_window_still_running", 1, 1.5, BACKOFF_Q),
+    ("expiry_window_over", 1, 2.0, ACTIVE_Q),
     ("long_expired", 1, 30.0, ACTIVE_Q),
-    ("third_attempt_backs_off_4s", 3, 3.0, BACKOFF_Q),
-    ("third_attempt_after_4s", 3, 4.0, ACTIVE_Q),
+    # Two errors then a rejection: the rejection ends the errors' run, its backoff is the first (1 s).
+    ("after_errors_a_rejection_backs_off_1s", 3, 1.5, BACKOFF_Q),
+    ("after_errors_a_rejection_after_1s", 3, 2.0, ACTIVE_Q),
 ]
 
 
@@ -330,7 +389,7 @@ def test_flush_leftover_goes_to_backoff_when_the_backoff_outlasts_the_pool(make_
 def test_flush_without_now_uses_the_clock(make_queue):
     q, clock = make_queue()
     put_in(q, clock, "ns/p", BACKOFF_Q)
-    clock.advance(1)
+    clock.advance(2)  # the window after the expiry's
     assert q.flush() == 1 and queue_of(q, "ns/p") == ACTIVE_Q
 
 
@@ -368,7 +427,8 @@ UPDATE_CASES = [
     ("backoff_stays", BACKOFF_Q, 0, BACKOFF_Q),
     ("in_flight_stays", IN_FLIGHT, 0, IN_FLIGHT),
     ("unschedulable_backing_off", UNSCHEDULABLE_Q, 0.5, BACKOFF_Q),
-    ("unschedulable_backoff_done", UNSCHEDULABLE_Q, 1.0, ACTIVE_Q),
+    ("unschedulable_in_the_expiry_window", UNSCHEDULABLE_Q, 1.5, BACKOFF_Q),
+    ("unschedulable_backoff_done", UNSCHEDULABLE_Q, 2.0, ACTIVE_Q),
     ("unknown_pod", None, 0, ACTIVE_Q),
 ]
 
@@ -499,7 +559,9 @@ def test_real_epoch_timestamps_survive_the_round_trip(make_queue):
     q.add_unschedulable_if_not_present(info)
     got = q.get("ns/p")
     assert got.timestamp == 1712345679.654321 and got.initial_attempt_timestamp == 1712345678.123456
-    assert got.backoff_expiry == 1712345679.654321 + 1.0
+    assert got.backoff_expiry == 1712345680.0  # 1 s later, in its window
+    assert [(e.at, e.queue) for e in q.timeline("ns/p")] == [
+        (1712345678.123456, ACTIVE_Q), (1712345678.123456, IN_FLIGHT), (1712345679.654321, UNSCHEDULABLE_Q)]
 
 
 @pytest.mark.parametrize("threads,pods,batch", [(6, 300, 4), (3, 100, 1)])
@@ -621,7 +683,7 @@ def test_every_pod_entering_a_sub_queue_is_told_with_upstreams_event_label(make_
     assert seen == [(UNSCHEDULABLE_Q, "ScheduleAttemptFailure", 1), (BACKOFF_Q, "ScheduleAttemptFailure", 1)]
     seen.clear()
 
-    clock.advance(1)  # the first attempt's 1 s backoff is over
+    clock.advance(2)  # the first attempt's 1 s backoff is over, and its window
     assert q.flush() == 1
     assert seen == [(ACTIVE_Q, "BackoffComplete", 1)]
     seen.clear()
@@ -630,7 +692,8 @@ def test_every_pod_entering_a_sub_queue_is_told_with_upstreams_event_label(make_
     assert seen == [(ACTIVE_Q, "UnschedulablePodUpdate", 1)]
     seen.clear()
 
-    # Both back in the pool, then a cluster event while they still back off (2 s after a 2nd attempt).
+    # Both back in the pool, then a cluster event while they still back off (a: 2 s after its 2nd rejection;
+    # u: 1 s after its first, the error before it not counted any more).
     for info in q.pop(2):
         assert q.add_unschedulable_if_not_present(info, unschedulable=True) == UNSCHEDULABLE_Q
     seen.clear()
@@ -646,3 +709,247 @@ def test_the_unschedulable_timeout_counts_pods_by_where_they_land(make_queue):
     seen.clear()
     assert q.flush(now=clock.now + 301) == 1
     assert seen == [(BACKOFF_Q, "UnschedulableTimeout", 1)]
+
+
+# -- SchedulerPopFromBackoffQ ------------------------------------------------------------
+
+
+def backoff_pod(q, clock, key, priority=0, error=False, at=None):
+    """A pod rejected (or failed with an error) once and put back in backoffQ at `at`."""
+    if at is not None:
+        clock.now = at
+    q.add(key, priority)
+    [info] = q.pop(1)
+    assert q.add_unschedulable_if_not_present(info, unschedulable=False, error=error) == BACKOFF_Q
+
+
+POP_BACKOFF_CASES = [
+    # (id, pods as (key, priority, put back at, error), activeQ pods, expected pop order)
+    ("active_first", [("ns/b", 100, T0, False)], ["ns/a"], ["ns/a", "ns/b"]),
+    ("window_then_priority", [("ns/low", 0, T0 + 0.1, False), ("ns/high", 9, T0 + 0.9, False)], [],
+     ["ns/high", "ns/low"]),  # one window (both expire at T0 + 1): as activeQ, priority first
+    ("earlier_window_first", [("ns/high", 9, T0 + 1.2, False), ("ns/low", 0, T0 + 0.9, False)], [],
+     ["ns/low", "ns/high"]),  # the low one's window ends first, whatever the priority
+    ("older_first_in_a_window", [("ns/b", 5, T0 + 0.6, False), ("ns/a", 5, T0 + 0.3, False)], [],
+     ["ns/a", "ns/b"]),
+    ("never_the_errors", [("ns/err", 100, T0, True), ("ns/rej", 0, T0, False)], [], ["ns/rej"]),
+]
+
+
+@pytest.mark.parametrize("pods,active,expected", [c[1:] for c in POP_BACKOFF_CASES], ids=[c[0] for c in POP_BACKOFF_CASES])
+def test_pop_takes_backoff_qs_head_when_active_q_is_empty(make_queue, pods, active, expected):
+    seen = []
+    q, clock = make_queue(on_incoming=lambda queue, event, n: seen.append((queue, event, n)))
+    for key, priority, at, error in pods:
+        backoff_pod(q, clock, key, priority, error, at)
+    clock.now = T0 + 1.5  # every pod still backing off (expiry windows T0+1, T0+2)
+    for key in active:
+        q.add(key, 0)
+    before = {key: q.get(key) for key, *_ in pods}
+    cycle = q.scheduling_cycle()
+    seen.clear()
+    popped = q.pop(10)
+    assert [p.key for p in popped] == expected
+    assert [p.cycle for p in popped] == list(range(cycle + 1, cycle + 1 + len(expected)))
+    from_backoff = [p for p in popped if p.key in before]
+    for p in from_backoff:
+        # As unlockedMoveEntityToInFlight: one more attempt, in flight; its timestamps stay (the backoff is
+        # computed afresh when it is put back).
+        was = before[p.key]
+        assert (p.attempts, p.queue, p.popped_at) == (was.attempts + 1, IN_FLIGHT, T0 + 1.5)
+        assert (p.timestamp, p.initial_attempt_timestamp) == (was.timestamp, was.initial_attempt_timestamp)
+        assert p.backoff_expiry is None and q.timeline(p.key)[-1].event == "PopFromBackoffQ"
+    # As unlockedPop: scheduler_queue_incoming_pods_total{queue="active", event="PopFromBackoffQ"}.
+    assert seen == ([(ACTIVE_Q, "PopFromBackoffQ", len(from_backoff))] if from_backoff else [])
+    assert q.ready() == 0
+    left = [key for key, *_ in pods if key not in expected]
+    assert [p.key for p in q.entries(BACKOFF_Q)] == left
+
+
+def test_a_batch_fills_from_backoff_q_once_active_q_is_empty(make_queue):
+    q, clock = make_queue()
+    for i in range(3):
+        backoff_pod(q, clock, f"ns/b{i}", priority=i)
+    q.add("ns/a", 0)
+    assert q.ready() == 4
+    assert [p.key for p in q.pop(3)] == ["ns/a", "ns/b2", "ns/b1"]
+    assert q.ready() == 1 and [p.key for p in q.entries(BACKOFF_Q)] == ["ns/b0"]
+
+
+def test_a_pod_popped_from_backoff_q_and_rejected_again_backs_off_longer(make_queue):
+    q, clock = make_queue()
+    backoff_pod(q, clock, "ns/p")
+    clock.advance(0.25)
+    [info] = q.pop(1)
+    assert info.attempts == 2
+    assert q.add_unschedulable_if_not_present(info, unschedulable=False, error=False) == BACKOFF_Q
+    assert q.get("ns/p").backoff_expiry == math.floor(clock.now + 2.0)  # the 2nd rejection: 2 s
+
+
+def test_ready_counts_what_pop_would_hand_out(make_queue):
+    q, clock = make_queue()
+    put_in(q, clock, "ns/a", ACTIVE_Q)
+    backoff_pod(q, clock, "ns/rejected")
+    backoff_pod(q, clock, "ns/errored", error=True)
+    put_in(q, clock, "ns/u", UNSCHEDULABLE_Q)
+    put_in(q, clock, "ns/f", IN_FLIGHT)
+    assert q.lengths() == {ACTIVE_Q: 1, BACKOFF_Q: 2, UNSCHEDULABLE_Q: 1, IN_FLIGHT: 1}
+    assert q.ready() == 2
+    assert q.keys() == {"ns/a", "ns/rejected", "ns/errored", "ns/u", "ns/f"}
+
+
+def test_without_the_gate_pop_leaves_backoff_q_alone(make_queue):
+    q, clock = make_queue(pop_from_backoff=False)
+    backoff_pod(q, clock, "ns/b")
+    assert q.ready() == 0 and q.pop(5) == []
+    assert queue_of(q, "ns/b") == BACKOFF_Q
+
+
+def test_backoff_q_lists_the_rejected_in_pop_order_then_the_errors(make_queue):
+    q, clock = make_queue()
+    backoff_pod(q, clock, "ns/err-late", error=True, at=T0 + 0.5)
+    backoff_pod(q, clock, "ns/err-early", error=True, at=T0 + 0.1)
+    backoff_pod(q, clock, "ns/rej-low", 1, at=T0 + 0.2)
+    backoff_pod(q, clock, "ns/rej-high", 5, at=T0 + 0.3)
+    assert [p.key for p in q.entries(BACKOFF_Q)] == ["ns/rej-high", "ns/rej-low", "ns/err-early", "ns/err-late"]
+    assert [p.key for p in q.entries(BACKOFF_Q, limit=3)] == ["ns/rej-high", "ns/rej-low", "ns/err-early"]
+    q.add("ns/rej-low", 9)  # a new priority re-sorts it in its window
+    assert [p.key for p in q.entries(BACKOFF_Q, limit=2)] == ["ns/rej-low", "ns/rej-high"]
+    assert [p.key for p in q.pop(1)] == ["ns/rej-low"]
+
+
+def test_the_flush_takes_a_whole_window_from_both_backoff_queues(make_queue):
+    seen = []
+    q, clock = make_queue(on_incoming=lambda queue, event, n: seen.append((queue, event, n)))
+    backoff_pod(q, clock, "ns/err", error=True, at=T0 + 0.1)
+    backoff_pod(q, clock, "ns/rej", at=T0 + 0.9)
+    backoff_pod(q, clock, "ns/later", at=T0 + 1.1)
+    seen.clear()
+    assert q.flush(now=T0 + 1.99) == 0  # T0+1's window still running
+    assert q.flush(now=T0 + 2.0) == 2
+    assert seen == [(ACTIVE_Q, "BackoffComplete", 2)]
+    assert [queue_of(q, k) for k in ("ns/err", "ns/rej", "ns/later")] == [ACTIVE_Q, ACTIVE_Q, BACKOFF_Q]
+
+
+# -- the per-pod timeline ----------------------------------------------------------------
+
+
+def moves(q, key):
+    return [(e.at - T0, e.queue, e.event, e.via) for e in q.timeline(key)]
+
+
+def test_the_timeline_records_each_move_with_its_time_and_event(make_queue):
+    q, clock = make_queue()
+    q.add("ns/p", 0)
+    clock.advance(1)
+    [info] = q.pop(1)
+    clock.advance(1)
+    q.add_unschedulable_if_not_present(info, message="0/3 nodes")
+    clock.advance(5)
+    q.move_all_to_active_or_backoff(EVENT_NODE_ADD)  # its backoff (1 s) is over: activeQ
+    [info] = q.pop(1)
+    q.add_unschedulable_if_not_present(info)
+    q.move_to_active_or_backoff(["ns/p"], "AssignedPodAdd")  # a hint's move, backing off: backoffQ
+    clock.advance(0.5)
+    [info] = q.pop(1)  # activeQ is empty: popped from backoffQ
+    q.add_unschedulable_if_not_present(info, unschedulable=False, error=True)
+    clock.advance(10)
+    q.flush()
+    q.update("ns/p", 3)  # in activeQ: not a move
+    clock.advance(1)
+    [info] = q.pop(1)
+    q.done("ns/p")
+    assert moves(q, "ns/p") == [
+        (0, ACTIVE_Q, "UnschedulablePodAdd", ""),
+        (1, IN_FLIGHT, "Popped", ""),
+        (2, UNSCHEDULABLE_Q, "ScheduleAttemptFailure", ""),
+        (7, ACTIVE_Q, "NodeAdd", ""),
+        (7, IN_FLIGHT, "Popped", ""),
+        (7, UNSCHEDULABLE_Q, "ScheduleAttemptFailure", ""),
+        (7, BACKOFF_Q, "AssignedPodAdd", "QueueingHint"),
+        (7.5, IN_FLIGHT, "PopFromBackoffQ", ""),
+        (7.5, BACKOFF_Q, "ScheduleAttemptFailure", ""),
+        (17.5, ACTIVE_Q, "BackoffComplete", ""),
+        (18.5, IN_FLIGHT, "Popped", ""),
+        (18.5, "", "Done", ""),  # bound: gone from the queue, its timeline still readable
+    ]
+    assert q.get("ns/p") is None
+
+
+def test_the_timeline_shows_timeouts_updates_reclaims_and_deletes(make_queue):
+    q, clock = make_queue()
+    put_in(q, clock, "ns/p", UNSCHEDULABLE_Q)
+    clock.advance(301)
+    q.flush()  # longer than 5 minutes in the pool
+    [info] = q.pop(1)
+    q.add_unschedulable_if_not_present(info)
+    clock.advance(0.5)
+    q.update("ns/p", 1)  # changed while backing off
+    clock.advance(30)
+    q.flush()
+    q.pop(1)
+    clock.advance(61)
+    q.reclaim_expired()
+    q.delete("ns/p")
+    assert [(e.queue, e.event) for e in q.timeline("ns/p")] == [
+        (ACTIVE_Q, "UnschedulablePodAdd"), (IN_FLIGHT, "Popped"), (UNSCHEDULABLE_Q, "ScheduleAttemptFailure"),
+        (ACTIVE_Q, "UnschedulableTimeout"), (IN_FLIGHT, "Popped"), (UNSCHEDULABLE_Q, "ScheduleAttemptFailure"),
+        (BACKOFF_Q, "UnschedulablePodUpdate"), (ACTIVE_Q, "BackoffComplete"), (IN_FLIGHT, "Popped"),
+        (ACTIVE_Q, "LeaseExpired"), ("", "Deleted")]
+
+
+def test_the_timeline_keeps_the_last_moves_only(make_queue):
+    q, clock = make_queue()
+    q.add("ns/p", 0)
+    for _ in range(TIMELINE_MAX_ENTRIES):
+        [info] = q.pop(1)
+        q.add_unschedulable_if_not_present(info, unschedulable=False)
+        clock.advance(100)
+        q.flush()
+    got = q.timeline("ns/p")
+    assert len(got) == TIMELINE_MAX_ENTRIES
+    assert (got[-1].queue, got[-1].event) == (ACTIVE_Q, "BackoffComplete")
+    assert got[0].event != "UnschedulablePodAdd"  # the oldest moves made room
+    q.done_many(["ns/p"])
+    assert q.timeline("ns/p")[-1].event == "Done" and len(q.timeline("ns/p")) == TIMELINE_MAX_ENTRIES
+
+
+def test_no_timeline_is_kept_with_a_ttl_of_zero(make_queue):
+    q, clock = make_queue(timeline_ttl=0)
+    put_in(q, clock, "ns/p", BACKOFF_Q)
+    assert q.timeline("ns/p") == [] and q.timeline("ns/unknown") == []
+
+
+def test_the_memory_timeline_expires_its_ttl_after_the_last_move():
+    clock = FakeClock()
+    q = MemoryQueue(clock=clock, timeline_ttl=60)
+    q.add("ns/old", 0)
+    q.done("ns/old")
+    clock.advance(59)
+    assert len(q.timeline("ns/old")) == 2
+    q.add("ns/new", 0)
+    clock.advance(2)
+    assert q.timeline("ns/old") == [] and len(q.timeline("ns/new")) == 1
+
+
+def test_the_redis_timeline_is_a_capped_list_expiring_with_its_ttl(redis_client):
+    q = RedisQueue(redis_client, prefix=f"schedboard:test:{uuid.uuid4().hex}", timeline_ttl=90.5)
+    try:
+        q.add("ns/p", 0)
+        q.done("ns/p")
+        key = f"{q.prefix}:tl:ns/p"
+        assert redis_client.llen(key) == 2 and 89 <= redis_client.ttl(key) <= 91
+        assert [k.decode() for k in redis_client.scan_iter(match=f"{q.prefix}:*")] == [key]  # the pod's hash is gone
+    finally:
+        q.clear()
+
+
+def test_deleting_a_pod_out_of_the_queue_still_closes_its_timeline(make_queue):
+    q, clock = make_queue()
+    q.add("ns/p", 0)
+    q.pop(1)
+    q.done("ns/p")  # bound
+    assert q.delete("ns/p") is False  # then deleted: not in the queue, its timeline says so
+    assert q.delete("ns/never") is False
+    assert [e.event for e in q.timeline("ns/p")] == ["UnschedulablePodAdd", "Popped", "Done", "Deleted"]
+    assert q.timeline("ns/never") == []

@@ -56,6 +56,7 @@ def record_from_database(*, start: datetime, end: datetime) -> tr.Trace:
     header = {"source": "database", "start": start.isoformat(), "end": end.isoformat(),
               "duration_s": round((end - start).total_seconds(), 6),
               "seed": _live_seed(start, end), "batch_size": settings.SCHEDBOARD_BATCH_SIZE,
+              "feature_gates": dict(settings.SCHEDBOARD_FEATURE_GATES),
               "backend": settings.SCHEDBOARD_BACKEND, "config": _config_at(start)}
     trace = tr.Trace(header=header)
     events: list[tuple[datetime, int, dict]] = []  # (when, order within an instant, line)

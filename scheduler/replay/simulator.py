@@ -32,7 +32,7 @@ from scheduler.engine.plugins.default_preemption import DefaultPreemption
 from scheduler.engine.pods import PodSpec
 from scheduler.engine.queueing_hints import (AFFINITY_REASONS, SPREAD_REASONS, PodChange, PodDelete, assigned,
                                              keys_to_move, node_added, node_update_events)
-from scheduler.engine.queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q, MemoryQueue
+from scheduler.engine.queue import UNSCHEDULABLE_Q, MemoryQueue
 from scheduler.manifests.errors import ManifestError
 from scheduler.manifests.objects import node_from_manifest, pod_from_manifest
 
@@ -167,7 +167,10 @@ class Replayer:
         # Preemption's "now" (the start time of pods not started) is the trace's wall clock.
         start = trace.header.get("start")
         self._epoch = datetime.fromisoformat(start).timestamp() if start else 0.0
-        self.queue = MemoryQueue(clock=self.clock)
+        # As the live queue ran (the trace's feature gates; upstream's default when it does not say).
+        gates = trace.header.get("feature_gates") or {}
+        self.queue = MemoryQueue(clock=self.clock, pop_from_backoff=gates.get("SchedulerPopFromBackoffQ", True),
+                                 timeline_ttl=0)
         # With a nominator, as kube-scheduler: room preemption freed is kept for the pod it was freed for. Seeded
         # (the trace's live seed, or --seed); following the live attempts' draws unless another seed was asked for.
         self.live_draws: dict[str, list] = {}
@@ -443,11 +446,11 @@ class Replayer:
         times = self.live_retries.get(pod.spec.key)
         if not times or pod.attempts > len(times):
             return
-        # The queue keeps no public setter for a backoff's end: the replay is its only caller that needs one.
-        with self.queue._lock:
-            info = self.queue._pods.get(pod.spec.key)
-            if info is not None and info.backoff_expiry is not None:
-                info.backoff_expiry = max(times[pod.attempts - 1], self.clock.now)
+        # Held, not just given a later backoff: with SchedulerPopFromBackoffQ backoffQ's pods are popped before
+        # their backoff ends, and expiries are whole windows; the live loop's instant is neither.
+        info = self.queue.get(pod.spec.key)
+        if info is not None and info.backoff_expiry is not None:
+            self.queue.hold_until(pod.spec.key, max(times[pod.attempts - 1], self.clock.now))
 
     def _evict(self, keys: list[str]) -> None:
         """As the preemption's deletions: each victim leaves its node (AssignedPodDelete moves the waiting
@@ -471,8 +474,8 @@ class Replayer:
         be tried again (it backs off and retries for ever, live too) past the horizon."""
         # Only the first of each pool matters (entries are in expiry / arrival order): copying every entry on
         # every wake-up made a replay with many pending pods quadratic.
-        times = [e.backoff_expiry for e in self.queue.entries(BACKOFF_Q, 1)
-                 if e.backoff_expiry is not None and (i < len(events) or e.backoff_expiry <= horizon)]
+        release = self.queue.next_backoff_release()
+        times = [release] if release is not None and (i < len(events) or release <= horizon) else []
         if i < len(events):
             times.append(events[i]["t"])
             # Without events left, a pod timing out of the pool would fail again on an unchanged cluster.
@@ -508,7 +511,7 @@ class Replayer:
                 if self.on_progress:
                     self.on_progress(i, len(events))
             self.queue.flush(self.clock.now)
-            if self.queue.lengths()[ACTIVE_Q]:
+            if self.queue.ready():  # activeQ, or (SchedulerPopFromBackoffQ) backoffQ's rejected pods
                 self._schedule_batch()
                 self._sample()
                 continue

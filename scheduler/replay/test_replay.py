@@ -50,14 +50,20 @@ def test_deleting_a_bound_pod_frees_its_room_and_moves_the_waiting_pod_at_that_i
     assert out["placements"] == {"default/new": "only"} and out["time_to_bind_p50_s"] == 50.0
 
 
-def test_a_pod_in_backoff_is_tried_again_when_its_backoff_expires_not_before():
+def test_a_pod_moved_to_backoff_q_is_popped_from_it_at_once_while_active_q_is_empty():
     # The pod fails at 0 while the node is cordoned; the node is uncordoned at 0.5, within the 1 s backoff
-    # of its first attempt: the move sends it to backoffQ, and it is bound when the backoff ends, at 1.0.
+    # of its first attempt: the move sends it to backoffQ, and (SchedulerPopFromBackoffQ, on by default, as the
+    # live queue) activeQ being empty it is popped from there at once and bound at 0.5.
     cordoned = node("n")
     cordoned["spec"] = {"unschedulable": True}
     t = trace([cordoned], [pod("p")], [{"t": 0.5, "kind": "node_update", "manifest": node("n")}])
     out = run(t)
-    assert out["placements"] == {"default/p": "n"} and out["time_to_bind_p50_s"] == 1.0
+    assert out["placements"] == {"default/p": "n"} and out["time_to_bind_p50_s"] == 0.5
+    # A trace recorded with the gate off replays without it: bound when the backoff ends (just after 1.0).
+    t = trace([cordoned], [pod("p")], [{"t": 0.5, "kind": "node_update", "manifest": node("n")}])
+    t.header["feature_gates"] = {"SchedulerPopFromBackoffQ": False}
+    out = run(t)
+    assert out["placements"] == {"default/p": "n"} and out["time_to_bind_p50_s"] == pytest.approx(1.0)
 
 
 def test_a_pod_waiting_for_affinity_is_moved_when_its_partner_binds_not_after_five_minutes():
@@ -240,7 +246,9 @@ def test_a_binding_the_live_run_saw_refused_is_refused_in_the_replay_and_the_pod
     t.bind_failures = {"default/flaky": 1}
     out = run(t)
     assert out["bind_failures"] == 1 and out["placements"] == {"default/flaky": "n1"}
-    assert out["attempts"] == 2 and out["time_to_bind_p50_s"] == 1.0  # refused at 2, bound after its 1 s backoff
+    # Refused at 2 (an error: podErrorBackoffQ, never popped early), its 1 s backoff ends in the window [3, 4):
+    # the flush takes it at 4.
+    assert out["attempts"] == 2 and out["time_to_bind_p50_s"] == 2.0
     text = '{"kind": "trace", "version": 1}\n{"kind": "bind_failures", "pods": {"default/flaky": -1}}\n'
     with pytest.raises(TraceError, match="t.jsonl:2: 'bind_failures' needs pods, a map of pod key to a count"):
         read_trace(text, "t.jsonl")
@@ -339,10 +347,11 @@ def test_a_name_bound_again_after_its_pod_was_deleted_counts_each_binding_in_ord
 
 
 def test_a_failed_pod_is_tried_again_when_the_live_loop_tried_it_again_not_at_its_backoffs_end():
-    """Its binding refused at 2.0, its 1 s backoff ends at 3.0 (n1 is the emptier then); the live loop tried it
-    again at 3.4 (its reconciler's tick), after a pod took 6 of n1's 8 CPUs at 3.2: n2 then, as live."""
-    events = [{"t": 2.0, "kind": "pod_add", "manifest": pod("flaky", cpu="1"), "retry_snapshot_t": [3.4]},
-              {"t": 3.2, "kind": "pod_add", "manifest": pod("big", cpu="6"), "node": "n1"}]
+    """Its binding refused at 2.0, its 1 s backoff ends in the window [3, 4), flushed at 4.0 (n1 is the emptier
+    then); the live loop tried it again at 4.4 (its reconciler's tick), after a pod took 6 of n1's 8 CPUs at
+    4.2: n2 then, as live."""
+    events = [{"t": 2.0, "kind": "pod_add", "manifest": pod("flaky", cpu="1"), "retry_snapshot_t": [4.4]},
+              {"t": 4.2, "kind": "pod_add", "manifest": pod("big", cpu="6"), "node": "n1"}]
     nodes = [node("n1", cpu="8"), node("n2", cpu="4")]
     t = trace(nodes, [], events)
     t.bind_failures = {"default/flaky": 1}
@@ -492,9 +501,10 @@ def test_a_pod_of_higher_priority_preempts_lower_ones_and_gets_their_room():
     assert out["placements"]["default/urgent"] == "only"
     assert out["preemptions"] == 2 and out["preemptors"] == 1 and len(out["evicted"]) == 2
     assert out["placements"].keys() == {"default/urgent"} | {f"default/low{i}" for i in range(4)} - set(out["evicted"])
-    # Failed (and nominated) at 10, its victims gone at once: back after its 1 s backoff, into the kept room.
+    # Failed (and nominated) at 10, its victims gone at once: their deletion moves it to backoffQ, and activeQ
+    # being empty it is popped from there at once (SchedulerPopFromBackoffQ), into the kept room.
     urgent_run = replayer.pods["default/urgent"]
-    assert (urgent_run.arrived, urgent_run.bound_at, urgent_run.attempts) == (10.0, 11.0, 2)
+    assert (urgent_run.arrived, urgent_run.bound_at, urgent_run.attempts) == (10.0, 10.0, 2)
 
 
 def test_preemption_picks_its_victims_node_from_the_seed_and_the_same_seed_picks_the_same():

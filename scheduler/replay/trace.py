@@ -1,7 +1,8 @@
 """The trace format: JSON lines, the cluster at the start, then timed events.
 
     {"kind": "trace", "version": 1, "source": ..., "start": iso, "end": iso, "seed": n|null (the live tie-break seed),
-     "batch_size": n, "config": {"version": n, "config": config_to_dict()} | null}
+     "batch_size": n, "feature_gates": {"SchedulerPopFromBackoffQ": bool, ...} (the live run's; upstream's defaults
+     when absent), "config": {"version": n, "config": config_to_dict()} | null}
     {"kind": "node", "manifest": {...}}                    a node at the start
     {"kind": "pod", "manifest": {...}, "node": "n1"|null}  a pod at the start: bound, or pending (queued at t=0;
                                                            "tiebreaks" as pod_add's, for its attempts in the window)

@@ -1,4 +1,4 @@
-local key, prio = ARGV[5], ARGV[6]
+local key, prio = ARGV[8], ARGV[9]
 if redis.call('EXISTS', pk(key)) == 1 then
   set_priority(key, prio)
   return 0

@@ -3,7 +3,7 @@
 local out = {}
 for _, key in ipairs(redis.call('ZRANGE', KU, 0, -1)) do
   local msg = redis.call('HGET', pk(key), 'message') or ''
-  for i = 5, #ARGV do
+  for i = 8, #ARGV do
     if string.find(msg, ARGV[i], 1, true) then
       out[#out + 1] = key
       out[#out + 1] = msg

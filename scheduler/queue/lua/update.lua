@@ -1,4 +1,4 @@
-local key, prio = ARGV[5], ARGV[6]
+local key, prio = ARGV[8], ARGV[9]
 if redis.call('EXISTS', pk(key)) == 0 then
   new_pod(key, prio)
   return {'active', 'added'}
@@ -6,7 +6,7 @@ end
 set_priority(key, prio)
 if redis.call('HGET', pk(key), 'queue') == 'unschedulable' then
   unlink(key)
-  if backing_off(key) then to_backoff(key) else to_active(key) end
+  if backing_off(key) then to_backoff(key, 'UnschedulablePodUpdate', '') else to_active(key, 'UnschedulablePodUpdate', '') end
   return {redis.call('HGET', pk(key), 'queue'), 'moved'}
 end
 return {redis.call('HGET', pk(key), 'queue'), ''}
