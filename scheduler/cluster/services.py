@@ -77,6 +77,7 @@ def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
     result = ApplyResult([], [], [])
     to_queue: list[tuple[str, int]] = []
     assigned: list[hints.PodChange] = []  # pods created bound, bound pods relabelled: queueing hints
+    own_updates: list[tuple[str, dict, dict]] = []  # pending pods updated (key, old, new manifest): their hints
     node_events: list[tuple[str, str, list]] = []  # (kind, node, the hints' NodeChanges)
     problems: list[Problem] = []
     ours = scheduler_names()
@@ -93,7 +94,7 @@ def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
         classes = priority_classes() if any(isinstance(obj, ParsedPod) for obj in objects) else {}
         for obj in objects:
             if isinstance(obj, ParsedPod):
-                problem = _pod_apply(obj, result, to_queue, ours, uid_owners, classes, assigned)
+                problem = _pod_apply(obj, result, to_queue, ours, uid_owners, classes, assigned, own_updates)
                 if problem:
                     problems.append(problem)
         if problems:
@@ -103,7 +104,7 @@ def _cluster_apply(objects: list[ParsedNode | ParsedPod]) -> ApplyResult:
                 cluster_event_record(kind, name)
     if problems:
         raise ManifestError(problems)
-    transaction.on_commit(lambda: _publish(to_queue, node_events, assigned))
+    transaction.on_commit(lambda: _publish(to_queue, node_events, assigned, own_updates))
     return result
 
 
@@ -177,7 +178,7 @@ def _mark_gated(pod: Pod) -> None:
 
 
 def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set[str],
-               uid_owners: dict[str, str], classes: dict, assigned: list) -> Problem | None:
+               uid_owners: dict[str, str], classes: dict, assigned: list, own_updates: list) -> Problem | None:
     pod = Pod.objects.select_for_update().filter(namespace=parsed.spec.namespace, name=parsed.spec.name).first()
     if pod is None:
         # As the Priority admission plugin, on creation only (a pod's priority is immutable after).
@@ -261,6 +262,7 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
                 pod.scheduled_status, pod.scheduled_reason, pod.scheduled_message = "", "", ""
             pod.queued_at = pod.queued_at or timezone.now()
             to_queue.append((pod.key, spec.priority))
+            own_updates.append((pod.key, old_manifest, manifest))  # its own update: the hints say if it moves
     pod.save()
     old_labels = (old_manifest.get("metadata") or {}).get("labels") or {}
     if pod.node_name and placed and old_labels != spec.labels:  # AssignedPodUpdate
@@ -272,14 +274,16 @@ def _pod_apply(parsed: ParsedPod, result: ApplyResult, to_queue: list, ours: set
 
 
 def _publish(to_queue: list[tuple[str, int]], node_events: list[tuple[str, str, list]],
-             assigned: list | None = None) -> None:
+             assigned: list | None = None, own_updates: list | None = None) -> None:
     """After commit: tell the queue at once (the reconciler would find out within a second anyway). The node
-    events move the unschedulable pods their queueing hints queue (NodeAdd, NodeUpdateNode*)."""
+    events move the unschedulable pods their queueing hints queue (NodeAdd, NodeUpdateNode*); a pending pod's
+    own update moves it out of the pool only if its hints say so."""
     from ..queue.queues import get_queue
 
     queue = get_queue()
     for key, priority in to_queue:
         queue.add(key, priority)
+    hints.move_after_own_updates(queue, own_updates or [])
     hints.move_after_events(queue, [c for _, _, changes in node_events for c in changes])
     hinted = hints.move_after_assigned(queue, assigned or [])
     if to_queue or node_events or hinted:

@@ -186,6 +186,11 @@ class SchedulingQueue(Protocol):
         `event` may make them schedulable); how many moved."""
         ...
 
+    def count_incoming(self, queue: str, event: str, count: int) -> None:
+        """Count pods as entering `queue` under `event` without moving them (a pod a queueing hint left in the
+        unschedulable pool on its own update: requeuePodViaQueueingHint's QueueSkip counts it there)."""
+        ...
+
     def unschedulable_with_message(self, texts: tuple[str, ...]) -> list[tuple[str, str]]:
         """(key, message) of the pods in the unschedulable pool whose last failure message contains one
         of `texts` (which plugins rejected them, for their queueing hints)."""
@@ -377,6 +382,9 @@ class MemoryQueue:
     def _count(self, queue: str, event: str, count: int) -> None:
         if count:
             self._incoming(queue, event, count)
+
+    def count_incoming(self, queue: str, event: str, count: int) -> None:
+        self._count(queue, event, count)
 
     def _new(self, key: str, priority: int, now: float) -> QueuedPodInfo:
         info = QueuedPodInfo(key=key, priority=priority, timestamp=now)

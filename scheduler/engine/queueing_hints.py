@@ -16,6 +16,12 @@ The events, with upstream's labels (ClusterEvent.Label(): Resource + ActionType)
   NodeResourcesFit (Add, allocatable), NodeAffinity (Add, labels), TaintToleration and NodeUnschedulable
   (Add, taints; spec.unschedulable cleared counts as a taint change, as upstream), NodeName and NodePorts
   (Add, no hint), PodTopologySpread (Add, labels, taints), InterPodAffinity (Add, labels).
+- The waiting pod's own update (PodUpdate; pod_update_events splits it as PodSchedulingPropertiesChange does
+  for an unscheduled pod: UnschedulablePodUpdatePodLabel / ...PodScaleDown / ...PodSchedulingGatesEliminated /
+  ...PodToleration, else the generic UnschedulablePodUpdate, which every plugin registering some Pod update
+  is asked about, as ActionType Update matches them all): NodeResourcesFit (scale down), TaintToleration and
+  NodeUnschedulable (toleration), PodTopologySpread (labels, toleration), InterPodAffinity (labels: its hint
+  skips an unscheduled pod).
 
 Cheap over many waiting pods: consecutive node changes of one label are asked together over one NodeTable
 of their nodes (NodeBatch: the plugins' own vectorized filters answer for every row), and pods alike in
@@ -36,8 +42,9 @@ import numpy as np
 from .nodes import NodeSpec, NodeTable, NodeUsage
 from .plugins import (inter_pod_affinity, node_affinity, node_name, node_ports, node_resources_fit,
                       node_unschedulable, pod_topology_spread, taint_toleration)
-from .pods import DO_NOT_SCHEDULE, PodSpec
-from .queue import EVENT_ASSIGNED_POD_ADD, EVENT_ASSIGNED_POD_DELETE, EVENT_ASSIGNED_POD_UPDATE, EVENT_NODE_ADD
+from .pods import DO_NOT_SCHEDULE, HONOR, PodSpec
+from .queue import (EVENT_ASSIGNED_POD_ADD, EVENT_ASSIGNED_POD_DELETE, EVENT_ASSIGNED_POD_UPDATE, EVENT_NODE_ADD,
+                    EVENT_UNSCHEDULED_POD_UPDATE)
 from .resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 log = logging.getLogger(__name__)
@@ -47,6 +54,15 @@ EVENT_NODE_UPDATE_ALLOCATABLE = "NodeUpdateNodeAllocatable"
 EVENT_NODE_UPDATE_LABEL = "NodeUpdateNodeLabel"
 EVENT_NODE_UPDATE_TAINT = "NodeUpdateNodeTaint"
 NODE_UPDATE_EVENTS = (EVENT_NODE_UPDATE_TAINT, EVENT_NODE_UPDATE_ALLOCATABLE, EVENT_NODE_UPDATE_LABEL)
+
+# An unscheduled pod's own update: "UnschedulablePod" + the ActionType PodSchedulingPropertiesChange found
+# (EVENT_UNSCHEDULED_POD_UPDATE, the generic one, when it found none).
+EVENT_POD_UPDATE_LABEL = "UnschedulablePodUpdatePodLabel"
+EVENT_POD_UPDATE_SCALE_DOWN = "UnschedulablePodUpdatePodScaleDown"
+EVENT_POD_UPDATE_GATES_ELIMINATED = "UnschedulablePodUpdatePodSchedulingGatesEliminated"
+EVENT_POD_UPDATE_TOLERATION = "UnschedulablePodUpdatePodToleration"
+POD_UPDATE_EVENTS = (EVENT_POD_UPDATE_LABEL, EVENT_POD_UPDATE_SCALE_DOWN, EVENT_POD_UPDATE_GATES_ELIMINATED,
+                     EVENT_POD_UPDATE_TOLERATION, EVENT_UNSCHEDULED_POD_UPDATE)
 
 FIT, NODE_AFFINITY, TAINT_TOLERATION, NODE_UNSCHEDULABLE = ("NodeResourcesFit", "NodeAffinity", "TaintToleration",
                                                             "NodeUnschedulable")
@@ -181,6 +197,38 @@ def _rows(change: NodeChange | NodeBatch) -> NodeBatch:
 
 
 @dataclass(frozen=True)
+class PodUpdate:
+    """The waiting pod's own update (event one of POD_UPDATE_EVENTS): its spec before and after."""
+
+    event: str
+    new: PodSpec
+    old: PodSpec
+
+
+def pod_update_events(old: PodSpec, new: PodSpec) -> list[PodUpdate]:
+    """As PodSchedulingPropertiesChange for an unscheduled pod, in upstream's order: labels changed, a request
+    scaled down (lowered or removed), the last scheduling gate removed, tolerations added (the API server only
+    adds them: their number tells); none of these: the generic update."""
+    labels = []
+    if old.labels != new.labels:
+        labels.append(EVENT_POD_UPDATE_LABEL)
+    if any(r not in new.requests or want > new.requests[r] for r, want in old.requests.items()):
+        labels.append(EVENT_POD_UPDATE_SCALE_DOWN)
+    if old.scheduling_gates and not new.scheduling_gates:
+        labels.append(EVENT_POD_UPDATE_GATES_ELIMINATED)
+    if len(old.tolerations) != len(new.tolerations):
+        labels.append(EVENT_POD_UPDATE_TOLERATION)
+    return [PodUpdate(label, new, old) for label in labels or [EVENT_UNSCHEDULED_POD_UPDATE]]
+
+
+def _itself(pod: PodSpec, changed: PodSpec) -> bool:
+    # The updated pod is the waiting one (by uid; a trace's pods may have none: by name).
+    if pod.uid and changed.uid:
+        return pod.uid == changed.uid
+    return (pod.namespace, pod.name) == (changed.namespace, changed.name)
+
+
+@dataclass(frozen=True)
 class UnknownObject:
     """An event whose object is not known (a recorded node event whose node is gone or unreadable): every
     plugin registering the event queues, as a hint that cannot read its object."""
@@ -188,7 +236,7 @@ class UnknownObject:
     event: str
 
 
-Event = Union[PodChange, PodDelete, NodeChange, NodeBatch, UnknownObject]
+Event = Union[PodChange, PodDelete, NodeChange, NodeBatch, PodUpdate, UnknownObject]
 
 
 def assigned(namespace: str, name: str, uid: str, node: str, labels: dict | None) -> PodSpec:
@@ -260,6 +308,23 @@ def fit_after_pod_delete(pod: PodSpec, change: PodDelete) -> bool:
     return deleted is None or bool(deleted.node_name or deleted.nominated_node_name)
 
 
+def fit_after_pod_update(pod: PodSpec, change: PodUpdate) -> bool:
+    """NodeResourcesFit's isSchedulableAfterPodEvent for an update (InPlacePodVerticalScaling, on by default):
+    the waiting pod's own update queues it (isSchedulableAfterPodScaleDown: the target pod itself)."""
+    return _itself(pod, change.new)
+
+
+def taint_toleration_after_pod_update(pod: PodSpec, change: PodUpdate) -> bool:
+    """TaintToleration's isSchedulableAfterPodTolerationChange: the waiting pod itself got a toleration."""
+    return _itself(pod, change.new)
+
+
+def node_unschedulable_after_pod_update(pod: PodSpec, change: PodUpdate) -> bool:
+    """NodeUnschedulable's isSchedulableAfterPodTolerationChange: the waiting pod itself now tolerates the
+    node.kubernetes.io/unschedulable:NoSchedule taint."""
+    return _itself(pod, change.new) and node_unschedulable.tolerates_unschedulable(change.new)
+
+
 def node_affinity_after_node_change(pod: PodSpec, change: NodeChange | NodeBatch) -> bool:
     """NodeAffinity's isSchedulableAfterNodeChange: the node matches the pod's nodeSelector and required
     node affinity now, and did not before (or is new). (A profile's addedAffinity is not asked: it can
@@ -322,6 +387,27 @@ def spread_after_pod_change(pod: PodSpec, change: PodChange | PodDelete) -> bool
     return pod_topology_spread.is_schedulable_after_pod_change(pod, constraints, change.old, change.new)
 
 
+def spread_after_pod_update(pod: PodSpec, change: PodUpdate) -> bool:
+    """PodTopologySpread's isSchedulableAfterPodChange for the waiting pod's own update: it got a toleration
+    and a constraint honours node taints, or its labels changed whether a constraint's selector matches it."""
+    constraints = _spread_constraints(pod)
+    if constraints is None:
+        return True
+    if not _itself(pod, change.new):
+        return False
+    if change.old.tolerations != change.new.tolerations and any(c.node_taints_policy == HONOR for c in constraints):
+        return True
+    if change.old.labels == change.new.labels:
+        return False
+    return any(c.selector.matches(change.old.labels) != c.selector.matches(change.new.labels) for c in constraints)
+
+
+def affinity_after_pod_update(pod: PodSpec, change: PodUpdate) -> bool:
+    """InterPodAffinity's isSchedulableAfterPodChange for the waiting pod's own update: an unscheduled pod
+    never makes a pod schedulable (its own labels included), so QueueSkip."""
+    return False
+
+
 def _has_keys(table: NodeTable, constraints) -> np.ndarray:
     # As nodeLabelsMatchSpreadConstraints, per row: the node has every constraint's topology key.
     mask = np.ones(table.n, dtype=bool)
@@ -367,24 +453,34 @@ def affinity_after_node_change(pod: PodSpec, change: NodeChange | NodeBatch) -> 
 Hint = Callable[[PodSpec, Event], bool]
 
 # EventsToRegister with SchedulerQueueingHints on: plugin -> event label -> its hint (None: no hint, Queue).
+def _own_update(hint: Hint, *labels: str) -> dict[str, Hint]:
+    # A Pod update registration: its ActionTypes, and the generic update (ActionType Update matches any).
+    return {label: hint for label in (*labels, EVENT_UNSCHEDULED_POD_UPDATE)}
+
+
 REGISTRATIONS: dict[str, dict[str, Hint | None]] = {
     FIT: {EVENT_ASSIGNED_POD_DELETE: fit_after_pod_delete,
-          EVENT_NODE_ADD: fit_after_node_change, EVENT_NODE_UPDATE_ALLOCATABLE: fit_after_node_change},
+          EVENT_NODE_ADD: fit_after_node_change, EVENT_NODE_UPDATE_ALLOCATABLE: fit_after_node_change,
+          **_own_update(fit_after_pod_update, EVENT_POD_UPDATE_SCALE_DOWN)},
     NODE_AFFINITY: {EVENT_NODE_ADD: node_affinity_after_node_change,
                     EVENT_NODE_UPDATE_LABEL: node_affinity_after_node_change},
     TAINT_TOLERATION: {EVENT_NODE_ADD: taint_toleration_after_node_change,
-                       EVENT_NODE_UPDATE_TAINT: taint_toleration_after_node_change},
+                       EVENT_NODE_UPDATE_TAINT: taint_toleration_after_node_change,
+                       **_own_update(taint_toleration_after_pod_update, EVENT_POD_UPDATE_TOLERATION)},
     NODE_UNSCHEDULABLE: {EVENT_NODE_ADD: node_unschedulable_after_node_change,
-                         EVENT_NODE_UPDATE_TAINT: node_unschedulable_after_node_change},
+                         EVENT_NODE_UPDATE_TAINT: node_unschedulable_after_node_change,
+                         **_own_update(node_unschedulable_after_pod_update, EVENT_POD_UPDATE_TOLERATION)},
     NODE_NAME: {EVENT_NODE_ADD: None},
     NODE_PORTS: {EVENT_ASSIGNED_POD_DELETE: node_ports_after_pod_delete, EVENT_NODE_ADD: None},
     SPREAD: {EVENT_ASSIGNED_POD_ADD: spread_after_pod_change, EVENT_ASSIGNED_POD_UPDATE: spread_after_pod_change,
              EVENT_ASSIGNED_POD_DELETE: spread_after_pod_change,
              EVENT_NODE_ADD: spread_after_node_change, EVENT_NODE_UPDATE_LABEL: spread_after_node_change,
-             EVENT_NODE_UPDATE_TAINT: spread_after_node_change},
+             EVENT_NODE_UPDATE_TAINT: spread_after_node_change,
+             **_own_update(spread_after_pod_update, EVENT_POD_UPDATE_LABEL, EVENT_POD_UPDATE_TOLERATION)},
     AFFINITY: {EVENT_ASSIGNED_POD_ADD: affinity_after_pod_change, EVENT_ASSIGNED_POD_UPDATE: affinity_after_pod_change,
                EVENT_ASSIGNED_POD_DELETE: affinity_after_pod_change,
-               EVENT_NODE_ADD: affinity_after_node_change, EVENT_NODE_UPDATE_LABEL: affinity_after_node_change},
+               EVENT_NODE_ADD: affinity_after_node_change, EVENT_NODE_UPDATE_LABEL: affinity_after_node_change,
+               **_own_update(affinity_after_pod_update, EVENT_POD_UPDATE_LABEL)},
 }
 
 
@@ -451,6 +547,18 @@ def queues(pod: PodSpec | None, plugins: frozenset[str] | None, change: Event, m
             log.warning("queueing hint %s for %s failed: Queue", plugin, pod.key, exc_info=True)
             return True  # as upstream on an error
     return False
+
+
+def own_update_moves(plugins: frozenset[str] | None, updates: list[PodUpdate]) -> tuple[str | None, list[str]]:
+    """As PriorityQueue.Update for a pod in the unschedulable pool: its update's events asked in order; the
+    label of the first a rejecting plugin's hint queues it for (None: it stays), and the labels asked before
+    that said QueueSkip (upstream counts each as entering the pool again)."""
+    skipped = []
+    for change in updates:
+        if queues(change.new, plugins, change):
+            return change.event, skipped
+        skipped.append(change.event)
+    return None, skipped
 
 
 def keys_to_move(waiting: list[tuple[str, str]], specs: dict[str, PodSpec], changes: list[Event]) -> dict[str, list[str]]:

@@ -394,3 +394,89 @@ def test_node_batches_keep_the_order_of_labels_and_split_on_other_events_and_rep
     batched = qh.node_batches(changes)
     assert [(b.event, len(b.changes)) if isinstance(b, qh.NodeBatch) else b.event for b in batched] == [
         ("NodeAdd", 2), "AssignedPodDelete", "NodeAdd", "NodeAdd", LABEL]
+
+
+# ---- the waiting pod's own update (PriorityQueue.Update with SchedulerQueueingHints) -------------------
+
+GPU_TOLERATION = Toleration(key="dedicated", operator="Equal", value="gpu", effect=NO_SCHEDULE)
+CORDON_TOLERATION = Toleration(key="node.kubernetes.io/unschedulable", operator="Exists", effect=NO_SCHEDULE)
+UNSCHEDULABLE_FAIL = "0/1 nodes are available: 1 node(s) were unschedulable."
+LABEL_EVT, SCALE_EVT, GATES_EVT, TOLERATION_EVT, OTHER_EVT = (
+    qh.EVENT_POD_UPDATE_LABEL, qh.EVENT_POD_UPDATE_SCALE_DOWN, qh.EVENT_POD_UPDATE_GATES_ELIMINATED,
+    qh.EVENT_POD_UPDATE_TOLERATION, "UnschedulablePodUpdate")
+
+POD_UPDATE_EVENT_CASES = [
+    # (id, old, new, labels in PodSchedulingPropertiesChange's order)
+    ("labels", pod(labels={"a": "1"}), pod(labels={"a": "2"}), [LABEL_EVT]),
+    ("request_lowered", pod(requests={"cpu": 2000}), pod(requests={"cpu": 1000}), [SCALE_EVT]),
+    ("request_removed", pod(requests={"cpu": 2000, "memory": 1 << 30}), pod(requests={"cpu": 2000}), [SCALE_EVT]),
+    ("request_raised_is_no_scale_down", pod(requests={"cpu": 1000}), pod(requests={"cpu": 2000}), [OTHER_EVT]),
+    ("last_gate_removed", pod(scheduling_gates=("a", "b")), pod(), [GATES_EVT]),
+    ("one_of_two_gates_removed", pod(scheduling_gates=("a", "b")), pod(scheduling_gates=("a",)), [OTHER_EVT]),
+    ("toleration_added", pod(), pod(tolerations=(GPU_TOLERATION,)), [TOLERATION_EVT]),
+    ("several_in_order", pod(labels={"a": "1"}, requests={"cpu": 2000}),
+     pod(labels={"a": "2"}, requests={"cpu": 1000}, tolerations=(GPU_TOLERATION,)), [LABEL_EVT, SCALE_EVT, TOLERATION_EVT]),
+    ("nothing_of_these", pod(node_selector={"a": "1"}), pod(node_selector={"a": "2"}), [OTHER_EVT]),
+]
+
+
+@pytest.mark.parametrize("old,new,labels", [c[1:] for c in POD_UPDATE_EVENT_CASES], ids=[c[0] for c in POD_UPDATE_EVENT_CASES])
+def test_a_pods_own_update_splits_as_pod_scheduling_properties_change(old, new, labels):
+    assert [c.event for c in qh.pod_update_events(old, new)] == labels
+
+
+OWN_UPDATE_CASES = [
+    # (id, message, old, new, the label that moves it (None: it stays), the labels asked before that skipped)
+    ("taint_rejected_stays_on_label_change", TAINT_FAIL, pod(labels={"a": "1"}), pod(labels={"a": "2"}), None,
+     [LABEL_EVT]),
+    ("taint_rejected_moves_on_new_toleration", TAINT_FAIL, pod(), pod(tolerations=(GPU_TOLERATION,)), TOLERATION_EVT, []),
+    ("taint_rejected_moves_on_generic_update", TAINT_FAIL, pod(node_selector={"a": "1"}), pod(node_selector={"a": "2"}),
+     OTHER_EVT, []),
+    ("fit_rejected_moves_on_scale_down", FIT_FAIL, pod(requests={"cpu": 3000}), pod(requests={"cpu": 1000}), SCALE_EVT, []),
+    ("fit_rejected_stays_on_label_change", FIT_FAIL, pod(labels={"a": "1"}), pod(labels={"a": "2"}), None, [LABEL_EVT]),
+    ("fit_rejected_moves_on_generic_update", FIT_FAIL, pod(requests={"cpu": 1000}), pod(requests={"cpu": 3000}),
+     OTHER_EVT, []),
+    ("fit_rejected_label_then_scale_down", FIT_FAIL, pod(labels={"a": "1"}, requests={"cpu": 3000}),
+     pod(labels={"a": "2"}, requests={"cpu": 1000}), SCALE_EVT, [LABEL_EVT]),
+    ("node_affinity_rejected_stays_on_any_update", NODE_AFFINITY_FAIL, pod(node_selector={"a": "1"}),
+     pod(node_selector={"a": "2"}), None, [OTHER_EVT]),
+    ("unschedulable_moves_on_cordon_toleration", UNSCHEDULABLE_FAIL, pod(), pod(tolerations=(CORDON_TOLERATION,)),
+     TOLERATION_EVT, []),
+    ("unschedulable_stays_on_other_toleration", UNSCHEDULABLE_FAIL, pod(), pod(tolerations=(GPU_TOLERATION,)), None,
+     [TOLERATION_EVT]),
+    ("spread_moves_when_its_labels_leave_its_selector", SPREAD_FAIL, SPREADS_CACHE,
+     PodSpec(namespace="default", name="spread", uid="s", labels={"app": "db"},
+             topology_spread_constraints=SPREADS_CACHE.topology_spread_constraints), LABEL_EVT, []),
+    ("spread_stays_on_a_label_its_selector_ignores", SPREAD_FAIL, SPREADS_CACHE,
+     PodSpec(namespace="default", name="spread", uid="s", labels={"app": "cache", "tier": "x"},
+             topology_spread_constraints=SPREADS_CACHE.topology_spread_constraints), None, [LABEL_EVT]),
+    ("spread_honouring_taints_moves_on_toleration", SPREAD_FAIL,
+     PodSpec(namespace="default", name="h", uid="h", labels={"app": "cache"}, topology_spread_constraints=(
+         TopologySpreadConstraint(1, "zone", DO_NOT_SCHEDULE, CACHE, node_taints_policy="Honor"),)),
+     PodSpec(namespace="default", name="h", uid="h", labels={"app": "cache"}, tolerations=(GPU_TOLERATION,),
+             topology_spread_constraints=(TopologySpreadConstraint(1, "zone", DO_NOT_SCHEDULE, CACHE,
+                                                                   node_taints_policy="Honor"),)), TOLERATION_EVT, []),
+    ("spread_ignoring_taints_stays_on_toleration", SPREAD_FAIL, SPREADS_CACHE,
+     PodSpec(namespace="default", name="spread", uid="s", labels={"app": "cache"}, tolerations=(GPU_TOLERATION,),
+             topology_spread_constraints=SPREADS_CACHE.topology_spread_constraints), None, [TOLERATION_EVT]),
+    ("affinity_rejected_stays_on_its_own_relabel", AFFINITY_FAIL, WANTS_CACHE,
+     PodSpec(namespace="default", name="front", uid="f", labels={"app": "cache"}, pod_affinity=WANTS_CACHE.pod_affinity),
+     None, [LABEL_EVT]),
+    ("unknown_rejector_moves_on_any_update", "0/0 nodes are available", pod(labels={"a": "1"}), pod(labels={"a": "2"}),
+     LABEL_EVT, []),
+]
+
+
+@pytest.mark.parametrize("message,old,new,moved_by,skipped", [c[1:] for c in OWN_UPDATE_CASES],
+                         ids=[c[0] for c in OWN_UPDATE_CASES])
+def test_a_waiting_pods_own_update_moves_it_only_as_its_hints_say(message, old, new, moved_by, skipped):
+    assert qh.own_update_moves(rejected_by(message), qh.pod_update_events(old, new)) == (moved_by, skipped)
+
+
+def test_the_own_update_hints_read_the_updated_pod_only():
+    # The same events for another pod (another uid) are not its own update: every hint skips.
+    other = pod("other")
+    update_ = qh.PodUpdate(TOLERATION_EVT, pod(tolerations=(CORDON_TOLERATION,)), pod())
+    for hint in (qh.fit_after_pod_update, qh.taint_toleration_after_pod_update, qh.node_unschedulable_after_pod_update):
+        assert hint(other, update_) is False
+        assert hint(update_.new, update_) is True

@@ -296,7 +296,7 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
     phase = (manifest.get("status") or {}).get("phase") or Pod.PENDING
     ours = scheduler_names() if ours is None else ours
     now = timezone.now()
-    publish: dict = {"add": None, "done": None, "moved": None, "assigned": None}
+    publish: dict = {"add": None, "done": None, "moved": None, "assigned": None, "own_update": None}
     with transaction.atomic(savepoint=False):  # inside a batch's transaction: no savepoint per pod
         row = Pod.objects.select_for_update().filter(namespace=spec.namespace, name=spec.name).first()
         if row is not None and row.uid != spec.uid:
@@ -335,6 +335,7 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
             elif was_pending and spec.scheduler_name in ours and not spec.deleting:
                 row.queued_at = row.queued_at or now
                 publish["add"] = (row.key, spec.priority)
+                publish["own_update"] = (row.key, old_manifest, manifest)  # its hints say if it leaves the pool
             elif was_pending:
                 publish["done"] = row.key  # no longer ours, or being deleted
             row.save()
@@ -345,6 +346,8 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
             queue.done(publish["done"])
         if publish["add"]:
             queue.add(*publish["add"])
+            if publish["own_update"]:
+                hints.move_after_own_updates(queue, [publish["own_update"]])
             kick()
         if publish["assigned"] and hints.move_after_assigned(queue, [publish["assigned"]]):
             kick()

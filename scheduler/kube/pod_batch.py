@@ -79,6 +79,7 @@ class _Writes:
     moved: bool = False  # a bound pod was deleted: unschedulable pods may fit now
     deleted: list = field(default_factory=list)  # (manifest, node) of those bound pods, for the hints
     assigned: list = field(default_factory=list)  # hints.PodChange: pods bound, bound pods' labels changed
+    own_updates: list = field(default_factory=list)  # (key, old, new manifest): pending pods updated, their hints
     parsed: dict = field(default_factory=dict)  # id(event object) -> ParsedPod, or None: unparsable
 
     def node_delta(self, node: str, usage: dict, sign: int) -> None:
@@ -195,6 +196,7 @@ def _upsert(w: _Writes, key, obj: dict, ours: set[str]) -> None:
     elif was_pending and spec.scheduler_name in ours and not spec.deleting:
         row.queued_at = row.queued_at or w.now
         w.queue_ops.append((key, "add", (row.key, spec.priority)))
+        w.own_updates.append((row.key, old_manifest, row.manifest))
     elif was_pending:
         w.queue_ops.append((key, "done", (row.key,)))  # no longer ours, or being deleted
     node = row.node_name or row.assumed_node
@@ -324,6 +326,7 @@ def _record_our_bindings(bound: list, now) -> None:
 
 def _after_commit(w: _Writes, queue) -> None:
     ops, moved, assigned, deleted = list(w.queue_ops), w.moved, list(w.assigned), list(w.deleted)
+    own_updates = list(w.own_updates)
     if not ops and not assigned:
         return
 
@@ -349,6 +352,7 @@ def _after_commit(w: _Writes, queue) -> None:
             kind = None
             getattr(queue, op)(*args)  # delete (the pod is gone)
         flush()
+        hints.move_after_own_updates(queue, own_updates)  # after their adds (priorities)
         if moved:  # the pods these deletions may help (AssignedPodDelete's hints), specs read only if some wait
             hints.move_after_events(queue, lambda: [hints.deleted_pod(*d) for d in deleted],
                                     {ClusterEvent.ASSIGNED_POD_DELETE})

@@ -5,6 +5,8 @@ exactly the pods waiting in the unschedulable pool that a rejecting plugin's hin
   InterPodAffinity's or PodTopologySpread's reasons are asked those plugins' hints.
 - AssignedPodDelete, NodeAdd and the node updates (move_after_events, and move_after_recorded for the
   reconciler's replay of recorded ClusterEvents): every pod in the pool, by its rejecting plugins.
+- A pending pod's own update (move_after_own_updates): one waiting in the pool is asked its rejecting
+  plugins' Pod/Update hints and moves only if one says Queue; else it stays (the row holds its new spec).
 
 The rejecting plugins are read from the failure message the queue keeps, so an event costs one queue call
 to read the pool (with the messages), and one Pod query for the specs of the pods some hint must read.
@@ -28,16 +30,18 @@ from typing import Callable
 
 from ..engine.nodes import NodeSpec
 from ..engine.pods import PodSpec
-from ..engine.queue import EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE
+from ..engine.queue import (EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE, EVENT_UNSCHEDULED_POD_UPDATE,
+                            UNSCHEDULABLE_Q)
 from ..engine.queueing_hints import (AFFINITY_REASONS, NODE_UPDATE_EVENTS, SPREAD_REASONS, Event, NodeChange, PodChange,
                                      PodDelete, assigned, keys_to_move, needs_spec, node_added, node_update_events,
-                                     UnknownObject, node_update_unknown_old, registers, rejected_by)
+                                     UnknownObject, node_update_unknown_old, own_update_moves, pod_update_events,
+                                     registers, rejected_by)
 from ..manifests.objects import node_from_manifest, pod_from_manifest
 from ..models import Binding, DeletedPod, Node, Pod
 
 __all__ = ["NodeChange", "PodChange", "PodDelete", "assigned", "asks_hints", "assigned_from_row", "bound_while_in_flight",
            "deleted_pod", "events_while_in_flight", "keys_to_move", "move_after_assigned", "move_after_events",
-           "move_after_recorded", "move_missed_while_in_flight", "node_changes", "note_events"]
+           "move_after_own_updates", "move_after_recorded", "move_missed_while_in_flight", "node_changes", "note_events"]
 
 # Clocks of the processes differ a little: a binding this much before a pod was popped still counts.
 _CLOCK_MARGIN_SECONDS = 1.0
@@ -122,6 +126,46 @@ def bound_while_in_flight(failures: list[tuple[str, float | None, PodSpec, str]]
         if changes and keys_to_move([(key, message)], {key: spec}, changes):
             out.add(key)
     return out
+
+
+# ---- a pending pod's own update ------------------------------------------------------------------------
+
+def _scheduling_view(manifest: dict | None) -> dict:
+    """As isPodUpdated strips it: the pod without its status, resourceVersion, generation, managedFields and
+    finalizers (our own PodScheduled condition, written after each failure, is not an update of the pod)."""
+    manifest = manifest if isinstance(manifest, dict) else {}
+    meta = {k: v for k, v in (manifest.get("metadata") or {}).items()
+            if k not in ("resourceVersion", "generation", "managedFields", "finalizers")}
+    return {**{k: v for k, v in manifest.items() if k not in ("status", "metadata")}, "metadata": meta}
+
+
+def move_after_own_updates(queue, updates: list[tuple[str, dict | None, dict]]) -> int:
+    """Pending pods updated (key, old manifest, new manifest), told to the queue after their priority was (add):
+    as PriorityQueue.Update with SchedulerQueueingHints, one waiting in the unschedulable pool moves to
+    activeQ or backoffQ under the first of its update's events (PodSchedulingPropertiesChange) that a
+    rejecting plugin's hint queues it for, and otherwise stays; each event asked before counts as the pod
+    entering the pool again (scheduler_queue_incoming_pods_total, as requeuePodViaQueueingHint's QueueSkip).
+    One in activeQ or backoffQ is left there (its row holds the new spec the next attempt reads). One queue
+    read per pod whose spec changed; how many moved."""
+    moved = 0
+    for key, old_manifest, new_manifest in updates:
+        if _scheduling_view(old_manifest) == _scheduling_view(new_manifest):
+            continue
+        info = queue.get(key)
+        if info is None or info.queue != UNSCHEDULABLE_Q:
+            continue
+        try:
+            changes = pod_update_events(pod_from_manifest(old_manifest or {}), pod_from_manifest(new_manifest))
+        except Exception:  # noqa: BLE001 - unreadable: as a hint that cannot decide, Queue
+            log.warning("queueing hints: cannot read the update of pod %s", key, exc_info=True)
+            event, skipped = EVENT_UNSCHEDULED_POD_UPDATE, []
+        else:
+            event, skipped = own_update_moves(rejected_by(info.message), changes)
+        for label in skipped:
+            queue.count_incoming(UNSCHEDULABLE_Q, label, 1)
+        if event is not None:
+            moved += queue.move_to_active_or_backoff([key], event)
+    return moved
 
 
 # ---- node events and assigned pods deleted ----------------------------------------------------------

@@ -153,6 +153,9 @@ class RedisQueue:
         if count and self._incoming is not None:
             self._incoming(queue, event, count)
 
+    def count_incoming(self, queue: str, event: str, count: int) -> None:
+        self._count(queue, event, count)
+
     def add(self, key: str, priority: int = 0) -> bool:
         added = self._run(self._add, key, check_priority(priority)) == 1
         if added:

@@ -18,6 +18,11 @@ ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 _UNSCHEDULABLE_TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, value="", effect=NO_SCHEDULE)
 
 
+def tolerates_unschedulable(pod: PodSpec) -> bool:
+    """Whether the pod tolerates the unschedulable taint (and so spec.unschedulable)."""
+    return tolerations_tolerate(pod.tolerations, _UNSCHEDULABLE_TAINT)
+
+
 class NodeUnschedulable:
     name: ClassVar[str] = "NodeUnschedulable"
     usage_dependent: ClassVar[bool] = False  # reads the node's spec only
@@ -28,7 +33,7 @@ class NodeUnschedulable:
 
     def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
         # As upstream: a pod tolerating the unschedulable taint also tolerates spec.unschedulable.
-        if not np.count_nonzero(nodes.unschedulable) or tolerations_tolerate(pod.tolerations, _UNSCHEDULABLE_TAINT):
+        if not np.count_nonzero(nodes.unschedulable) or tolerates_unschedulable(pod):
             return FilterResult.all_pass(nodes.n)
         # As upstream: UnschedulableAndUnresolvable, evicting pods does not uncordon the node.
         return FilterResult.from_reasons(nodes.n, [(ERR_REASON_UNSCHEDULABLE, nodes.unschedulable.copy())],
