@@ -325,3 +325,82 @@ def test_the_in_flight_record_works_on_both_queues(kind, queue):
     assert q.add_unschedulable_if_not_present(b, unschedulable=True, message=message) == UNSCHEDULABLE_Q
     assert hints.move_missed_while_in_flight(q, [(b.key, b.cycle, message)]) == 0
     assert q.get(b.key).queue == UNSCHEDULABLE_Q
+
+
+# ---- a waiting pod's own update (PriorityQueue.Update with SchedulerQueueingHints) -------------------
+
+GPU_TAINT = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
+GPU_TOLERATION = [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+
+
+def stayed(event):
+    return metrics.queue_incoming_pods.labels(UNSCHEDULABLE_Q, event)._value.get()
+
+
+def test_a_pod_rejected_by_a_taint_stays_on_a_label_change_and_moves_when_it_gains_the_toleration(queue):
+    apply(labelled("n0", "a", taints=GPU_TAINT))
+    apply(pod("p", {"app": "p"}))
+    drain()
+    assert waiting(queue, "p")
+    assert "had untolerated taint" in Pod.objects.get(name="p").scheduled_message
+    attempts = queue.get("default/p").attempts
+
+    label_stayed = stayed("UnschedulablePodUpdatePodLabel")
+    apply(pod("p", {"app": "p", "tier": "web"}))  # UnschedulablePodUpdatePodLabel: TaintToleration does not register it
+    assert waiting(queue, "p")
+    assert stayed("UnschedulablePodUpdatePodLabel") == label_stayed + 1
+    drain()
+    assert waiting(queue, "p") and queue.get("default/p").attempts == attempts  # not tried again
+
+    before = moved_by("UnschedulablePodUpdatePodToleration")
+    apply(pod("p", {"app": "p", "tier": "web"}, tolerations=GPU_TOLERATION))
+    assert not waiting(queue, "p")
+    assert moved_by("UnschedulablePodUpdatePodToleration") == before + 1
+    assert [e.via for e in queue.timeline("default/p") if e.event == "UnschedulablePodUpdatePodToleration"] == [
+        "QueueingHint"]
+    assert bound_within("p", 20)  # not the pool's 5 minutes
+    assert node_of("p") == "n0"
+
+
+def test_a_pod_rejected_for_cpu_moves_when_its_requests_are_scaled_down(queue):
+    apply(labelled("n0", "a", cpu="1"))
+    apply(wants_cpu("big", "2"))
+    drain()
+    assert waiting(queue, "big")
+    assert "Insufficient cpu" in Pod.objects.get(name="big").scheduled_message
+
+    # Its labels change: NodeResourcesFit registers no label update of the pod, so it stays.
+    relabelled = wants_cpu("big", "2")
+    relabelled["metadata"]["labels"]["tier"] = "batch"
+    apply(relabelled)
+    assert waiting(queue, "big")
+
+    before = moved_by("UnschedulablePodUpdatePodScaleDown")
+    smaller = wants_cpu("big", "500m")
+    smaller["metadata"]["labels"]["tier"] = "batch"
+    apply(smaller)  # UnschedulablePodUpdatePodScaleDown: the target pod itself, Queue
+    assert not waiting(queue, "big")
+    assert moved_by("UnschedulablePodUpdatePodScaleDown") == before + 1
+    assert bound_within("big", 20)
+
+
+def test_a_pod_rejected_by_node_affinity_stays_on_its_own_update(queue):
+    apply(labelled("n0", "a"))
+    apply(pod("p", {"app": "p"}, nodeSelector={"disk": "ssd"}))
+    drain()
+    assert waiting(queue, "p")
+    before = stayed("UnschedulablePodUpdate")
+    apply(pod("p", {"app": "p"}, nodeSelector={"disk": "ssd"}, priority=0,
+              containers=[{"name": "c", "image": "nginx:2", "resources": {"requests": {"cpu": "100m"}}}]))
+    assert waiting(queue, "p")  # the generic update: NodeAffinity registers no Pod update
+    assert stayed("UnschedulablePodUpdate") == before + 1
+
+
+def test_a_queued_pods_update_leaves_it_in_activeq(queue):
+    apply(labelled("n0", "a"))
+    apply(pod("p", {"app": "p"}))
+    assert queue.get("default/p").queue == ACTIVE_Q
+    apply(pod("p", {"app": "p", "tier": "x"}))
+    assert queue.get("default/p").queue == ACTIVE_Q
+    drain()
+    assert node_of("p") == "n0"
