@@ -11,7 +11,7 @@ import yaml
 from django.conf import settings
 
 from scheduler import loop
-from scheduler.cluster.services import cluster_apply, pod_delete
+from scheduler.cluster.services import cluster_apply, node_delete, pod_delete
 from scheduler.engine.labels import LabelSelector
 from scheduler.engine.pods import PodAffinity, PodAffinityTerm, PodSpec
 from scheduler.engine.queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q
@@ -404,3 +404,29 @@ def test_a_queued_pods_update_leaves_it_in_activeq(queue):
     assert queue.get("default/p").queue == ACTIVE_Q
     drain()
     assert node_of("p") == "n0"
+
+
+def test_a_pod_rejected_by_spread_moves_when_a_node_with_its_topology_key_is_deleted(queue):
+    # Zones a (n0, holding two web pods) and b (n1, tainted: it counts as a domain but takes no pod). A third
+    # web pod would break maxSkew 1; once n1 is deleted, zone a is the only domain and it fits there.
+    tainted = labelled("n1", "b", taints=GPU_TAINT)
+    apply(labelled("n0", "a"), tainted)
+    apply(pod("web-0", {"app": "web"}, node_name="n0"))
+    apply(pod("web-1", {"app": "web"}, node_name="n0"))
+    apply(pod("web-2", {"app": "web"}, topologySpreadConstraints=spread(ZONE, app="web")))
+    drain()
+    assert waiting(queue, "web-2")
+    assert "didn't match pod topology spread constraints" in Pod.objects.get(name="web-2").scheduled_message
+    before = moved_by("NodeDelete")
+    node_delete(name="n1")
+    assert not waiting(queue, "web-2")
+    assert moved_by("NodeDelete") == before + 1
+
+
+def test_a_node_deletion_leaves_a_pod_rejected_for_cpu_waiting(queue):
+    apply(labelled("n0", "a", cpu="1"), labelled("n1", "b", cpu="1"))
+    apply(wants_cpu("big", "2"))
+    drain()
+    assert waiting(queue, "big")
+    node_delete(name="n1")
+    assert waiting(queue, "big")

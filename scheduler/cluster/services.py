@@ -331,6 +331,7 @@ def node_delete(*, name: str) -> bool:
             return False
         requeue = list(Pod.objects.filter(node_name="", assumed_node=name).values_list("namespace", "name", "priority"))
         Pod.objects.filter(node_name="", assumed_node=name).update(assumed_node="", assumed_at=None, binding_at=None)
+        manifest = node.manifest
         node.delete()
 
     def publish():
@@ -339,6 +340,8 @@ def node_delete(*, name: str) -> bool:
         queue = get_queue()
         for ns, pod_name, priority in requeue:
             queue.add(f"{ns}/{pod_name}", priority)
+        if hints.move_after_node_deleted(queue, manifest):  # NodeDelete: PodTopologySpread's hint
+            kick()
         live.nodes_changed([{"name": name, "state": "Deleted"}])
 
     transaction.on_commit(publish)

@@ -16,6 +16,7 @@ The events, with upstream's labels (ClusterEvent.Label(): Resource + ActionType)
   NodeResourcesFit (Add, allocatable), NodeAffinity (Add, labels), TaintToleration and NodeUnschedulable
   (Add, taints; spec.unschedulable cleared counts as a taint change, as upstream), NodeName and NodePorts
   (Add, no hint), PodTopologySpread (Add, labels, taints), InterPodAffinity (Add, labels).
+- NodeDelete (NodeDeleted): PodTopologySpread (a deleted node with every topology key may lift a skew).
 - The waiting pod's own update (PodUpdate; pod_update_events splits it as PodSchedulingPropertiesChange does
   for an unscheduled pod: UnschedulablePodUpdatePodLabel / ...PodScaleDown / ...PodSchedulingGatesEliminated /
   ...PodToleration, else the generic UnschedulablePodUpdate, which every plugin registering some Pod update
@@ -49,6 +50,7 @@ from .resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 log = logging.getLogger(__name__)
 
+EVENT_NODE_DELETE = "NodeDelete"
 # Node update labels: "Node" + the ActionType NodeSchedulingPropertiesChange found.
 EVENT_NODE_UPDATE_ALLOCATABLE = "NodeUpdateNodeAllocatable"
 EVENT_NODE_UPDATE_LABEL = "NodeUpdateNodeLabel"
@@ -169,6 +171,15 @@ class NodeBatch:
         return cache[key]
 
 
+@dataclass(frozen=True)
+class NodeDeleted:
+    """A node deleted (NodeDelete): its last state."""
+
+    old: NodeSpec
+
+    event = EVENT_NODE_DELETE
+
+
 def node_batches(changes: list) -> list:
     """The events in order, consecutive NodeChanges of one label (distinct nodes) merged into a NodeBatch."""
     out: list = []
@@ -236,7 +247,7 @@ class UnknownObject:
     event: str
 
 
-Event = Union[PodChange, PodDelete, NodeChange, NodeBatch, PodUpdate, UnknownObject]
+Event = Union[PodChange, PodDelete, NodeChange, NodeBatch, NodeDeleted, PodUpdate, UnknownObject]
 
 
 def assigned(namespace: str, name: str, uid: str, node: str, labels: dict | None) -> PodSpec:
@@ -432,6 +443,14 @@ def spread_after_node_change(pod: PodSpec, change: NodeChange | NodeBatch) -> bo
     return bool(np.any(np.where(rows.has_old, updated, new_matching)))
 
 
+def spread_after_node_delete(pod: PodSpec, change: NodeDeleted) -> bool:
+    """PodTopologySpread's isSchedulableAfterNodeChange for a deletion: the deleted node had every topology key."""
+    constraints = _spread_constraints(pod)
+    if constraints is None:
+        return True
+    return bool(_has_keys(NodeTable([change.old]), constraints)[0])
+
+
 def affinity_after_pod_change(pod: PodSpec, change: PodChange | PodDelete) -> bool:
     """InterPodAffinity's isSchedulableAfterPodChange (an assigned pod added, relabelled or deleted)."""
     if isinstance(change, PodDelete):
@@ -475,7 +494,7 @@ REGISTRATIONS: dict[str, dict[str, Hint | None]] = {
     SPREAD: {EVENT_ASSIGNED_POD_ADD: spread_after_pod_change, EVENT_ASSIGNED_POD_UPDATE: spread_after_pod_change,
              EVENT_ASSIGNED_POD_DELETE: spread_after_pod_change,
              EVENT_NODE_ADD: spread_after_node_change, EVENT_NODE_UPDATE_LABEL: spread_after_node_change,
-             EVENT_NODE_UPDATE_TAINT: spread_after_node_change,
+             EVENT_NODE_UPDATE_TAINT: spread_after_node_change, EVENT_NODE_DELETE: spread_after_node_delete,
              **_own_update(spread_after_pod_update, EVENT_POD_UPDATE_LABEL, EVENT_POD_UPDATE_TOLERATION)},
     AFFINITY: {EVENT_ASSIGNED_POD_ADD: affinity_after_pod_change, EVENT_ASSIGNED_POD_UPDATE: affinity_after_pod_change,
                EVENT_ASSIGNED_POD_DELETE: affinity_after_pod_change,

@@ -480,3 +480,24 @@ def test_the_own_update_hints_read_the_updated_pod_only():
     for hint in (qh.fit_after_pod_update, qh.taint_toleration_after_pod_update, qh.node_unschedulable_after_pod_update):
         assert hint(other, update_) is False
         assert hint(update_.new, update_) is True
+
+
+SPREAD_NODE_DELETE_CASES = [
+    # (id, waiting, deleted node, Queue)
+    ("deleted_node_with_the_topology_key", SPREADS_CACHE, node(labels={"zone": "a"}), True),
+    ("deleted_node_without_it", SPREADS_CACHE, node(labels={"rack": "r1"}), False),
+    ("default_constraints_queue", NO_OWN_CONSTRAINTS, node(), True),
+]
+
+
+@pytest.mark.parametrize("waiting,deleted,queue", [c[1:] for c in SPREAD_NODE_DELETE_CASES],
+                         ids=[c[0] for c in SPREAD_NODE_DELETE_CASES])
+def test_pod_topology_spread_hint_after_node_delete(waiting, deleted, queue):
+    assert qh.spread_after_node_delete(waiting, qh.NodeDeleted(deleted)) is queue
+
+
+def test_a_node_deletion_moves_only_the_pods_pod_topology_spread_rejected():
+    deleted = [qh.NodeDeleted(node(labels={"zone": "a"}))]
+    assert keys_to_move([("default/spread", SPREAD_FAIL)], {"default/spread": SPREADS_CACHE}, deleted) == {
+        "NodeDelete": ["default/spread"]}
+    assert keys_to_move([("default/big", FIT_FAIL)], {"default/big": pod("big", requests={"cpu": 3000})}, deleted) == {}

@@ -5,6 +5,7 @@ exactly the pods waiting in the unschedulable pool that a rejecting plugin's hin
   InterPodAffinity's or PodTopologySpread's reasons are asked those plugins' hints.
 - AssignedPodDelete, NodeAdd and the node updates (move_after_events, and move_after_recorded for the
   reconciler's replay of recorded ClusterEvents): every pod in the pool, by its rejecting plugins.
+- NodeDelete (move_after_node_deleted): the pods PodTopologySpread rejected, by its hint.
 - A pending pod's own update (move_after_own_updates): one waiting in the pool is asked its rejecting
   plugins' Pod/Update hints and moves only if one says Queue; else it stays (the row holds its new spec).
 
@@ -32,7 +33,7 @@ from ..engine.nodes import NodeSpec
 from ..engine.pods import PodSpec
 from ..engine.queue import (EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE, EVENT_UNSCHEDULED_POD_UPDATE,
                             UNSCHEDULABLE_Q)
-from ..engine.queueing_hints import (AFFINITY_REASONS, NODE_UPDATE_EVENTS, SPREAD_REASONS, Event, NodeChange, PodChange,
+from ..engine.queueing_hints import (AFFINITY_REASONS, EVENT_NODE_DELETE, NODE_UPDATE_EVENTS, NodeDeleted, SPREAD_REASONS, Event, NodeChange, PodChange,
                                      PodDelete, assigned, keys_to_move, needs_spec, node_added, node_update_events,
                                      UnknownObject, node_update_unknown_old, own_update_moves, pod_update_events,
                                      registers, rejected_by)
@@ -41,7 +42,8 @@ from ..models import Binding, DeletedPod, Node, Pod
 
 __all__ = ["NodeChange", "PodChange", "PodDelete", "assigned", "asks_hints", "assigned_from_row", "bound_while_in_flight",
            "deleted_pod", "events_while_in_flight", "keys_to_move", "move_after_assigned", "move_after_events",
-           "move_after_own_updates", "move_after_recorded", "move_missed_while_in_flight", "node_changes", "note_events"]
+           "move_after_node_deleted", "move_after_own_updates", "move_after_recorded", "move_missed_while_in_flight",
+           "node_changes", "note_events"]
 
 # Clocks of the processes differ a little: a binding this much before a pod was popped still counts.
 _CLOCK_MARGIN_SECONDS = 1.0
@@ -180,6 +182,17 @@ def deleted_pod(manifest: dict | None, node: str) -> PodDelete:
     if spec.node_name != node:
         spec = dataclasses.replace(spec, node_name=node)
     return PodDelete(spec)
+
+
+def move_after_node_deleted(queue, manifest: dict | None) -> int:
+    """The pods a node's deletion (its last manifest) may help, by their hints (NodeDelete). How many moved."""
+    def make() -> list[Event]:
+        try:
+            return [NodeDeleted(node_from_manifest(manifest or {}))]
+        except Exception:  # noqa: BLE001 - unreadable: every plugin registering the event queues
+            return [UnknownObject(EVENT_NODE_DELETE)]
+
+    return move_after_events(queue, make, {EVENT_NODE_DELETE})
 
 
 def node_changes(old: NodeSpec | dict | None, new: NodeSpec) -> list[NodeChange]:
