@@ -14,7 +14,7 @@ from scheduler import loop
 from scheduler.cluster.services import cluster_apply, node_delete, pod_delete
 from scheduler.engine.labels import LabelSelector
 from scheduler.engine.pods import PodAffinity, PodAffinityTerm, PodSpec
-from scheduler.engine.queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q
+from scheduler.engine.queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q, MemoryQueue
 from scheduler.manifests.files import parse_documents
 from scheduler.models import Pod
 from scheduler.queue import hints, queues
@@ -430,3 +430,45 @@ def test_a_node_deletion_leaves_a_pod_rejected_for_cpu_waiting(queue):
     assert waiting(queue, "big")
     node_delete(name="n1")
     assert waiting(queue, "big")
+
+
+TAINT_MESSAGE = "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}."
+
+
+@pytest.mark.parametrize("backend", ["redis", "memory"])
+def test_an_own_update_while_in_flight_sends_the_failing_pod_to_backoff_when_a_rejecting_plugin_registers_it(queue, backend):
+    if backend == "memory":
+        queue = MemoryQueue(on_incoming=metrics.count_incoming)
+        queues.reset_queue(queue)
+        loop.reset_worker(loop.Worker(config=topology_config()))
+    apply(labelled("n0", "a", taints=GPU_TAINT))
+    apply(pod("p", {"app": "p"}))
+    apply(pod("q", {"app": "q"}))
+    drain()
+    assert waiting(queue, "p") and waiting(queue, "q")
+    queue.move_to_active_or_backoff(["default/p", "default/q"], "test")
+    popped = {i.key: i for i in queue.pop(2)}
+    assert set(popped) == {"default/p", "default/q"}
+    # While both are in flight: p gains the toleration, q only a label.
+    apply(pod("p", {"app": "p"}, tolerations=GPU_TOLERATION))
+    apply(pod("q", {"app": "q", "tier": "x"}))
+    assert queue.get("default/p").queue == queue.get("default/q").queue == "in_flight"
+    failures = [(key, info.cycle, TAINT_MESSAGE) for key, info in popped.items()]
+    assert hints.events_while_in_flight(queue, failures) == {"default/p"}
+    # Read once: a later attempt of the same pods is not sent to backoffQ by it.
+    assert hints.events_while_in_flight(queue, failures) == set()
+
+
+def test_an_own_update_noted_after_the_check_moves_the_pod_once_it_is_in_the_pool(queue):
+    apply(labelled("n0", "a", taints=GPU_TAINT))
+    apply(pod("p", {"app": "p"}))
+    drain()
+    queue.move_to_active_or_backoff(["default/p"], "test")
+    info = queue.pop(1)[0]
+    assert hints.events_while_in_flight(queue, [("default/p", info.cycle, TAINT_MESSAGE)]) == set()
+    apply(pod("p", {"app": "p"}, tolerations=GPU_TOLERATION))  # after the check, before the put-back
+    assert queue.add_unschedulable_if_not_present(info, unschedulable=True, message=TAINT_MESSAGE) == UNSCHEDULABLE_Q
+    before = moved_by("UnschedulablePodUpdatePodToleration")
+    assert hints.move_missed_while_in_flight(queue, [("default/p", info.cycle, TAINT_MESSAGE)]) == 1
+    assert not waiting(queue, "p")
+    assert moved_by("UnschedulablePodUpdatePodToleration") == before + 1

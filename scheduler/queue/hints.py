@@ -18,7 +18,9 @@ check, with the hint taken as Queue: each event's label is noted with the schedu
 with no known rejector) goes to backoffQ, not the pool (events_while_in_flight); an event noted between
 that check and the pod's arrival in the pool moves it after (move_missed_while_in_flight). The queue's own
 move-request cycle (set by any move that moved a pod) still sends every pod in flight then to backoffQ.
-Pods bound while one was in flight are checked with the hints themselves (bound_while_in_flight).
+Pods bound while one was in flight are checked with the hints themselves (bound_while_in_flight). A pod's
+own update while it is in flight is noted for that pod and attempt alone (addEventsIfPodInFlight), checked
+the same way when it comes back.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Callable
 from ..engine.nodes import NodeSpec
 from ..engine.pods import PodSpec
 from ..engine.queue import (EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE, EVENT_UNSCHEDULED_POD_UPDATE,
-                            UNSCHEDULABLE_Q)
+                            IN_FLIGHT, UNSCHEDULABLE_Q)
 from ..engine.queueing_hints import (AFFINITY_REASONS, EVENT_NODE_DELETE, NODE_UPDATE_EVENTS, NodeDeleted, SPREAD_REASONS, Event, NodeChange, PodChange,
                                      PodDelete, assigned, keys_to_move, needs_spec, node_added, node_update_events,
                                      UnknownObject, node_update_unknown_old, own_update_moves, pod_update_events,
@@ -141,25 +143,41 @@ def _scheduling_view(manifest: dict | None) -> dict:
     return {**{k: v for k, v in manifest.items() if k not in ("status", "metadata")}, "metadata": meta}
 
 
+def _own_update_events(key: str, old_manifest: dict | None, new_manifest: dict) -> list:
+    """The update's events (PodSchedulingPropertiesChange); None when a manifest cannot be read."""
+    try:
+        return pod_update_events(pod_from_manifest(old_manifest or {}), pod_from_manifest(new_manifest))
+    except Exception:  # noqa: BLE001 - unreadable: as a hint that cannot decide, Queue
+        log.warning("queueing hints: cannot read the update of pod %s", key, exc_info=True)
+        return None
+
+
 def move_after_own_updates(queue, updates: list[tuple[str, dict | None, dict]]) -> int:
     """Pending pods updated (key, old manifest, new manifest), told to the queue after their priority was (add):
     as PriorityQueue.Update with SchedulerQueueingHints, one waiting in the unschedulable pool moves to
     activeQ or backoffQ under the first of its update's events (PodSchedulingPropertiesChange) that a
     rejecting plugin's hint queues it for, and otherwise stays; each event asked before counts as the pod
     entering the pool again (scheduler_queue_incoming_pods_total, as requeuePodViaQueueingHint's QueueSkip).
-    One in activeQ or backoffQ is left there (its row holds the new spec the next attempt reads). One queue
-    read per pod whose spec changed; how many moved."""
+    One in flight has the update's labels noted for its attempt (addEventsIfPodInFlight): if that attempt
+    fails as unschedulable and a rejecting plugin registers one, it goes to backoffQ, not the pool. One in
+    activeQ or backoffQ is left there (its row holds the new spec the next attempt reads). One queue read per
+    pod whose spec changed; how many moved."""
     moved = 0
     for key, old_manifest, new_manifest in updates:
         if _scheduling_view(old_manifest) == _scheduling_view(new_manifest):
             continue
         info = queue.get(key)
+        if info is not None and info.queue == IN_FLIGHT:
+            changes = _own_update_events(key, old_manifest, new_manifest)
+            _note_own_update(queue, key, info.cycle, [c.event for c in changes] if changes else
+                             [EVENT_UNSCHEDULED_POD_UPDATE])
+            info = queue.get(key)  # back in the pool meanwhile (before the note): judged there
+            if info is not None and info.queue == UNSCHEDULABLE_Q:
+                _forget_own_updates(queue, [key])
         if info is None or info.queue != UNSCHEDULABLE_Q:
             continue
-        try:
-            changes = pod_update_events(pod_from_manifest(old_manifest or {}), pod_from_manifest(new_manifest))
-        except Exception:  # noqa: BLE001 - unreadable: as a hint that cannot decide, Queue
-            log.warning("queueing hints: cannot read the update of pod %s", key, exc_info=True)
+        changes = _own_update_events(key, old_manifest, new_manifest)
+        if changes is None:
             event, skipped = EVENT_UNSCHEDULED_POD_UPDATE, []
         else:
             event, skipped = own_update_moves(rejected_by(info.message), changes)
@@ -168,6 +186,73 @@ def move_after_own_updates(queue, updates: list[tuple[str, dict | None, dict]]) 
         if event is not None:
             moved += queue.move_to_active_or_backoff([key], event)
     return moved
+
+
+# A pod's own update while it was in flight: key -> "<cycle it was popped at>|<label>,<label>...", in Redis
+# beside the queue's keys (expiring: an attempt that never ends leaves none behind), in memory for the
+# in-memory queue.
+_OWN_UPDATE_TTL_SECONDS = 3600
+_LOCAL_OWN_UPDATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _own_update_key(queue, key: str) -> str:
+    return f"{queue.prefix}:hints:own:{key}"
+
+
+def _note_own_update(queue, key: str, cycle: int, labels: list[str]) -> None:
+    value = f"{int(cycle)}|{','.join(labels)}"
+    redis = getattr(queue, "redis", None)
+    if redis is None:
+        _LOCAL_OWN_UPDATES.setdefault(queue, {})[key] = value
+    else:
+        redis.set(_own_update_key(queue, key), value, ex=_OWN_UPDATE_TTL_SECONDS)
+
+
+def _own_updates_noted(queue, keys: list[str]) -> dict[str, tuple[int, list[str]]]:
+    """key -> (the cycle of the attempt it was in flight for, its update's labels), for those noted."""
+    if not keys:
+        return {}
+    redis = getattr(queue, "redis", None)
+    if redis is None:
+        local = _LOCAL_OWN_UPDATES.get(queue, {})
+        raw = [local.get(k) for k in keys]
+    else:
+        raw = redis.mget([_own_update_key(queue, k) for k in keys])
+    out = {}
+    for key, value in zip(keys, raw):
+        if value:
+            cycle, labels = (value.decode() if isinstance(value, bytes) else value).split("|", 1)
+            out[key] = (int(cycle), labels.split(","))
+    return out
+
+
+def _forget_own_updates(queue, keys: list[str]) -> None:
+    redis = getattr(queue, "redis", None)
+    if redis is None:
+        local = _LOCAL_OWN_UPDATES.get(queue, {})
+        for key in keys:
+            local.pop(key, None)
+    elif keys:
+        redis.delete(*[_own_update_key(queue, k) for k in keys])
+
+
+def _own_updates_missed(queue, entries: list[tuple[str, int, str]]) -> dict[str, str]:
+    """Of these pods back from an attempt (key, cycle, message): key -> the label of an own update noted while
+    that attempt was in flight that one of its rejecting plugins registers; the notes read are forgotten."""
+    notes = _own_updates_noted(queue, [key for key, _, _ in entries])
+    if not notes:
+        return {}
+    out = {}
+    for key, cycle, message in entries:
+        note = notes.get(key)
+        if note is None or note[0] < cycle:
+            continue  # none, or one for an earlier attempt
+        plugins = rejected_by(message)
+        label = next((label for label in note[1] if registers(plugins, label)), None)
+        if label is not None:
+            out[key] = label
+    _forget_own_updates(queue, list(notes))
+    return out
 
 
 # ---- node events and assigned pods deleted ----------------------------------------------------------
@@ -259,26 +344,28 @@ def _missed(cycles: dict[str, int], cycle: int, message: str) -> str | None:
 def events_while_in_flight(queue, failures: list[tuple[str, int, str]]) -> set[str]:
     """Of the pods failing as unschedulable (key, the cycle they were popped at, message), those in flight
     when an event was told to the queue that one of their rejecting plugins registers (or any event, with
-    no known rejector): they go to backoffQ, not the pool, as upstream's in-flight events check with the
-    hint taken as Queue. One Redis call per batch that has such failures."""
+    no known rejector), or whose own update noted for that attempt has a label one registers: they go to
+    backoffQ, not the pool, as upstream's in-flight events check with the hint taken as Queue. Two Redis
+    calls per batch that has such failures."""
     if not failures:
         return set()
     cycles = _event_cycles(queue)
-    if not cycles:
-        return set()
-    return {key for key, cycle, message in failures if _missed(cycles, cycle, message)}
+    out = {key for key, cycle, message in failures if _missed(cycles, cycle, message)} if cycles else set()
+    return out | set(_own_updates_missed(queue, failures))
 
 
 def move_missed_while_in_flight(queue, pooled: list[tuple[str, int, str]]) -> int:
     """After the failing pods went to the pool (key, cycle, message): an event told between the check above
-    and their arrival there, whose own move read the pool before they were in it, is found noted now; the
-    pods it concerns move as it would have moved them. One Redis call; how many moved."""
+    and their arrival there, whose own move read the pool before they were in it, is found noted now (a
+    pod's own update too); the pods it concerns move as it would have moved them. Two Redis calls; how many
+    moved."""
     if not pooled:
         return 0
     cycles = _event_cycles(queue)
     by_label: dict[str, list[str]] = {}
+    own = _own_updates_missed(queue, pooled)
     for key, cycle, message in pooled:
-        label = _missed(cycles, cycle, message)
+        label = own.get(key) or _missed(cycles, cycle, message)
         if label is not None:
             by_label.setdefault(label, []).append(key)
     return sum(queue.move_to_active_or_backoff(keys, label) for label, keys in by_label.items())
