@@ -74,3 +74,37 @@ def test_a_bound_pod_relabelled_to_match_moves_the_waiting_pod_as_assigned_pod_u
     store.apply_many([event]) if batched else store.apply(*event)
     assert queue.get("default/front").queue != UNSCHEDULABLE_Q
     assert moved_by("AssignedPodUpdate") == before + 1
+
+
+TAINT_MESSAGE = "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}."
+
+
+@pytest.mark.parametrize("batched", [True, False], ids=["batch", "per_pod"])
+def test_the_watch_showing_a_waiting_pods_own_update_moves_it_only_as_its_hints_say(setup, batched):
+    store, queue = setup
+    store.apply("ADDED", kpod("p", labels={"app": "p"}))
+    [info] = queue.pop(1)
+    assert queue.add_unschedulable_if_not_present(info, message=TAINT_MESSAGE) == UNSCHEDULABLE_Q
+
+    def modified(rv, labels, tolerations=None, condition=False):
+        obj = kpod("p", labels=labels)
+        obj["metadata"]["resourceVersion"] = str(rv)
+        if tolerations:
+            obj["spec"]["tolerations"] = tolerations
+        if condition:  # our own PodScheduled=False: a status change, not an update of the pod
+            obj["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                            "message": TAINT_MESSAGE}]
+        event = ("MODIFIED", obj)
+        store.apply_many([event]) if batched else store.apply(*event)
+
+    stayed = metrics.queue_incoming_pods.labels(UNSCHEDULABLE_Q, "UnschedulablePodUpdatePodLabel")._value.get()
+    modified(2, {"app": "p"}, condition=True)
+    assert queue.get("default/p").queue == UNSCHEDULABLE_Q
+    modified(3, {"app": "p", "tier": "web"}, condition=True)  # TaintToleration registers no label update
+    assert queue.get("default/p").queue == UNSCHEDULABLE_Q
+    assert metrics.queue_incoming_pods.labels(UNSCHEDULABLE_Q, "UnschedulablePodUpdatePodLabel")._value.get() == stayed + 1
+    before = moved_by("UnschedulablePodUpdatePodToleration")
+    modified(4, {"app": "p", "tier": "web"}, [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+             condition=True)
+    assert queue.get("default/p").queue in (ACTIVE_Q, BACKOFF_Q)
+    assert moved_by("UnschedulablePodUpdatePodToleration") == before + 1

@@ -53,6 +53,8 @@ FROM v WHERE scheduler_node.name = v.name
 # What the replay reads of a row's stored manifest (the rest is replaced by the event's): the labels
 # (AssignedPodUpdate), the scheduling gates and the nomination (mirror._copy: a nomination the API server's
 # copy drops is dropped) and what placed_pods._topology_view compares.
+# A pending pod's whole manifest but its status (_PENDING_VIEW): its own update's queueing hints compare it.
+_PENDING_VIEW = "CASE WHEN node_name = '' AND assumed_node = '' THEN manifest - 'status' END"
 _OLD_MANIFEST = """jsonb_build_object(
     'metadata', jsonb_build_object('labels', manifest->'metadata'->'labels',
                                    'deletionTimestamp', manifest->'metadata'->'deletionTimestamp'),
@@ -113,7 +115,7 @@ def _read_rows(keys: list[tuple[str, str]]) -> dict:
         # The stored manifests are not read whole: every changed row takes the event's manifest, and the replay
         # reads of the old one only what _OLD_MANIFEST keeps (decoding whole manifests was a sixth of the mirror).
         rows = Pod.objects.select_for_update().defer("manifest").extra(
-            select={"old_manifest": _OLD_MANIFEST},
+            select={"old_manifest": _OLD_MANIFEST, "pending_view": _PENDING_VIEW},
             where=["(namespace, name) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"],
             params=[namespaces, names]).order_by("pk")
     else:
@@ -125,6 +127,8 @@ def _read_rows(keys: list[tuple[str, str]]) -> dict:
             if hasattr(r, "old_manifest"):
                 r.manifest = json.loads(r.old_manifest) if isinstance(r.old_manifest, (str, bytes)) else r.old_manifest
                 del r.old_manifest
+                if isinstance(r.pending_view, (str, bytes)):
+                    r.pending_view = json.loads(r.pending_view)
             out[(r.namespace, r.name)] = r
     return out
 
@@ -165,6 +169,8 @@ def _upsert(w: _Writes, key, obj: dict, ours: set[str]) -> None:
         w.rows[key] = row
         return
     old_manifest = row.manifest
+    # Its manifest as stored but the status (the row read holds only part of it), or as an earlier event left it.
+    old_view = row.__dict__.pop("pending_view", None) or old_manifest
     was_pending = not row.node_name and not row.assumed_node
     old_labels = ((old_manifest or {}).get("metadata") or {}).get("labels") or {}
     if row.node_name and spec.node_name == row.node_name and old_labels != spec.labels:
@@ -196,7 +202,7 @@ def _upsert(w: _Writes, key, obj: dict, ours: set[str]) -> None:
     elif was_pending and spec.scheduler_name in ours and not spec.deleting:
         row.queued_at = row.queued_at or w.now
         w.queue_ops.append((key, "add", (row.key, spec.priority)))
-        w.own_updates.append((row.key, old_manifest, row.manifest))
+        w.own_updates.append((row.key, old_view, row.manifest))
     elif was_pending:
         w.queue_ops.append((key, "done", (row.key,)))  # no longer ours, or being deleted
     node = row.node_name or row.assumed_node
