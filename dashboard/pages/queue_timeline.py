@@ -26,6 +26,10 @@ QUEUE_LABELS = {
 EVENT_TITLES = {
     "UnschedulablePodAdd": "the pod was added",
     "UnschedulablePodUpdate": "the pod changed",
+    "UnschedulablePodUpdatePodLabel": "the pod's labels changed",
+    "UnschedulablePodUpdatePodScaleDown": "the pod's requests were scaled down",
+    "UnschedulablePodUpdatePodToleration": "the pod got a new toleration",
+    "NodeDelete": "a node was deleted",
     "ScheduleAttemptFailure": "its scheduling attempt failed",
     "BackoffComplete": "its backoff ended",
     "PopFromBackoffQ": "popped from backoffQ while activeQ was empty (SchedulerPopFromBackoffQ)",
