@@ -35,10 +35,10 @@ from ..engine.nodes import NodeSpec
 from ..engine.pods import PodSpec
 from ..engine.queue import (EVENT_ASSIGNED_POD_DELETE, EVENT_NODE_ADD, EVENT_NODE_UPDATE, EVENT_UNSCHEDULED_POD_UPDATE,
                             IN_FLIGHT, UNSCHEDULABLE_Q)
-from ..engine.queueing_hints import (AFFINITY_REASONS, EVENT_NODE_DELETE, NODE_UPDATE_EVENTS, NodeDeleted, SPREAD_REASONS, Event, NodeChange, PodChange,
-                                     PodDelete, assigned, keys_to_move, needs_spec, node_added, node_update_events,
-                                     UnknownObject, node_update_unknown_old, own_update_moves, pod_update_events,
-                                     registers, rejected_by)
+from ..engine.queueing_hints import (AFFINITY_REASONS, EVENT_NODE_DELETE, NODE_UPDATE_EVENTS, SPREAD_REASONS, Event,
+                                     NodeChange, NodeDeleted, PodChange, PodDelete, UnknownObject, assigned,
+                                     keys_to_move, needs_spec, node_added, node_update_events, node_update_unknown_old,
+                                     own_update_moves, pod_update_events, registers, rejected_by)
 from ..manifests.objects import node_from_manifest, pod_from_manifest
 from ..models import Binding, DeletedPod, Node, Pod
 
