@@ -319,3 +319,32 @@ def test_preemption_reads_a_bound_pods_start_as_its_binding_even_on_a_node_nothi
     first = Attempt.objects.filter(pod_name="vip").order_by("number").first()
     assert first.trace["preemption"]["victims"] == ["default/new"]
     assert Pod.objects.get(name="vip").node_name == "node-b" and Pod.objects.filter(name="old").exists()
+
+
+def test_a_preemptor_whose_victims_go_while_its_batch_reads_the_snapshot_is_held_not_attempted_on_the_stale_one(
+        clock, lost_preempt_tasks, monkeypatch):
+    """The hold is asked before the snapshot is read, as upstream's PreEnqueue runs before the cycle that takes its
+    snapshot. Asked after it, victims evicted by another worker's task in between were gone for the hold and still
+    there for the snapshot, and the preemptor, eligible again on that stale view, preempted a second time (seen in
+    PreemptionAsync end to end: more preemptions than preemptors)."""
+    from scheduler.state.snapshot import Snapshot
+
+    apply(priority_class("high", 1000), node("node-a", cpu="1"), pod("low", nodeName="node-a"))
+    apply(pod("vip", priorityClassName="high"))
+    drain(clock)
+    assert len(lost_preempt_tasks) == 1  # vip preempted low; its task has not run
+    refresh, ran = Snapshot.refresh, []
+
+    def refresh_then_the_task_runs_elsewhere(self, *args, **kwargs):
+        cache = refresh(self, *args, **kwargs)
+        while lost_preempt_tasks:  # another worker's preempt task, just after this batch read its snapshot
+            ran.append(loop.run_preempt(lost_preempt_tasks.pop()))
+        return cache
+
+    monkeypatch.setattr(Snapshot, "refresh", refresh_then_the_task_runs_elsewhere)
+    clock.advance(600)  # the unschedulable pool's flush: vip is popped while its task has not run
+    drain(clock)
+    assert Pod.objects.get(name="vip").node_name == "node-a"
+    assert ran == [{"victims": 1}]  # one preemption: no second one on the stale snapshot
+    assert Attempt.objects.filter(pod_name="vip", result="unschedulable").count() == 1
+    assert Event.objects.filter(reason="Preempted").count() == 1

@@ -227,6 +227,11 @@ class Worker:
         popped_at = self.queue.clock()
         now = timezone.now()
         rows = _pods_by_key([i.key for i in infos])
+        # DefaultPreemption's PreEnqueue, before the snapshot (upstream's runs before the cycle takes one): a
+        # preemption found over here has its victims' deletion in the snapshot read next. Asked after it, victims
+        # another worker's task evicted in between were gone for the hold and there for the snapshot, and the
+        # preemptor, eligible again on that stale view, preempted a second time.
+        held = preemptions_under_way({p.uid: p.nominated_node for p in rows.values() if p.nominated_node})
         # Each attempt records what its snapshot could see (the replay applies the same changes before it).
         cache = self.snapshot.refresh()
         self._snapshot_at, self._snapshot_deleted = self.snapshot.read_at, self.snapshot.deleted_mark
@@ -239,7 +244,6 @@ class Worker:
         batch_rows: dict[str, Pod] = {}
         batch_infos: dict[str, QueuedPodInfo] = {}
         timings = metrics.BatchTimings()  # metrics: plugin calls timed, observed once per batch below
-        held = preemptions_under_way({p.uid: p.nominated_node for p in rows.values() if p.nominated_node})
         for info in infos:
             pod = rows.get(info.key)
             if pod is None or pod.node_name or pod.assumed_node or pod.scheduler_name not in self.profiles:
