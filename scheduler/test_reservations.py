@@ -359,3 +359,47 @@ def test_usage_deltas_of_two_gibibytes_and_more_are_not_wrapped_to_32_bits(host_
     assert Node.objects.get(name="big-node").req_memory == 31 * 1024**3
     assert release_assumed(pod_id=row.pk, node_name="big-node", usage=row_usage(row))
     assert Node.objects.get(name="big-node").req_memory == three_gi
+
+
+# ---- a nominated room is kept at the reservation too ------------------------------------------------------
+
+def priority_class(name, value):
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+@pytest.mark.parametrize("placed, fits", [
+    (["low-200m"], True),  # 800m nominated + 200m: the node's 1 CPU exactly (as the nominator's filter pass)
+    (["low-300m"], False),  # a worker whose snapshot lacked the nomination placed it in the room: refused
+    (["low-100m", "low-200m"], False),  # two pods of one batch together, against their sum
+    (["top-300m"], True),  # a pod of higher priority than the nominated one does not yield to it
+    # With it, as upstream placing them one at a time (low-200m, then top-300m, which counts no nomination).
+    (["low-200m", "top-300m"], True),
+])
+def test_a_reservation_counts_the_pods_nominated_to_the_node_with_a_priority_at_least_the_placed_pods(placed, fits):
+    from scheduler.state.nominations import nominations_write
+
+    apply(priority_class("mid", 100), priority_class("top", 1000), node("node-a", cpu="1"),
+          pod("vip", cpu="800m", priorityClassName="mid"),
+          pod("low-100m", cpu="100m"), pod("low-200m", cpu="200m"), pod("low-300m", cpu="300m"),
+          pod("top-300m", cpu="300m", priorityClassName="top"))
+    nominations_write([(Pod.objects.get(name="vip").pk, "node-a")])
+    rows = [Pod.objects.get(name=name) for name in placed]
+
+    result = reserve_many([(r.pk, row_usage(r), "node-a", None, r.updated_at) for r in rows])
+
+    assert result.conflicts == (set() if fits else {r.pk for r in rows})
+    assert Node.objects.get(name="node-a").req_cpu == (sum(r.req_cpu for r in rows) if fits else 0)
+    assert {p.name for p in Pod.objects.exclude(assumed_node="")} == (set(placed) if fits else set())
+
+
+def test_the_nominated_pod_itself_is_reserved_on_its_room():
+    from scheduler.state.nominations import nominations_write
+
+    apply(priority_class("mid", 100), node("node-a", cpu="1"), pod("vip", cpu="800m", priorityClassName="mid"))
+    vip = Pod.objects.get(name="vip")
+    nominations_write([(vip.pk, "node-a")])
+    vip.refresh_from_db()
+
+    result = reserve_many([(vip.pk, row_usage(vip), "node-a", None, vip.updated_at)])
+
+    assert not result.conflicts and Node.objects.get(name="node-a").req_cpu == 800
