@@ -41,12 +41,19 @@ class Node(models.Model):
     used_ports = models.JSONField(default=list, blank=True, help_text="[[protocol, port, ip], ...]")
     spec_version = models.BigIntegerField(default=1, help_text="bumped when the manifest changes")
     generation = models.BigIntegerField(default=0, help_text="bumped when the usage changes")
+    # Set by a Postgres trigger on every insert and update to the writing transaction's id (txid_current()):
+    # a worker re-reads only the rows written by transactions its last snapshot did not see finished
+    # (state/snapshot.py). Indexed: at 50,000 nodes a refresh with nothing written took 16.7 ms scanning for them,
+    # 3.3 ms with the index (each reservation's update then also writes the indexes: no HOT update).
+    touched = models.BigIntegerField(default=0, editable=False,
+                                     help_text="the id of the transaction that last wrote this row (Postgres)")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["name"]
-        indexes = [models.Index(fields=["spec_version"], name="node_spec_version")]
+        indexes = [models.Index(fields=["spec_version"], name="node_spec_version"),
+                   models.Index(fields=["touched"], name="node_touched")]
 
     def __str__(self) -> str:
         return self.name

@@ -211,6 +211,40 @@ class NodeTable:
         for row, row_ports in ports.items():
             self.set_row_ports(row, row_ports)
 
+    def load_usage_rows(self, rows: np.ndarray, standard: dict[str, np.ndarray], nonzero_cpu: np.ndarray,
+                        nonzero_memory: np.ndarray, scalars: dict[int, dict[str, int]],
+                        ports: dict[int, list[HostPort]]) -> None:
+        """Replace the usage of these rows only (the shared state's, read again); every other row stands.
+        `standard` and the nonzero columns are aligned with `rows`; `scalars` and `ports` are keyed by row
+        and hold only the rows that have any."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not len(rows):
+            return
+        self._min_free.clear()
+        for r, col in self.requested.items():
+            if r in standard:
+                col[rows] = standard[r]
+            else:  # an extended resource: these rows' values from their JSON, 0 where a row has none of it
+                col[rows] = np.fromiter((scalars.get(int(row), {}).get(r, 0) for row in rows), dtype=np.int64,
+                                        count=len(rows))
+        for row, values in scalars.items():
+            for r, v in values.items():
+                if r not in self.requested:
+                    self.requested[r] = np.zeros(self.n, dtype=np.int64)
+                    self.allocatable.setdefault(r, np.zeros(self.n, dtype=np.int64))
+                    self.requested[r][row] = v
+        self.nonzero_requested[CPU][rows] = nonzero_cpu
+        self.nonzero_requested[MEMORY][rows] = nonzero_memory
+        with_ports = {row for by_row in self.ports.values() for row in by_row}
+        if len(rows) > self.n // 4:
+            self._all_usage_changed()
+        else:
+            for row in rows.tolist():
+                self._row_changed(row)
+        for row in rows.tolist():
+            if row in with_ports or row in ports:
+                self.set_row_ports(row, ports.get(row, []))
+
     def _note_reload(self, standard, nonzero_cpu, nonzero_memory, scalars, ports) -> None:
         plain = (not scalars and not ports and not self.ports and set(self.requested) <= set(STANDARD_RESOURCES)
                  and set(standard) <= set(STANDARD_RESOURCES) and self.n and len(self.changed_rows) < MAX_CHANGED_ROWS // 2)

@@ -98,12 +98,15 @@ class PlacedPods:
         self.by_node: dict[str, dict[int, tuple[object, PodSpec]]] = {}
         self.indexed: dict[str, tuple[int, str]] = {}  # pod key -> (pod id, node) indexed under it
 
-    def sync(self, table: NodeTable, generations: dict[str, int]) -> int:
-        """Bring table.pods up to date with these node generations; the number of nodes read again."""
+    def sync(self, table: NodeTable, generations: dict[str, int], candidates=None) -> int:
+        """Bring table.pods up to date with these node generations; the number of nodes read again.
+        `candidates`: the only nodes whose generation may have moved (the rest are not compared)."""
         if table is not self.table:
             self._load_all(table, generations)
             return table.n
-        changed = [name for name, gen in generations.items() if self.generations.get(name) != gen]
+        known = self.generations
+        changed = [name for name, gen in generations.items() if known.get(name) != gen] if candidates is None else \
+            [name for name in candidates if known.get(name) != generations[name]]
         if not changed:
             return 0
         if len(changed) > BULK_SHARE * max(1, table.n):
