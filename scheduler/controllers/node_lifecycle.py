@@ -168,13 +168,18 @@ def _retaint(manifest: dict, now: datetime) -> None:
         spec.pop("taints", None)
 
 
+NAMES_PER_QUERY = 10_000
+
+
 def _register(names: set[str], now: datetime) -> None:
     """A whole pass: RegisteredNode for the nodes it sees first, RemovingNode for those it knew and are gone.
     Reads only the names, and the uid of a node seen first: a pass over 50,000 known nodes decodes nothing."""
     known = memory.recall(_KNOWN)
     added = sorted(names - set(known))
     removed = sorted(set(known) - names)
-    uids = dict(Node.objects.filter(name__in=added).values_list("name", "manifest__metadata__uid")) if added else {}
+    uids = {}
+    for i in range(0, len(added), NAMES_PER_QUERY):  # a first pass over 100,000 nodes: within 65,535 parameters
+        uids.update(Node.objects.filter(name__in=added[i:i + NAMES_PER_QUERY]).values_list("name", "manifest__metadata__uid"))
     events = [node_event(name, str(uids.get(name) or ""), "RegisteredNode",
                          f"Node {name} event: Registered Node {name} in Controller", CONTROLLER) for name in added]
     events += [node_event(name, "", "RemovingNode", f"Node {name} event: Removing Node {name} from Controller",

@@ -71,6 +71,7 @@ def _read_nodes() -> tuple[list[str], dict[str, np.ndarray], int, int | None]:
 # The oldest transaction id still running when this statement's snapshot was taken: every transaction below it
 # has ended, so a row it wrote was visible to this read (or never will be). The next read need only look at
 # the rows whose `touched` (the writer's id, set by a trigger: migration 0019) is at or above it.
+_NAMES_PER_QUERY = 10_000  # names per `IN (...)`: Postgres takes at most 65,535 parameters in one statement
 _XMIN = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 _CHANGED_COLUMNS = ("spec_version", "req_cpu", "req_memory", "req_ephemeral", "req_pods", "nonzero_cpu",
                     "nonzero_memory", "generation")
@@ -224,8 +225,11 @@ class Snapshot:
     def _rebuild(self, names_versions: list[tuple[str, int]]) -> None:
         wanted = {name: version for name, version in names_versions}
         stale = [name for name, version in wanted.items() if self._specs.get(name, (None,))[0] != version]
-        if stale:
-            for name, version, manifest in Node.objects.filter(name__in=stale).values_list("name", "spec_version", "manifest"):
+        # Every node stale (the first build): read them all, not by a list of names (at most 65,535 parameters).
+        queries = [Node.objects.all()] if stale and len(stale) == len(wanted) else [
+            Node.objects.filter(name__in=stale[i:i + _NAMES_PER_QUERY]) for i in range(0, len(stale), _NAMES_PER_QUERY)]
+        for query in queries:
+            for name, version, manifest in query.values_list("name", "spec_version", "manifest"):
                 self._specs[name] = (version, node_from_manifest(manifest))
         for name in list(self._specs):
             if name not in wanted:
