@@ -263,9 +263,10 @@ def basic_loader(nodes: int, placed: int, pods: int, seed: int):
 
 
 def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, timeout: float = 900.0,
-            progress=None, viewers: int = 0, loader=None) -> dict:
+            progress=None, viewers: int = 0, loader=None, counters=None) -> dict:
     """`pods` pods through real workers; `loader` (in the bench database) loads the cluster and says which
-    pods are measured, which warm up and where they live (default: SchedulingBasic's, basic_loader)."""
+    pods are measured, which warm up and where they live (default: SchedulingBasic's, basic_loader). `counters`
+    (bench/counters.py) also reports the run's reservation conflicts and Postgres/Redis costs per pod."""
     from django.core.management import call_command
 
     from .. import loop
@@ -291,7 +292,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             namespaces = loaded.namespaces
             queue = RedisQueue(r, prefix=prefix)
             env = worker_env(database_url=url, redis_url=settings.REDIS_URL, queue_prefix=prefix,
-                             SCHEDBOARD_LIVE_PREFIX=f"{prefix}:live")
+                             SCHEDBOARD_LIVE_PREFIX=f"{prefix}:live", **(counters.env() if counters else {}))
             if viewers:  # --dashboard: a daphne server and N websocket clients on the overview, all the run long
                 from .viewers import Viewers
 
@@ -331,6 +332,8 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             say(f"warm; queueing {pods} pods")
             first_binding = Binding.objects.order_by("-id").values_list("id", flat=True).first() or 0
             cpu_before = _cpu_seconds(wp, name)
+            if counters:
+                counters.start(name)
             started_wall = timezone.now()
             t0 = time.perf_counter()
             churner = Churner(loaded.churn, queue) if loaded.churn else None
@@ -363,6 +366,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             if watch:
                 watch.wait_seen(pods)
             rss = wp.peak_rss_mb()
+            counted = counters.stop(wp, name, pods) if counters else {}  # stops the workers
             rows = list(Attempt.objects.filter(namespace__in=namespaces, started_at__gte=started_wall)
                         .values_list("result", "attempt_ms", "algorithm_ms", "e2e_ms", "binding_ms"))
             scheduled = [row for row in rows if row[0] == "scheduled"]
@@ -385,6 +389,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 **_cpu_report(cpu_before, cpu_after, pods),
                 "overcommitted_nodes": len(list(over)),
                 **churn,
+                **counted,
                 **_switch_report(switched, namespaces),
                 **(watch.report() if watch else {}),
             }

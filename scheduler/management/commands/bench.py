@@ -6,7 +6,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scheduler.bench import e2e, growth, kube, kube_scheduler, loop_cpu, workloads
+from scheduler.bench import e2e, growth, kube, kube_scheduler, loop_cpu, scaling, workloads
 from scheduler.engine import perf
 
 
@@ -18,7 +18,10 @@ class Command(BaseCommand):
         parser.add_argument("--nodes", type=int, default=None, help="5000 (100 with --backend kubernetes)")
         parser.add_argument("--pods", type=int, default=None, help="10000 (1000 with --backend kubernetes)")
         parser.add_argument("--placed", type=int, default=None, help="pods already bound before the run (1000)")
-        parser.add_argument("--workers", type=int, default=2, help="Celery worker processes for the e2e run")
+        parser.add_argument("--workers", default="2",
+                            help="Celery worker processes for the e2e run; a comma list (1,2,4) runs SchedulingBasic end "
+                                 "to end once per count (no engine runs) with the reservation conflict rate and the "
+                                 "per-pod Postgres/Redis costs (scheduler/bench/scaling.py)")
         parser.add_argument("--reference-sample", type=int, default=100, help="pods timed through the reference")
         parser.add_argument("--skip-e2e", action="store_true", help="engine and reference only (no Postgres/Redis)")
         parser.add_argument("--engine-runs", type=int, default=3,
@@ -62,6 +65,13 @@ class Command(BaseCommand):
                                  "50/100 (`scripts/kube-apiserver.sh build kube-scheduler` first); prints both and the ratio")
 
     def handle(self, *args, nodes, pods, placed, workers, reference_sample, skip_e2e, seed, **options):
+        try:
+            counts = scaling.parse_workers(workers)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if scaling.is_series(workers) and (any(options[k] for k in ("workload", "loop_cpu", "growth", "dashboard"))
+                                           or options["backend"] != "simulated"):
+            raise CommandError("--workers: a list of counts runs SchedulingBasic on the simulated backend only")
         as_json = options["json"]
         from celery import current_app as app  # the project's app (config/celery.py), as current
 
@@ -69,6 +79,13 @@ class Command(BaseCommand):
 
         def say(msg):
             print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+        if scaling.is_series(workers):
+            result = scaling.run_series(counts=counts, nodes=nodes or 5000, placed=1000 if placed is None else placed,
+                                        pods=pods or 10000, seed=seed, progress=say)
+            self.stdout.write(_json_dumps(result) if as_json else scaling.table(result))
+            return
+        workers = counts[0]
 
         if options["workload"]:
             return self.workload(options, nodes=nodes, pods=pods, placed=placed, workers=workers, seed=seed,
