@@ -88,6 +88,8 @@ class ArrivalFeed:
 
     def report(self, namespaces) -> dict:
         """The feed's figures and where each fed pod's SLI went (run in the bench database, all bound)."""
+        from django.db.models import Count
+
         from ..models import RESULT_SCHEDULED, Attempt, Binding
 
         start = self.started_wall
@@ -102,6 +104,9 @@ class ArrivalFeed:
         # the batch's cycles, its writes, the hand-off to the bind task and the binding batch.
         after = [(r[5] - r[4]).total_seconds() * 1000.0 for r in rows if r[4] is not None and r[5] is not None]
         lags = [x * 1000.0 for x in self.lags]
+        # A scheduling batch's attempts share its worker and start instant: how many pods each pop took.
+        batches = list(Attempt.objects.filter(namespace__in=namespaces, started_at__gte=start)
+                       .values("worker", "started_at").annotate(n=Count("id")).values_list("n", flat=True))
         return {
             "offered_pods_per_s": self.rate,
             "duration_s": self.duration,
@@ -123,6 +128,9 @@ class ArrivalFeed:
             "queue_wait_p99_ms": _pct(_ms(r[1] for r in rows), 99),
             "attempt_end_to_bound_p50_ms": _pct(after, 50),
             "attempt_end_to_bound_p99_ms": _pct(after, 99),
+            "scheduling_batches": len(batches),
+            "batch_pods_p50": _pct(batches, 50),
+            "batch_pods_p99": _pct(batches, 99),
         }
 
 

@@ -36,6 +36,7 @@ def test_bench_arrival_binds_every_fed_pod_and_reports_the_sli():
     assert figures["binding_p50_ms"] is not None and figures["worker_peak_rss_mb"] > 0
     assert figures["feed_ticks"] > 0 and figures["feed_pods_per_s"] > 0 and figures["achieved_pods_per_s"] > 0
     assert figures["cpu_ms_per_pod_workers"] > 0
+    assert 1 <= figures["scheduling_batches"] <= 80 and 1 <= figures["batch_pods_p50"] <= figures["batch_pods_p99"]
     assert "frame_p99_ms" not in figures and "profile_switch_ms" not in figures
 
 
