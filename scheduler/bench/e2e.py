@@ -263,10 +263,12 @@ def basic_loader(nodes: int, placed: int, pods: int, seed: int):
 
 
 def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, timeout: float = 900.0,
-            progress=None, viewers: int = 0, loader=None, counters=None) -> dict:
+            progress=None, viewers: int = 0, loader=None, counters=None, feed=None) -> dict:
     """`pods` pods through real workers; `loader` (in the bench database) loads the cluster and says which
     pods are measured, which warm up and where they live (default: SchedulingBasic's, basic_loader). `counters`
-    (bench/counters.py) also reports the run's reservation conflicts and Postgres/Redis costs per pod."""
+    (bench/counters.py) also reports the run's reservation conflicts and Postgres/Redis costs per pod.
+    `feed` (arrival.ArrivalFeed) queues the measured pods on its own schedule instead of all at once (no
+    live switch-over then); its report is under "feed"."""
     from django.core.management import call_command
 
     from .. import loop
@@ -339,26 +341,31 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
             churner = Churner(loaded.churn, queue) if loaded.churn else None
             if churner:
                 churner.start()  # as scheduler_perf's churn op: its ticker runs from the measured op's start
-            # Handed to the default profile and queued 500 at a time, the first chunk kicking the workers: a
-            # pod pending in Postgres and not yet queued is one the reconciler (each second) adds itself, one
-            # call each, in a worker's time (all 10,000 at once, then queued one by one, cost the workers
-            # seconds of re-adding). Each chunk's adds go through one pipeline.
-            for i in range(0, len(measured), QUEUE_CHUNK):
-                chunk = measured[i:i + QUEUE_CHUNK]
-                Pod.objects.filter(namespace__in=namespaces, name__in=[k.split("/", 1)[1] for k in chunk]).update(
-                    queued_at=started_wall, scheduler_name="default-scheduler")
-                piped = RedisQueue(r.pipeline(transaction=False), prefix=prefix)
-                for key in chunk:
-                    piped.add(key, 0)
-                piped.redis.execute()
-                if i == 0:
-                    kick(r, workers)
+            if feed is None:
+                # Handed to the default profile and queued 500 at a time, the first chunk kicking the workers: a
+                # pod pending in Postgres and not yet queued is one the reconciler (each second) adds itself, one
+                # call each, in a worker's time (all 10,000 at once, then queued one by one, cost the workers
+                # seconds of re-adding). Each chunk's adds go through one pipeline.
+                for i in range(0, len(measured), QUEUE_CHUNK):
+                    chunk = measured[i:i + QUEUE_CHUNK]
+                    Pod.objects.filter(namespace__in=namespaces, name__in=[k.split("/", 1)[1] for k in chunk]).update(
+                        queued_at=started_wall, scheduler_name="default-scheduler")
+                    piped = RedisQueue(r.pipeline(transaction=False), prefix=prefix)
+                    for key in chunk:
+                        piped.add(key, 0)
+                    piped.redis.execute()
+                    if i == 0:
+                        kick(r, workers)
+            else:
+                feed.run(measured=measured, namespaces=namespaces, redis=r, prefix=prefix)
             queued_seconds = time.perf_counter() - t0
             target = len(warmup) + pods
-            # Halfway, save the active configuration again as a new version (issue 4's live switch):
-            # how long until the workers' first attempt on it, with the pods still flowing.
-            wait(all_done(len(warmup) + pods // 2, first_binding), timeout, wp, "half the pods bound")
-            switched = _switch_profile_version()
+            switched = None
+            if feed is None:
+                # Halfway, save the active configuration again as a new version (issue 4's live switch):
+                # how long until the workers' first attempt on it, with the pods still flowing.
+                wait(all_done(len(warmup) + pods // 2, first_binding), timeout, wp, "half the pods bound")
+                switched = _switch_profile_version()
             wait(all_done(target, first_binding), timeout, wp, "all pods bound")
             elapsed = time.perf_counter() - t0
             cpu_after = _cpu_seconds(wp, name)
@@ -390,7 +397,7 @@ def run_e2e(*, nodes: int, placed: int, pods: int, workers: int, seed: int = 0, 
                 "overcommitted_nodes": len(list(over)),
                 **churn,
                 **counted,
-                **_switch_report(switched, namespaces),
+                **(_switch_report(switched, namespaces) if feed is None else {"feed": feed.report(namespaces)}),
                 **(watch.report() if watch else {}),
             }
     finally:

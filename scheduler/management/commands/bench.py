@@ -6,7 +6,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scheduler.bench import e2e, growth, kube, kube_scheduler, loop_cpu, scaling, workloads
+from scheduler.bench import arrival, e2e, growth, kube, kube_scheduler, loop_cpu, scaling, workloads
 from scheduler.engine import perf
 
 
@@ -63,13 +63,19 @@ class Command(BaseCommand):
                             help="--backend kubernetes: also run the real kube-scheduler v1.20.2 on the same shape, each "
                                  "time against a fresh API server, with the same client qps/burst and with its default "
                                  "50/100 (`scripts/kube-apiserver.sh build kube-scheduler` first); prints both and the ratio")
+        parser.add_argument("--arrival-rate", type=float, default=None,
+                            help="instead: feed SchedulingBasic pods at this many pods/s for --duration seconds end to end "
+                                 "and report the SLI (queued -> bound) p50/p99/max (scheduler/bench/arrival.py); with "
+                                 "--dashboard, --viewers overview clients the same run long (bind -> frame latency)")
+        parser.add_argument("--duration", type=float, default=None,
+                            help=f"--arrival-rate: seconds of feed ({arrival.DEFAULT_DURATION:g})")
 
     def handle(self, *args, nodes, pods, placed, workers, reference_sample, skip_e2e, seed, **options):
         try:
             counts = scaling.parse_workers(workers)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        if scaling.is_series(workers) and (any(options[k] for k in ("workload", "loop_cpu", "growth", "dashboard"))
+        if scaling.is_series(workers) and (any(options[k] for k in ("workload", "loop_cpu", "growth", "dashboard", "arrival_rate"))
                                            or options["backend"] != "simulated"):
             raise CommandError("--workers: a list of counts runs SchedulingBasic on the simulated backend only")
         as_json = options["json"]
@@ -100,6 +106,9 @@ class Command(BaseCommand):
                                              failing=options["failing"], workers=workers, seed=seed, progress=say)
             self.stdout.write(json.dumps(result, indent=None if as_json else 2))
             return
+        if options["arrival_rate"] is not None or options["duration"] is not None:
+            return self.arrival(options, nodes=nodes or 5000, placed=placed, workers=workers, seed=seed, say=say,
+                                as_json=as_json)
         if options["backend"] == "kubernetes":
             return self.kubernetes(nodes=nodes or 100, pods=pods or 1000, workers=workers, seed=seed, say=say,
                                    as_json=as_json, backlog=options["backlog"],
@@ -152,6 +161,25 @@ class Command(BaseCommand):
             for key, value in result.items():
                 self.stdout.write(f"{key:>24}: {value}")
 
+
+    def arrival(self, options, *, nodes, placed, workers, seed, say, as_json):
+        """A steady feed end to end (bench/arrival.py); --pods is the feed's rate x duration."""
+        rate, duration = options["arrival_rate"], options["duration"]
+        if rate is None or not 0 < rate < float("inf"):
+            raise CommandError("--arrival-rate must be a number of pods per second above 0")
+        duration = arrival.DEFAULT_DURATION if duration is None else duration
+        if not 0 < duration < float("inf"):
+            raise CommandError("--duration must be a number of seconds above 0")
+        viewers = options["viewers"] if options["dashboard"] else 0
+        say(f"arrival: {rate:g} pods/s for {duration:g} s on {nodes} nodes, {workers} worker processes"
+            + (f", {viewers} viewers" if viewers else ""))
+        result = arrival.run_arrival(rate=rate, duration=duration, nodes=nodes, placed=placed, workers=workers,
+                                     seed=seed, viewers=viewers, progress=say)
+        if as_json:
+            self.stdout.write(_json_dumps(result))
+        else:
+            for key, value in result.items():
+                self.stdout.write(f"{key:>28}: {value}")
 
     def workload(self, options, *, nodes, pods, placed, workers, seed, skip_e2e, say, as_json):
         """One of scheduler_perf's workloads: the engine on its case, then end to end."""
