@@ -6,7 +6,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scheduler.bench import arrival, e2e, growth, kube, kube_scheduler, loop_cpu, scaling, workloads
+from scheduler.bench import arrival, e2e, growth, kube, kube_scheduler, loop_cpu, nodes_page, scaling, workloads
 from scheduler.engine import perf
 
 
@@ -40,6 +40,10 @@ class Command(BaseCommand):
                             help="instead: the scheduling and binding batches in this process, CPU per pod (this "
                                  "thread's and its database backend's: comparable on a loaded machine) "
                                  "(scheduler/bench/loop_cpu.py)")
+        parser.add_argument("--nodes-page", action="store_true",
+                            help="instead: the dashboard's /nodes/ in headless Chromium on --nodes nodes (default "
+                                 "50000): first row, every row, frames and bytes, 1%% of usage changed "
+                                 "(scheduler/bench/nodes_page.py)")
         parser.add_argument("--workload", choices=tuple(workloads.WORKLOADS), default=None,
                             help="one of scheduler_perf's workloads (its init pods, then its measured pods), with "
                                  "upstream's threshold beside the figures; --nodes/--placed/--pods override its case")
@@ -99,6 +103,13 @@ class Command(BaseCommand):
         placed = 1000 if placed is None else placed
         if options["loop_cpu"]:
             result = loop_cpu.run_loop_cpu(nodes=nodes or 5000, placed=placed, pods=pods or 10000, seed=seed, progress=say)
+            self.stdout.write(json.dumps(result, indent=None if as_json else 2))
+            return
+        if options["nodes_page"]:
+            try:
+                result = nodes_page.run_nodes_page(nodes=nodes or 50000, progress=say)
+            except RuntimeError as exc:
+                raise CommandError(str(exc)) from None
             self.stdout.write(json.dumps(result, indent=None if as_json else 2))
             return
         if options["growth"]:
