@@ -17,9 +17,9 @@ Kept exact by the table's change list (NodeTable.changed_rows): a node whose pod
 forget, a row reloaded) is stale in every batch, and before a pod's cut reads a stale node (examines it,
 or stops short of it while it is among the only feasible nodes left past the cut: were they all rejected
 now, the cut would not stop), the batch asks the plugins whose verdict or score reads usage
-(`usage_dependent`) again for those nodes only (`filter_rows`, `score` on those rows). A reload of all usage (a worker's snapshot) starts every batch
-again. What a batch keeps is never changed in place once a decision holds it (copy on write), so a
-decision's scores stay as they were when it was made.
+(`usage_dependent`) again for those nodes only (`filter_rows`, `score` on those rows). A reload of all
+usage (a worker's snapshot) starts every batch again. What a batch keeps is never changed in place once a
+decision holds it (copy on write), so a decision's scores stay as they were when it was made.
 """
 
 from __future__ import annotations
