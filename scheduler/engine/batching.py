@@ -14,11 +14,12 @@ from the rotating start index, NormalizeScore over the nodes scored for this pod
 random pick among the top scores, with the same random numbers drawn.
 
 Kept exact by the table's change list (NodeTable.changed_rows): a node whose pods changed (an assume, a
-forget, a row reloaded) is stale in every batch, and before a pod's cut reaches a stale node, the batch
-asks the plugins whose verdict or score reads usage (`usage_dependent`) again for those nodes only
-(`filter_rows`, `score` on those rows). A reload of all usage (a worker's snapshot) starts every batch
-again. What a batch keeps is never changed in place once a decision holds it (copy on write), so a
-decision's scores stay as they were when it was made.
+forget, a row reloaded) is stale in every batch, and before a pod's cut reads a stale node (examines it,
+or stops short of it while it is among the only feasible nodes left past the cut: were they all rejected
+now, the cut would not stop), the batch asks the plugins whose verdict or score reads usage
+(`usage_dependent`) again for those nodes only (`filter_rows`, `score` on those rows). A reload of all
+usage (a worker's snapshot) starts every batch again. What a batch keeps is never changed in place once a
+decision holds it (copy on write), so a decision's scores stay as they were when it was made.
 """
 
 from __future__ import annotations
@@ -268,18 +269,34 @@ class Batch:
         return FilterPass(rejected_by, list(self.results), self.considered, self.remaining, self.absent_status,
                           skipped=self.skipped)
 
-    def stale_within(self, start: int, processed: int, n: int, considered_rows: np.ndarray | None) -> bool:
-        """Whether a stale row is among the `processed` nodes the cut examined from `start`."""
+    def cut_reads_stale(self, start: int, processed: int, n: int, considered_rows: np.ndarray | None,
+                        remaining: np.ndarray | None, found: int) -> bool:
+        """Whether the cut just made from `start` read a stale row: one among the `processed` nodes it
+        examined, or, when it stopped before the last node, the feasible nodes past it when every one of
+        them is stale. The cut stops after its `found`-th feasible node only if another feasible node is
+        left past it (else every node is examined and carries its status): were those stale nodes all
+        rejected now, the pod's own cycle would examine every node, and the round-robin index would move
+        by all of them."""
         if not self.stale:
             return False
-        if considered_rows is None:
-            return any((r - start) % n < processed for r in self.stale)
-        m = len(considered_rows)
+        m = n if considered_rows is None else len(considered_rows)
+        past = 0  # stale rows past the examined ones that the batch holds feasible
         for r in self.stale:
-            i = int(np.searchsorted(considered_rows, r))
-            if i < m and considered_rows[i] == r and (i - start) % m < processed:
+            if considered_rows is None:
+                at = (r - start) % n
+            else:
+                i = int(np.searchsorted(considered_rows, r))
+                if i >= m or considered_rows[i] != r:
+                    continue  # left out by a PreFilterResult: never examined, its status is ABSENT
+                at = (i - start) % m
+            if at < processed:
                 return True
-        return False
+            if remaining is None or remaining[r]:
+                past += 1
+        if not past or processed >= m:
+            return False
+        feasible = m if remaining is None else int(np.count_nonzero(remaining))
+        return past == feasible - found
 
     def scores(self, candidates: np.ndarray) -> tuple[list[PluginScores], np.ndarray] | None:
         """The plugin scores and weighted totals over `candidates`, as the per-pod Score, NormalizeScore

@@ -797,8 +797,9 @@ class Algorithm:
 
         # numFeasibleNodesToFind, starting at the round-robin index over the considered nodes.
         processed, candidates = self._cut(profile, fp, n, all_nodes)
-        if batch is not None and batch.stale_within(*self._examined(fp, processed, n)):
-            # The cut reached nodes whose pods changed since the batch read them: read them again, cut again.
+        if batch is not None and batch.cut_reads_stale(*self._examined(fp, processed, n), fp.remaining,
+                                                       len(candidates)):
+            # The cut read nodes whose pods changed since the batch read them: read them again, cut again.
             batch, fp = self._fresh(batch, pod, profile, nodes)
             processed, candidates = self._cut(profile, fp, n, all_nodes)
         self._take_filter_pass(decision, fp)
@@ -853,7 +854,7 @@ class Algorithm:
         return self._take_narrowed(profile, fp.considered, fp.remaining, fp.rejected_by, all_nodes)
 
     def _examined(self, fp: FilterPass, processed: int, n: int) -> tuple[int, int, int, np.ndarray | None]:
-        """(start, processed, n, considered rows): where the cut just looked, for Batch.stale_within."""
+        """(start, processed, n, considered rows): where the cut just looked, for Batch.cut_reads_stale."""
         if fp.considered is None:
             return self.next_start_node_index % n, processed, n, None
         rows = np.flatnonzero(fp.considered)

@@ -21,7 +21,8 @@ from .framework import Algorithm
 from .nodes import NodeSpec, NodeTable, NodeUsage
 from .nominator import Nominator
 from .perf import basic_pod, build_scheduling_basic, upstream_default_profile
-from .pods import Container, PodAffinity, PodAffinityTerm, PodSpec, TopologySpreadConstraint
+from .pods import (Container, HostPort, NodeSelectorTerm, PodAffinity, PodAffinityTerm, PodSpec, Requirement, Taint,
+                   TopologySpreadConstraint)
 from .labels import LabelSelector
 from scheduler.engine.testing import (
     GI,
@@ -290,3 +291,31 @@ def test_a_node_filling_up_under_a_batch_is_rejected_as_the_per_pod_cycle_reject
     placed = run_stream(pair, profile, [template], random.Random(5), steps=nodes * 4)
     assert placed > nodes  # the cluster filled up, and the last pods fit nowhere
     assert pair.algorithms[0].batch.batched_pods > 0
+
+
+@pytest.mark.parametrize("narrowed", [False, True])
+def test_the_last_feasible_node_past_the_cut_taken_under_a_batch_makes_the_cycle_examine_every_node(narrowed):
+    # 120 nodes considered, 19 tainted: 101 feasible, one more than numFeasibleNodesToFind (100), so each cut
+    # stops at the 100th feasible node with one left past it. A pod taking the host port on that one, under
+    # the batch, leaves 100 feasible: the per-pod cycle no longer cuts (every node is examined and carries
+    # its status, the round-robin index moves by all of them), though the node is past the batch's cut.
+    # `narrowed`: 20 more nodes that the pod's metadata.name term leaves out (a PreFilterResult).
+    specs = [NodeSpec(f"n{i}", taints=(Taint("dedicated"),) if i < 19 else (),
+                      allocatable={"cpu": 4000, "memory": 8 * GI, "pods": 110}) for i in range(140 if narrowed else 120)]
+    pair = Pair(specs, [NodeUsage() for _ in specs], seed=7)
+    profile = default_profile().build()
+    template = PodSpec("default", "web", containers=(Container("c", requests={"cpu": 100}, ports=(HostPort(80),)),))
+    if narrowed:
+        template = dataclasses.replace(template, required_terms=tuple(
+            NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", (f"n{i}",)),)) for i in range(120)))
+    pods = [dataclasses.replace(template, name=f"web-{k}", uid=f"u{k}") for k in range(5)]
+    pair.schedule(profile, pods[0])
+    pair.schedule(profile, pods[1])  # the signature's batch is made
+    alg = pair.algorithms[0]
+    last = (alg.next_start_node_index - 1) % 120  # the one feasible node the next cut leaves past it
+    assert last >= 19
+    pair.assume(pods[2], last)
+    pair.schedule(profile, pods[3])
+    decision = alg.schedule(profile, pods[4], pair.tables[0])
+    assert decision.evaluated_nodes == 120
+    assert alg.batch.batched_pods >= 2
