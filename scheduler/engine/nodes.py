@@ -201,12 +201,7 @@ class NodeTable:
                 self.allocatable.setdefault(r, np.zeros(self.n, dtype=np.int64))
         self.nonzero_requested[CPU][:] = nonzero_cpu
         self.nonzero_requested[MEMORY][:] = nonzero_memory
-        for row, values in scalars.items():
-            for r, v in values.items():
-                if r not in self.requested:
-                    self.requested[r] = np.zeros(self.n, dtype=np.int64)
-                    self.allocatable.setdefault(r, np.zeros(self.n, dtype=np.int64))
-                self.requested[r][row] = v
+        self._set_scalars(scalars)
         self.ports = {}
         for row, row_ports in ports.items():
             self.set_row_ports(row, row_ports)
@@ -222,17 +217,8 @@ class NodeTable:
             return
         self._min_free.clear()
         for r, col in self.requested.items():
-            if r in standard:
-                col[rows] = standard[r]
-            else:  # an extended resource: these rows' values from their JSON, 0 where a row has none of it
-                col[rows] = np.fromiter((scalars.get(int(row), {}).get(r, 0) for row in rows), dtype=np.int64,
-                                        count=len(rows))
-        for row, values in scalars.items():
-            for r, v in values.items():
-                if r not in self.requested:
-                    self.requested[r] = np.zeros(self.n, dtype=np.int64)
-                    self.allocatable.setdefault(r, np.zeros(self.n, dtype=np.int64))
-                    self.requested[r][row] = v
+            col[rows] = standard[r] if r in standard else 0  # extended resources: set from `scalars` next
+        self._set_scalars(scalars)
         self.nonzero_requested[CPU][rows] = nonzero_cpu
         self.nonzero_requested[MEMORY][rows] = nonzero_memory
         with_ports = {row for by_row in self.ports.values() for row in by_row}
@@ -244,6 +230,15 @@ class NodeTable:
         for row in rows.tolist():
             if row in with_ports or row in ports:
                 self.set_row_ports(row, ports.get(row, []))
+
+    def _set_scalars(self, scalars: dict[int, dict[str, int]]) -> None:
+        """Write rows' extended-resource usage, adding a column for a resource no node declares."""
+        for row, values in scalars.items():
+            for r, v in values.items():
+                if r not in self.requested:
+                    self.requested[r] = np.zeros(self.n, dtype=np.int64)
+                    self.allocatable.setdefault(r, np.zeros(self.n, dtype=np.int64))
+                self.requested[r][row] = v
 
     def _note_reload(self, standard, nonzero_cpu, nonzero_memory, scalars, ports) -> None:
         plain = (not scalars and not ports and not self.ports and set(self.requested) <= set(STANDARD_RESOURCES)
