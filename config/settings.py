@@ -5,6 +5,7 @@ with them it runs as separate processes on Postgres and Redis.
 """
 
 import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -23,10 +24,17 @@ DEBUG = env_bool("DJANGO_DEBUG", EMBEDDED)
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "dev-insecure-key-change-me" if DEBUG else None)
 ALLOWED_HOSTS = env_hosts("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]", debug=DEBUG)
 
+# The commands that serve pages through Django's `runserver` (the embedded `run` calls it). Only they need
+# daphne's app (its ASGI runserver) and the admin's registrations before the first request; every other
+# process (the Celery workers, beat, `kube run`, pytest) skips importing twisted's reactor and the admin
+# modules at start: about 0.3 s of CPU each, and a replica's start is what a backlog's first binding waits on.
+# (daphne itself serves config.asgi without its app; config/urls.py registers the admin for any server.)
+SERVES_PAGES_AT_START = sys.argv[1:2] in (["runserver"], ["run"])
+
 INSTALLED_APPS = [
     # First, so `runserver` (and the embedded `run`) serve ASGI: websockets as well as pages.
-    "daphne",
-    "django.contrib.admin",
+    *(["daphne"] if SERVES_PAGES_AT_START else []),
+    "django.contrib.admin" if SERVES_PAGES_AT_START else "django.contrib.admin.apps.SimpleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -2,6 +2,10 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+# The processes that serve no pages install the admin without autodiscovery (config/settings.py): whatever
+# serves these URLs registers the ModelAdmins here, before the first request (idempotent when already done).
+admin.autodiscover()
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     # Log in, log out (POST) and change one's own password: Django's own views, our templates. Not

@@ -35,7 +35,8 @@ class Expired(Exception):
 
 class Reflector:
     def __init__(self, name: str, list_fn, store: Store, *, field_selector: str = "", kind: str = "",
-                 stop: threading.Event | None = None, watch_timeout: int | None = None):
+                 stop: threading.Event | None = None, watch_timeout: int | None = None,
+                 store_after: threading.Event | None = None):
         self.name = name
         self.list_fn = list_fn
         self.store = store
@@ -43,6 +44,9 @@ class Reflector:
         self.kind = kind
         self.stop = stop or threading.Event()
         self.watch_timeout = watch_timeout
+        # Set when the list may go into the store: the list is fetched meanwhile (the pods' list, while the
+        # nodes they count against are still being mirrored).
+        self.store_after = store_after
         self.resource_version = ""
         self.lists = 0  # how many times a full list was made (1 + re-lists after 410)
         self.resumes = 0  # watches restarted from a resourceVersion after a dropped connection
@@ -91,6 +95,9 @@ class Reflector:
             if not token:
                 self.resource_version = meta.get("resourceVersion") or ""
                 break
+        while self.store_after is not None and not self.store_after.wait(0.1):
+            if self.stop.is_set():
+                return
         self.store.replace(items)
         self.lists += 1
         self.synced.set()
