@@ -221,6 +221,33 @@ def test_a_relist_of_a_backlog_is_applied_in_batches(django_assert_max_num_queri
     assert all(queue.get(f"big/pod-{i}") is not None for i in (0, 599))
 
 
+def test_a_relist_counts_every_bound_pods_room_before_it_queues_a_pending_pod():
+    """The API lists pods by name, so pending pods may come before the pods bound while no leader watched; the
+    workers take each batch's pending pods as soon as it commits, so they must find those bound pods counted."""
+    real = queues.get_queue()
+    seen: list[int] = []
+
+    class Recording:  # the real queue, noting the node's counted pods whenever pods are queued
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def add_many(self, items):
+            seen.append(Node.objects.get(name="order-n1").req_pods)
+            return real.add_many(items)
+
+    store = PodStore(queue=Recording())
+    apply(node("order-n1", cpu="1000", memory="1000Gi", pods="1000"))
+    items = ([kpod("order", f"a-pending-{i}") for i in range(600)]
+             + [kpod("order", f"b-nominated-{i}") for i in range(3)]
+             + [kpod("order", f"z-bound-{i}", node_name="n1") for i in range(100)])
+    for obj in items[600:603]:
+        obj["status"]["nominatedNodeName"] = "order-n1"
+    store.replace(items)
+    assert seen and seen[0] == 100  # every bound pod counted before the first pending pod was queued
+    assert Pod.objects.filter(namespace="order").count() == 703
+    assert all(real.get(f"order/a-pending-{i}") is not None for i in (0, 599))
+
+
 def test_a_node_list_and_a_node_watch_batch_are_applied_in_one_transaction_each_in_the_watchs_order():
     from scheduler.kube.mirror import NodeStore
 

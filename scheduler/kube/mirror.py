@@ -211,6 +211,13 @@ class NodeStore:
             log.warning("cannot mirror node %s: %s", name, exc)
 
 
+def _room_first(obj: dict) -> int:
+    """0 for a bound pod, 1 for a nominated one, 2 for the rest: the order a pod list is stored in."""
+    if ((obj.get("spec") or {}).get("nodeName")):
+        return 0
+    return 1 if (obj.get("status") or {}).get("nominatedNodeName") else 2
+
+
 class PodStore:
     """Reflector store for pods (the watch excludes terminated ones, as kube-scheduler's informer does)."""
 
@@ -237,7 +244,12 @@ class PodStore:
             meta = obj.get("metadata") or {}
             listed.add((meta.get("namespace"), meta.get("name")))  # listed, even if it cannot be applied: kept
         # A (re)list is applied as watch batches are: after a restart with a backlog, the binder's first
-        # binding waits for the whole list to be mirrored.
+        # binding waits for the whole list to be mirrored. The pods that hold room go first (bound ones, then
+        # nominated ones): a batch's pending pods are queued when it commits and the workers take them at
+        # once, so each must find every node's usage already counted. In the API's order, a pending pod of the
+        # first batch could be placed on a node whose pods bound while no leader watched come in a later one:
+        # an overcommit. (A list is a snapshot: the order of its pods means nothing else.)
+        items = sorted(items, key=_room_first)
         for start in range(0, len(items), RELIST_BATCH):
             self._apply_many([("ADDED", obj) for obj in items[start:start + RELIST_BATCH]], ours)
         for namespace, name in Pod.objects.values_list("namespace", "name"):
