@@ -243,9 +243,10 @@ CELERY_BEAT_SCHEDULE = {
 CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if not REDIS_URL else {"queue_order_strategy": "priority"}
 
 # ---- live dashboard --------------------------------------------------------------------
-# Workers publish small event batches to a channel layer group; each websocket coalesces them
-# into at most SCHEDBOARD_LIVE_FPS frames a second. channels-redis when Redis is configured (so
-# any number of workers and daphne replicas share it), in memory only in the embedded mode.
+# Workers publish small event batches to a channel layer group; each page's View (one per page and daphne
+# process, for all its sockets) coalesces them into at most SCHEDBOARD_LIVE_FPS frames a second. channels-redis
+# when Redis is configured (so any number of workers and daphne replicas share it), in memory only in the
+# embedded mode.
 SCHEDBOARD_LIVE_PREFIX = env_str("SCHEDBOARD_LIVE_PREFIX", "schedboard:live")
 SCHEDBOARD_LIVE_FPS = env_int("SCHEDBOARD_LIVE_FPS", 4, minimum=1)
 # How often a live socket asks whether its session still logs its user in (closed with 4401 once not).

@@ -42,7 +42,7 @@ class OverviewFeed:
             "rate_window_s": RATE_WINDOW_SECONDS,
             "counts": c,
             "lat": {k: [hist.quantile(tally.hists[k], 0.5), hist.quantile(tally.hists[k], 0.99)] for k in LATENCIES},
-            "gauges": await state.shared("gauges", 0.2, state.gauges),
+            "gauges": await state.latest("gauges", 0.2, state.gauges),
             "bindings": list(tally.bindings), "failed": list(tally.failed),
             # The charts' markers: pods a controller took away, nodes that changed state.
             "disruptions": list(tally.disrupted), "node_events": list(tally.node_events),
@@ -95,6 +95,7 @@ class NodesFeed:
     (resync) frame forgets what was sent, so every usage row goes again, in chunks too."""
 
     view = "nodes"
+    shared = False  # what a frame carries depends on what this socket has been sent: a View per socket
 
     def __init__(self):
         self._key = None

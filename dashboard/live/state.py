@@ -4,6 +4,7 @@ fraction of a second, so twenty viewers cost the database what one does."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import datetime, timezone as dt_timezone
 
@@ -21,6 +22,8 @@ QUEUES = ("active", "backoff", "unschedulable")
 GATED = "gated"  # upstream's Gated pods in unschedulablePods; here read from the database (state/gated.py)
 LIST_LIMIT = 50  # pods shown per sub-queue (the counts are exact)
 RECENT = 15
+
+log = logging.getLogger(__name__)
 
 _cache: dict[str, tuple[float, object]] = {}
 _locks: dict[str, asyncio.Lock] = {}
@@ -41,10 +44,36 @@ async def shared(name: str, ttl: float, read):
         return value
 
 
+async def latest(name: str, ttl: float, read):
+    """What read() last said, at once; read again in the background once that is `ttl` seconds old.
+
+    For what a frame shows beside the events (the gauges): a frame goes out when its interval allows, never
+    after a database read, so what it shows is at most `ttl` plus one read old. Only the first call waits."""
+    hit = _cache.get(name)
+    if hit is None:
+        return await shared(name, ttl, read)
+    if time.monotonic() >= hit[0] and not _locks.setdefault(name, asyncio.Lock()).locked():
+        task = asyncio.create_task(shared(name, ttl, read))
+        _refreshing.add(task)  # (held until done: the loop keeps only a weak reference)
+        task.add_done_callback(lambda t: _refreshed(t, name))
+    return hit[1]
+
+
+_refreshing: set[asyncio.Task] = set()
+
+
+def _refreshed(task: asyncio.Task, name: str) -> None:
+    _refreshing.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        # The next frame asks again; the pages keep the last value meanwhile.
+        log.warning("live state: reading %s failed", name, exc_info=task.exception())
+
+
 def reset() -> None:
-    """Tests: forget cached reads (and the locks, which belong to one event loop)."""
+    """Tests: forget cached reads (and the locks and refreshes, which belong to one event loop)."""
     _cache.clear()
     _locks.clear()
+    _refreshing.clear()
 
 
 # ---- overview ---------------------------------------------------------------------------

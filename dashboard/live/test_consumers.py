@@ -329,6 +329,105 @@ async def test_viewers_in_a_process_share_one_read_of_the_node_manifests(cookie,
     assert len(reads) == 1
 
 
+# ---- one frame per page, not per socket ---------------------------------------------------------------------
+
+def _group_members() -> int:
+    """Members of the live group in Redis: one per process that has a live socket open."""
+    import redis as redis_client
+    from django.conf import settings
+
+    r = redis_client.Redis.from_url(settings.REDIS_URL)
+    return r.zcard(f"{settings.SCHEDBOARD_LIVE_PREFIX}:group:{publish.GROUP}".encode())
+
+
+async def _frame_with_bindings(ws, timeout=30):
+    deadline = time.monotonic() + timeout
+    f = await frame(ws)
+    while f["counts"]["bound"] == 0:  # an idle beat may come first (but not for ever)
+        assert time.monotonic() < deadline, "no frame with the bindings"
+        f = await frame(ws)
+    return f
+
+
+async def test_sockets_on_one_page_get_the_same_frame_built_once_each_with_its_own_number(cookie):
+    sockets = [socket(cookie=cookie) for _ in range(5)]
+    for ws in sockets:
+        assert (await ws.connect())[0]
+    firsts = [await frame(ws) for ws in sockets]
+    await get_channel_layer().group_send(publish.GROUP, {"type": publish.EVENT_TYPE, "src": "w", "seq0": 1, "seq1": 1,
+                                                         "bound": 3, "commits": [[time.time(), 3]]})
+    seen = [await _frame_with_bindings(ws) for ws in sockets]
+    for ws in sockets:
+        await ws.disconnect()
+    assert all(f["full"] for f in firsts) and [f["n"] for f in firsts] == [0] * 5
+    # One frame (built at one instant, "t", for everyone): only each socket's own frame number may differ.
+    assert len({json.dumps({k: v for k, v in f.items() if k != "n"}, sort_keys=True) for f in seen}) == 1
+    assert seen[0]["counts"]["bound"] == 3
+
+
+async def test_a_socket_joining_a_watched_page_starts_with_a_snapshot_and_counts_nothing_twice(cookie):
+    await sync_to_async(_bind_rows)(0, 2)
+    first = socket(cookie=cookie)
+    assert (await first.connect())[0]
+    assert (await frame(first))["full"] is True
+    layer = get_channel_layer()
+    await layer.group_send(publish.GROUP, {"type": publish.EVENT_TYPE, "src": "w", "seq0": 1, "seq1": 1, "bound": 1})
+    assert (await _frame_with_bindings(first))["full"] is False
+    second = socket(cookie=cookie)
+    assert (await second.connect())[0]
+    joined = await frame(second)
+    assert joined["full"] is True and joined["n"] == 0
+    assert [b[1] for b in joined["recent"]["bindings"]] == ["p0", "p1"]
+    await layer.group_send(publish.GROUP, {"type": publish.EVENT_TYPE, "src": "w", "seq0": 2, "seq1": 2, "bound": 4})
+    a, b = await _frame_with_bindings(first), await _frame_with_bindings(second)
+    for ws in (first, second):
+        await ws.disconnect()
+    assert a["counts"]["bound"] == b["counts"]["bound"] == 4 and not a["full"] and not b["full"]
+
+
+async def test_a_process_joins_the_live_group_once_whatever_its_sockets_and_leaves_it_with_the_last(cookie):
+    sockets = [socket(view, cookie=cookie) for view in ("overview", "overview", "queue", "nodes", "nodes")]
+    for ws in sockets:
+        assert (await ws.connect())[0]
+        await frame(ws)
+    assert await sync_to_async(_group_members)() == 1
+    for ws in sockets:
+        await ws.disconnect()
+    assert await sync_to_async(_group_members)() == 0
+
+
+async def test_each_nodes_socket_gets_every_row_of_its_own(cookie):
+    await sync_to_async(_make_nodes)(30)
+    first = socket("nodes", cookie=cookie)
+    assert (await first.connect())[0]
+    assert len((await frame(first))["nodes"]) == 30
+    await sync_to_async(lambda: Node.objects.filter(name="node-0003").update(req_cpu=900))()
+    assert (await frame(first))["changed"] == [["node-0003", 900, 0, 0, 0]]
+    second = socket("nodes", cookie=cookie)  # the page's rows depend on what its socket has had: all of them
+    assert (await second.connect())[0]
+    f = await frame(second)
+    for ws in (first, second):
+        await ws.disconnect()
+    assert f["start"] == 30 and len(f["nodes"]) == 30 and f["nodes"][3][8][0] == 900
+
+
+async def test_a_slow_read_of_the_gauges_holds_no_frame_back_after_the_first(cookie, monkeypatch):
+    real = state.gauges
+    monkeypatch.setattr(state, "gauges", lambda: time.sleep(2.0) or real())
+    ws = socket(cookie=cookie)
+    assert (await ws.connect())[0]
+    await frame(ws)  # the first waits: there is nothing to show yet
+    layer = get_channel_layer()
+    for seq in (1, 2):
+        await asyncio.sleep(0.3)  # past the cached read's age: each frame asks for a new one
+        sent = time.monotonic()
+        await layer.group_send(publish.GROUP, {"type": publish.EVENT_TYPE, "src": "w", "seq0": seq, "seq1": seq,
+                                               "bound": 1})
+        f = await _frame_with_bindings(ws)
+        assert time.monotonic() - sent < 1.0 and set(f["gauges"]) == {"active", "backoff", "unschedulable", "binding"}
+    await ws.disconnect()
+
+
 async def test_an_unknown_view_is_refused(cookie):
     ws = socket("nope", cookie=cookie)
     connected, _ = await ws.connect()

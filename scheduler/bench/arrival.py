@@ -138,7 +138,8 @@ class ArrivalFeed:
 E2E_KEYS = ("attempts", "attempt_p50_ms", "attempt_p99_ms", "binding_p50_ms", "binding_p99_ms", "worker_peak_rss_mb",
             "cpu_ms_per_pod_workers", "cpu_ms_per_pod_beat", "cpu_ms_per_pod_postgres", "overcommitted_nodes",
             "viewers", "frame_p50_ms", "frame_p99_ms", "frame_max_ms", "frame_bindings_seen",
-            "frames_per_s_per_client", "bytes_per_s_per_client")
+            "frames_per_s_per_client", "bytes_per_s_per_client", "daphne_cpu_s", "daphne_cpu_cores",
+            "viewer_clients_cpu_s")
 
 
 def run_arrival(*, rate: float, duration: float = DEFAULT_DURATION, nodes: int = 5000, placed: int = 1000,

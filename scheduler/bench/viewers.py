@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .e2e import _proc_cpu
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
@@ -58,6 +60,7 @@ class Viewers:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._started = self._stopped = 0.0
+        self._cpu0 = self._cpu1 = self._clients_cpu0 = self._clients_cpu1 = None
 
     def start(self, timeout: float = 60.0) -> Viewers:
         port = _free_port()
@@ -92,6 +95,8 @@ class Viewers:
             c.frames = c.bytes = c.seen = 0
             c.latencies = []
         self._started = time.time()
+        self._cpu0 = _proc_cpu(self.web.pid)
+        self._clients_cpu0 = self._clients_cpu()
 
     async def _run(self, port: int, cookie: str) -> None:
         import aiohttp
@@ -124,9 +129,24 @@ class Viewers:
         while time.monotonic() < deadline and min(c.seen for c in self.clients) < bindings:
             time.sleep(0.02)
         self._stopped = time.time()
+        self._cpu1 = _proc_cpu(self.web.pid)
+        self._clients_cpu1 = self._clients_cpu()
+
+    def _clients_cpu(self) -> float | None:
+        """CPU seconds so far of the clients' thread (it shares the machine with daphne: its cost shows here)."""
+        if self._loop is None or not self._loop.is_running():
+            return None
+
+        async def now():
+            return time.thread_time()
+        try:
+            return asyncio.run_coroutine_threadsafe(now(), self._loop).result(5)
+        except Exception:  # noqa: BLE001 - a figure, never a failure
+            return None
 
     def stop(self) -> None:
         self._stopped = self._stopped or time.time()
+        self._cpu1 = self._cpu1 if self._cpu1 is not None else _proc_cpu(self.web.pid) if self.web else None
         if self._loop is not None and self._thread is not None and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._stop.set)
             self._thread.join(timeout=10)
@@ -140,6 +160,7 @@ class Viewers:
     def report(self) -> dict:
         self._stopped = self._stopped or time.time()
         seconds = max(1e-6, self._stopped - self._started)
+        cpu = self._cpu0 is not None and self._cpu1 is not None
         pairs = [p for c in self.clients for p in c.latencies]
         lat = np.repeat(np.array([ms for ms, _ in pairs], dtype=float), [n for _, n in pairs]) if pairs else np.array([])
         pct = (lambda q: round(float(np.percentile(lat, q)), 1)) if len(lat) else (lambda q: None)
@@ -151,4 +172,9 @@ class Viewers:
             "frame_bindings_seen": int(len(lat)),  # bindings x viewers: each viewer reports each binding once
             "frames_per_s_per_client": round(sum(c.frames for c in self.clients) / self.n / seconds, 2),
             "bytes_per_s_per_client": round(sum(c.bytes for c in self.clients) / self.n / seconds, 1),
+            # daphne's CPU time over the measured span, as a share of one core: what the viewers cost the server.
+            "daphne_cpu_s": round(self._cpu1 - self._cpu0, 2) if cpu else None,
+            "daphne_cpu_cores": round((self._cpu1 - self._cpu0) / seconds, 3) if cpu else None,
+            "viewer_clients_cpu_s": (round(self._clients_cpu1 - self._clients_cpu0, 2)
+                                     if None not in (self._clients_cpu0, self._clients_cpu1) else None),
         }
