@@ -4,6 +4,9 @@ dashboard all read decisions through here."""
 
 from __future__ import annotations
 
+import json
+from json.encoder import encode_basestring_ascii as _json_str  # json.dumps's own string encoder (C)
+
 import numpy as np
 
 from .framework import ABSENT, Decision
@@ -51,6 +54,47 @@ def top_candidates(decision: Decision, nodes: NodeTable, k: int = TOP_CANDIDATES
         if decision.selected_row is None:
             return []
         return [{"node": nodes.names[decision.selected_row], "total": None, "plugins": {}}]
+    order = _top_order(decision, k)
+    # score_matrix's entries, each with its node first (built here directly: one row per candidate kept).
+    names = nodes.names
+    columns = [(ps.plugin, ps.weight, *(a.tolist() for a in ps.at(order))) for ps in decision.plugin_scores]
+    return [{"node": names[row],
+             "plugins": {name: {"raw": raw[j], "normalized": normalized[j], "weight": weight,
+                                "weighted": normalized[j] * weight} for name, weight, raw, normalized in columns},
+             "total": total}
+            for j, (row, total) in enumerate(zip(decision.candidates[order].tolist(), decision.totals[order].tolist()))]
+
+
+def top_candidates_json(decision: Decision, nodes: NodeTable, k: int = TOP_CANDIDATES) -> str:
+    """top_candidates as JSON text, exactly json.dumps(top_candidates(...), separators=(",", ":")).
+
+    Every scheduled attempt stores its top candidates: building their dicts and encoding them cost about as
+    much as the rest of the attempt's row. With integer scores (kube-scheduler's int64) each candidate is one
+    %-format of a template made once per decision, its numbers read from one array."""
+    if len(decision.totals) == 0:
+        return json.dumps(top_candidates(decision, nodes, k), separators=(",", ":"))
+    scores = decision.plugin_scores
+    if not all(isinstance(ps.weight, int) and not isinstance(ps.weight, bool) for ps in scores):
+        return json.dumps(top_candidates(decision, nodes, k), separators=(",", ":"))
+    order = _top_order(decision, k)
+    columns = []  # per candidate kept: raw, normalized, weighted per plugin, then the total
+    for ps in scores:
+        raw, normalized = (np.asarray(a) for a in ps.at(order))
+        columns += [raw, normalized, normalized * ps.weight]
+    columns.append(np.asarray(decision.totals)[order])
+    if any(c.dtype.kind not in "iu" for c in columns):  # a float score: json's own number format
+        return json.dumps(top_candidates(decision, nodes, k), separators=(",", ":"))
+    plugins = ",".join(f'{_json_str(ps.plugin).replace("%", "%%")}:{{"raw":%d,"normalized":%d,"weight":{ps.weight},'
+                       f'"weighted":%d}}' for ps in scores)
+    template = '{"node":%s,"plugins":{' + plugins + '},"total":%d}'
+    names = nodes.names
+    values = np.stack(columns, axis=1).tolist()
+    return "[" + ",".join([template % (_json_str(names[row]), *v)
+                           for row, v in zip(decision.candidates[order].tolist(), values)]) + "]"
+
+
+def _top_order(decision: Decision, k: int) -> np.ndarray:
+    """The positions (among the candidates) of the k best totals, best first, the chosen node first of all."""
     totals = decision.totals
     if len(totals) > k:
         part = np.argpartition(-totals, k - 1)[:k]
@@ -61,17 +105,12 @@ def top_candidates(decision: Decision, nodes: NodeTable, k: int = TOP_CANDIDATES
     else:
         part = np.arange(len(totals))
     order = part[np.argsort(-totals[part], kind="stable")]
-    # score_matrix's entries, each with its node first (built here directly: one row per candidate kept).
-    names = nodes.names
-    columns = [(ps.plugin, ps.weight, *(a.tolist() for a in ps.at(order))) for ps in decision.plugin_scores]
-    rows = [{"node": names[row],
-             "plugins": {name: {"raw": raw[j], "normalized": normalized[j], "weight": weight,
-                                "weighted": normalized[j] * weight} for name, weight, raw, normalized in columns},
-             "total": total}
-            for j, (row, total) in enumerate(zip(decision.candidates[order].tolist(), totals[order].tolist()))]
-    chosen = names[decision.selected_row] if decision.selected_row is not None else None
-    rows.sort(key=lambda r: (r["node"] != chosen, -r["total"]))
-    return rows
+    if decision.selected_row is not None:
+        # The winner first, the others as they were (a stable sort on "is not the chosen node").
+        first = np.flatnonzero(decision.candidates[order] == decision.selected_row)
+        if len(first) and first[0]:
+            order = np.concatenate((order[first[0]:first[0] + 1], order[:first[0]], order[first[0] + 1:]))
+    return order
 
 
 def explain(decision: Decision, nodes: NodeTable) -> dict:

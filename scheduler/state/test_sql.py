@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from scheduler.models import Attempt, Binding, Pod
-from scheduler.state.sql import _copy_prep, _prep, insert_many, update_from_values
+from scheduler.state.sql import JSONText, _copy_prep, _prep, insert_many, new_row, update_from_values
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -87,3 +87,21 @@ def test_a_json_value_goes_into_copy_as_its_text():
     field = Attempt._meta.get_field("candidates")
     assert _copy_prep(field)([{"node": "n", "total": 1}]) == '[{"node": "n", "total": 1}]'
     assert _copy_prep(field)(None) is None
+
+
+def test_new_row_is_the_instance_the_model_makes():
+    pod = _pod("p")
+    now = timezone.now()
+    values = dict(namespace="default", pod_name="p", pod_uid="p", number=2, started_at=now, result="scheduled")
+    made, fast = Attempt(pod=pod, **values), new_row(Attempt, pod_id=pod.pk, **values)
+    assert type(fast) is Attempt and fast._state.adding and fast._state.db is None
+    assert {k: v for k, v in fast.__dict__.items() if k != "_state"} == {k: v for k, v in made.__dict__.items() if k != "_state"}
+    assert fast.candidates is not new_row(Attempt).candidates  # a default of its own, as each instance has
+
+
+def test_insert_many_writes_json_text_as_it_is():
+    pod = _pod("p")
+    attempt = new_row(Attempt, pod_id=pod.pk, namespace="default", pod_name="p", number=1, started_at=timezone.now(),
+                      result="scheduled", candidates=JSONText('[{"node":"n0","plugins":{},"total":3}]'))
+    insert_many(Attempt, [attempt])
+    assert Attempt.objects.get(pk=attempt.pk).candidates == [{"node": "n0", "plugins": {}, "total": 3}]
