@@ -4,6 +4,7 @@ dashboard all read decisions through here."""
 
 from __future__ import annotations
 
+import functools
 import json
 from json.encoder import encode_basestring_ascii as _json_str  # json.dumps's own string encoder (C)
 
@@ -70,47 +71,55 @@ def top_candidates_json(decision: Decision, nodes: NodeTable, k: int = TOP_CANDI
 
     Every scheduled attempt stores its top candidates: building their dicts and encoding them cost about as
     much as the rest of the attempt's row. With integer scores (kube-scheduler's int64) each candidate is one
-    %-format of a template made once per decision, its numbers read from one array."""
-    if len(decision.totals) == 0:
-        return json.dumps(top_candidates(decision, nodes, k), separators=(",", ":"))
+    %-format of a template made once per profile, its numbers read from arrays."""
     scores = decision.plugin_scores
-    if not all(isinstance(ps.weight, int) and not isinstance(ps.weight, bool) for ps in scores):
+    if len(decision.totals) == 0 or not all(type(ps.weight) is int for ps in scores):
         return json.dumps(top_candidates(decision, nodes, k), separators=(",", ":"))
     order = _top_order(decision, k)
-    columns = []  # per candidate kept: raw, normalized, weighted per plugin, then the total
+    columns = []  # per plugin: raw, normalized, weighted; then the totals
     for ps in scores:
         raw, normalized = (np.asarray(a) for a in ps.at(order))
         columns += [raw, normalized, normalized * ps.weight]
     columns.append(np.asarray(decision.totals)[order])
     if any(c.dtype.kind not in "iu" for c in columns):  # a float score: json's own number format
         return json.dumps(top_candidates(decision, nodes, k), separators=(",", ":"))
-    plugins = ",".join(f'{_json_str(ps.plugin).replace("%", "%%")}:{{"raw":%d,"normalized":%d,"weight":{ps.weight},'
-                       f'"weighted":%d}}' for ps in scores)
-    template = '{"node":%s,"plugins":{' + plugins + '},"total":%d}'
+    template = _candidate_template(tuple((ps.plugin, ps.weight) for ps in scores))
     names = nodes.names
-    values = np.stack(columns, axis=1).tolist()
-    return "[" + ",".join([template % (_json_str(names[row]), *v)
-                           for row, v in zip(decision.candidates[order].tolist(), values)]) + "]"
+    return "[" + ",".join([template % (_json_str(names[row]), *v) for row, *v in
+                           zip(decision.candidates[order].tolist(), *(c.tolist() for c in columns))]) + "]"
+
+
+@functools.lru_cache(maxsize=64)
+def _candidate_template(plugins: tuple[tuple[str, int], ...]) -> str:
+    """One candidate's JSON with its node name and numbers left as %s and %d (the weights written in)."""
+    cells = ",".join(f'{_json_str(name).replace("%", "%%")}:{{"raw":%d,"normalized":%d,"weight":{weight},"weighted":%d}}'
+                     for name, weight in plugins)
+    return '{"node":%s,"plugins":{' + cells + '},"total":%d}'
 
 
 def _top_order(decision: Decision, k: int) -> np.ndarray:
-    """The positions (among the candidates) of the k best totals, best first, the chosen node first of all."""
+    """The positions (among the candidates) of the k best totals, best first, the chosen node first of all.
+    Small lists in Python: numpy's cost per call is most of the work on ten positions."""
     totals = decision.totals
-    if len(totals) > k:
-        part = np.argpartition(-totals, k - 1)[:k]
-        # Among more than k tied top scores the partition keeps any k: make sure the winner is one.
-        chosen_pos = np.flatnonzero(decision.candidates == decision.selected_row)
-        if len(chosen_pos) and chosen_pos[0] not in part:
-            part[np.argmin(totals[part])] = chosen_pos[0]
-    else:
-        part = np.arange(len(totals))
-    order = part[np.argsort(-totals[part], kind="stable")]
+    chosen = -1
     if decision.selected_row is not None:
-        # The winner first, the others as they were (a stable sort on "is not the chosen node").
-        first = np.flatnonzero(decision.candidates[order] == decision.selected_row)
-        if len(first) and first[0]:
-            order = np.concatenate((order[first[0]:first[0] + 1], order[:first[0]], order[first[0] + 1:]))
-    return order
+        found = np.flatnonzero(decision.candidates == decision.selected_row)
+        chosen = int(found[0]) if len(found) else -1
+    if len(totals) > k:
+        part = np.argpartition(-totals, k - 1)[:k].tolist()
+        if chosen >= 0 and chosen not in part:
+            # Among more than k tied top scores the partition keeps any k: make sure the winner is one.
+            kept = totals[part].tolist()
+            part[kept.index(min(kept))] = chosen
+    else:
+        part = list(range(len(totals)))
+    kept = totals[part].tolist()
+    order = [part[i] for i in sorted(range(len(part)), key=lambda i: -kept[i])]  # stable, as argsort(kind="stable")
+    if chosen in order and order[0] != chosen:
+        # The winner first, the others as they were (as a stable sort on "is not the chosen node").
+        order.remove(chosen)
+        order.insert(0, chosen)
+    return np.array(order, dtype=np.intp)
 
 
 def explain(decision: Decision, nodes: NodeTable) -> dict:

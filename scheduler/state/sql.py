@@ -19,10 +19,50 @@ def rows_source(types: list[str], rows: list[tuple]) -> tuple[str, list]:
     number of rows: psycopg converts it once and Postgres plans it once, where a VALUES list of
     thousands of placeholders cost milliseconds of parsing on both sides), elsewhere a VALUES list."""
     if connection.vendor == "postgresql":
-        columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in types]
+        columns = [array_param(c) for c in zip(*rows)] if rows else [[] for _ in types]
         return "SELECT * FROM unnest(" + ", ".join(f"%s::{t}[]" for t in types) + ")", columns
     one = "(" + ", ".join(["%s"] * len(types)) + ")"
     return "VALUES " + ", ".join([one] * len(rows)), [v for row in rows for v in row]
+
+
+def array_param(values) -> str | list:
+    """A column of values as a parameter cast to a Postgres array (`%s::bigint[]`): the array's text when
+    every value is a plain int, str, float, bool, aware datetime or None, else the list (psycopg's way).
+
+    psycopg writes a list's text in Python element by element, through a regular expression for each string:
+    about a microsecond a value, and a batch's writes pass tens of thousands. Joined here it is a tenth."""
+    kinds = set(map(type, values))
+    kinds.discard(type(None))
+    if not kinds <= _LITERAL_KINDS:
+        return list(values)
+    if kinds <= {int}:
+        return "{" + ",".join(["NULL" if v is None else str(v) for v in values]) + "}"
+    if kinds <= {str}:
+        return "{" + ",".join(["NULL" if v is None else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                               for v in values]) + "}"
+    out = []
+    for v in values:
+        if v is None:
+            out.append("NULL")
+        elif type(v) is str:
+            out.append('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        elif type(v) is datetime.datetime:
+            if v.tzinfo is None:
+                return list(values)  # naive: what it means is Django's to say
+            out.append('"' + v.isoformat(" ") + '"')
+        elif type(v) is float:
+            if v != v or v in (_INF, -_INF):
+                return list(values)
+            out.append(repr(v))
+        elif type(v) is bool:
+            out.append("t" if v else "f")
+        else:
+            out.append(str(v))
+    return "{" + ",".join(out) + "}"
+
+
+_LITERAL_KINDS = {int, str, float, bool, datetime.datetime}
+_INF = float("inf")
 
 
 def lock_in_order(model, column: str, values) -> None:
@@ -40,7 +80,7 @@ def lock_in_order(model, column: str, values) -> None:
     table, name = model._meta.db_table, field.column
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT 1 FROM {table} WHERE {name} = ANY(%s::{_array_type(field)}[]) ORDER BY {name} FOR UPDATE",
-                       [values])
+                       [array_param(values)])
 
 
 def update_from_values(model, fields: list[str], rows: list[tuple], *, key: str = "id",

@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from scheduler.models import Attempt, Binding, Pod
-from scheduler.state.sql import JSONText, _copy_prep, _prep, insert_many, new_row, update_from_values
+from scheduler.state.sql import JSONText, array_param, _copy_prep, _prep, insert_many, new_row, update_from_values
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -105,3 +105,25 @@ def test_insert_many_writes_json_text_as_it_is():
                       result="scheduled", candidates=JSONText('[{"node":"n0","plugins":{},"total":3}]'))
     insert_many(Attempt, [attempt])
     assert Attempt.objects.get(pk=attempt.pk).candidates == [{"node": "n0", "plugins": {}, "total": 3}]
+
+
+def test_array_param_reads_back_as_the_values_it_was_given():
+    from django.db import connection
+
+    now = timezone.now()
+    columns = {
+        "bigint": [1, None, -(2 ** 62), 0],
+        "text": ['it\'s "quoted"', "back\\slash", "", None, "NULL", "{a,b}", "tab\tline\n", "ünï"],
+        "timestamptz": [now, None, now.replace(microsecond=0)],
+        "double precision": [0.25, None, 1e300, -3.0],
+        "boolean": [True, False, None],
+    }
+    with connection.cursor() as cursor:
+        for kind, values in columns.items():
+            param = array_param(values)
+            assert isinstance(param, str), kind
+            cursor.execute(f"SELECT unnest(%s::{kind}[])", [param])
+            assert [r[0] for r in cursor.fetchall()] == values, kind
+    assert array_param([1, np.int64(2)]) == [1, np.int64(2)]  # not one of ours: psycopg's way
+    assert array_param([now.replace(tzinfo=None)]) == [now.replace(tzinfo=None)]
+    assert array_param([float("nan")])[0] != array_param([float("nan")])[0]
