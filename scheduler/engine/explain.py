@@ -4,6 +4,10 @@ dashboard all read decisions through here."""
 
 from __future__ import annotations
 
+import functools
+import json
+from json.encoder import encode_basestring_ascii as _json_str  # json.dumps's own string encoder (C)
+
 import numpy as np
 
 from .framework import ABSENT, Decision
@@ -51,27 +55,71 @@ def top_candidates(decision: Decision, nodes: NodeTable, k: int = TOP_CANDIDATES
         if decision.selected_row is None:
             return []
         return [{"node": nodes.names[decision.selected_row], "total": None, "plugins": {}}]
-    totals = decision.totals
-    if len(totals) > k:
-        part = np.argpartition(-totals, k - 1)[:k]
-        # Among more than k tied top scores the partition keeps any k: make sure the winner is one.
-        chosen_pos = np.flatnonzero(decision.candidates == decision.selected_row)
-        if len(chosen_pos) and chosen_pos[0] not in part:
-            part[np.argmin(totals[part])] = chosen_pos[0]
-    else:
-        part = np.arange(len(totals))
-    order = part[np.argsort(-totals[part], kind="stable")]
+    order = _top_order(decision, k)
     # score_matrix's entries, each with its node first (built here directly: one row per candidate kept).
     names = nodes.names
     columns = [(ps.plugin, ps.weight, *(a.tolist() for a in ps.at(order))) for ps in decision.plugin_scores]
-    rows = [{"node": names[row],
+    return [{"node": names[row],
              "plugins": {name: {"raw": raw[j], "normalized": normalized[j], "weight": weight,
                                 "weighted": normalized[j] * weight} for name, weight, raw, normalized in columns},
              "total": total}
-            for j, (row, total) in enumerate(zip(decision.candidates[order].tolist(), totals[order].tolist()))]
-    chosen = names[decision.selected_row] if decision.selected_row is not None else None
-    rows.sort(key=lambda r: (r["node"] != chosen, -r["total"]))
-    return rows
+            for j, (row, total) in enumerate(zip(decision.candidates[order].tolist(), decision.totals[order].tolist()))]
+
+
+def top_candidates_json(decision: Decision, nodes: NodeTable, k: int = TOP_CANDIDATES) -> str:
+    """top_candidates as JSON text, exactly json.dumps(top_candidates(...), separators=(",", ":")).
+
+    Every scheduled attempt stores its top candidates: building their dicts and encoding them cost about as
+    much as the rest of the attempt's row. With integer scores (kube-scheduler's int64) each candidate is one
+    %-format of a template made once per profile, its numbers read from arrays."""
+    scores = decision.plugin_scores
+    if len(decision.totals) == 0 or not all(type(ps.weight) is int for ps in scores):
+        return json.dumps(top_candidates(decision, nodes, k), separators=(",", ":"))
+    order = _top_order(decision, k)
+    columns = []  # per plugin: raw, normalized, weighted; then the totals
+    for ps in scores:
+        raw, normalized = (np.asarray(a) for a in ps.at(order))
+        columns += [raw, normalized, normalized * ps.weight]
+    columns.append(np.asarray(decision.totals)[order])
+    if any(c.dtype.kind not in "iu" for c in columns):  # a float score: json's own number format
+        return json.dumps(top_candidates(decision, nodes, k), separators=(",", ":"))
+    template = _candidate_template(tuple((ps.plugin, ps.weight) for ps in scores))
+    names = nodes.names
+    return "[" + ",".join([template % (_json_str(names[row]), *v) for row, *v in
+                           zip(decision.candidates[order].tolist(), *(c.tolist() for c in columns))]) + "]"
+
+
+@functools.lru_cache(maxsize=64)
+def _candidate_template(plugins: tuple[tuple[str, int], ...]) -> str:
+    """One candidate's JSON with its node name and numbers left as %s and %d (the weights written in)."""
+    cells = ",".join(f'{_json_str(name).replace("%", "%%")}:{{"raw":%d,"normalized":%d,"weight":{weight},"weighted":%d}}'
+                     for name, weight in plugins)
+    return '{"node":%s,"plugins":{' + cells + '},"total":%d}'
+
+
+def _top_order(decision: Decision, k: int) -> np.ndarray:
+    """The positions (among the candidates) of the k best totals, best first, the chosen node first of all.
+    Small lists in Python: numpy's cost per call is most of the work on ten positions."""
+    totals = decision.totals
+    chosen = -1
+    if decision.selected_row is not None:
+        found = np.flatnonzero(decision.candidates == decision.selected_row)
+        chosen = int(found[0]) if len(found) else -1
+    if len(totals) > k:
+        part = np.argpartition(-totals, k - 1)[:k].tolist()
+        if chosen >= 0 and chosen not in part:
+            # Among more than k tied top scores the partition keeps any k: make sure the winner is one.
+            kept = totals[part].tolist()
+            part[kept.index(min(kept))] = chosen
+    else:
+        part = list(range(len(totals)))
+    kept = totals[part].tolist()
+    order = [part[i] for i in sorted(range(len(part)), key=lambda i: -kept[i])]  # stable, as argsort(kind="stable")
+    if chosen in order and order[0] != chosen:
+        # The winner first, the others as they were (as a stable sort on "is not the chosen node").
+        order.remove(chosen)
+        order.insert(0, chosen)
+    return np.array(order, dtype=np.intp)
 
 
 def explain(decision: Decision, nodes: NodeTable) -> dict:

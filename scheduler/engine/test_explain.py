@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from .config import default_profile
-from .explain import TOP_CANDIDATES, explain, top_candidates
+from .explain import TOP_CANDIDATES, explain, top_candidates, top_candidates_json
 from .framework import Algorithm, FilterResult, Profile
 from .nodes import NodeSpec, NodeTable
 from .pods import Container, PodSpec
@@ -147,3 +147,18 @@ def test_top_candidates_puts_the_chosen_node_first_among_ties_within_k():
         rows = top_candidates(decision, nodes)
         assert rows[0]["node"] == nodes.names[decision.selected_row]
         assert sorted(r["node"] for r in rows) == [f"n{i}" for i in range(6)]
+
+
+def test_top_candidates_json_is_the_json_of_top_candidates():
+    for seed in range(5):
+        for scores, n in (({f"n{i}": 3 * i % 17 for i in range(14)}, 14), ({}, 12), ({"n1": 5}, 3), ({}, 1)):
+            decision, nodes = decide(scores, n, seed)
+            for k in (1, 3, TOP_CANDIDATES):
+                want = json.dumps(top_candidates(decision, nodes, k), separators=(",", ":"))
+                assert top_candidates_json(decision, nodes, k) == want
+    specs, usages = small_cluster()
+    table = NodeTable(specs, usages)
+    decision = Algorithm(0).schedule(default_profile().build(), POD, table, all_nodes=True)
+    assert json.loads(top_candidates_json(decision, table)) == top_candidates(decision, table)
+    big = PodSpec("web", "big", containers=(Container("c", requests={"cpu": 5000}),))
+    assert top_candidates_json(Algorithm(0).schedule(default_profile().build(), big, table), table) == "[]"

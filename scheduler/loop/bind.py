@@ -23,7 +23,7 @@ from ..queue.kick import kick
 from ..queue.queues import get_queue
 from ..state.events import EventSpec, events_record
 from ..state.reservations import SYSTEMIC_ERRORS, USAGE_FIELDS, add_node_usage, release_assumed, row_usage
-from ..state.sql import insert_many, lock_in_order, update_from_values
+from ..state.sql import insert_many, lock_in_order, new_row, update_from_values
 from ..telemetry import live, metrics
 from .common import ms, why
 
@@ -361,8 +361,8 @@ def _record_bound(successes: list[_Bind], now, writes: _Writes) -> None:
             continue
         b.recorded = True
         if pod.pk not in recorded:
-            writes.bindings.append(Binding(pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid,
-                                           node_name=b.node, attempt_id=b.item.attempt, bound_at=now))
+            writes.bindings.append(new_row(Binding, pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name,
+                                           pod_uid=pod.uid, node_name=b.node, attempt_id=b.item.attempt, bound_at=now))
         writes.events.append(EventSpec("Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {b.node}",
                                        "Pod", pod.namespace, pod.name, pod.uid, action="Binding",
                                        reporting_controller=pod.scheduler_name))

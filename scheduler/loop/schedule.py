@@ -21,7 +21,7 @@ from ..backends.bind_item import BindItem
 from ..engine import schedule_one as cycle
 from ..engine import scheduling_gates
 from ..engine.config import SchedulerConfig
-from ..engine.explain import preemption, top_candidates, trace
+from ..engine.explain import preemption, top_candidates_json, trace
 from ..engine.framework import Algorithm
 from ..engine.nominator import Nominator
 from ..engine.pods import PodSpec
@@ -40,7 +40,7 @@ from ..state.preemptions import preemptions_record, preemptions_under_way
 from ..state import topology_claims
 from ..state.reservations import SYSTEMIC_ERRORS, release_assumed, row_usage
 from ..state.snapshot import Snapshot
-from ..state.sql import insert_many, update_from_values
+from ..state.sql import JSONText, insert_many, new_row, update_from_values
 from ..telemetry import live, metrics
 from ..versions.profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version
 from . import collector
@@ -480,9 +480,8 @@ class Worker:
     def _attempt(self, pod: Pod, info: QueuedPodInfo, result, profile, now, popped_at: float) -> Attempt:
         decision = result.decision
         table = self.snapshot.cache.table
-        attempt = Attempt(
-            pod=pod, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, number=pod.attempts,
-            started_at=now, snapshot_at=getattr(self, "_snapshot_at", None),
+        attempt = _new_attempt(
+            pod, number=pod.attempts, started_at=now, snapshot_at=getattr(self, "_snapshot_at", None),
             snapshot_deleted_pod=getattr(self, "_snapshot_deleted", None), finished_at=timezone.now(),
             node_name=result.node_name or "", message=result.message,
             profile_name=profile.scheduler_name, profile_version=profile.version, worker=self.identity,
@@ -497,7 +496,9 @@ class Worker:
             attempt.feasible_nodes = len(decision.candidates)
             attempt.evaluated_nodes = decision.evaluated_nodes
             if result.status == cycle.SCHEDULED:
-                attempt.candidates = top_candidates(decision, table)
+                # Encoded here, as the COPY writes it: every scheduled attempt has them, and their dicts cost
+                # more to build and encode than the rest of the row.
+                attempt.candidates = JSONText(top_candidates_json(decision, table))
             else:
                 attempt.reasons = decision.reason_histogram()
             # The attempt page's per-node verdicts (and, traced "all", every candidate's scores).
@@ -505,6 +506,13 @@ class Worker:
             if mode == "all" or (mode == "failures" and result.status != cycle.SCHEDULED):
                 attempt.trace = trace(decision, table, scores=mode == "all")
         return attempt
+
+
+def _new_attempt(pod: Pod, **values) -> Attempt:
+    """An Attempt of `pod` for insert_many (new_row: one per pod of every batch, so not through Model.__init__)."""
+    attempt = new_row(Attempt, pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, **values)
+    attempt._state.fields_cache["pod"] = pod  # as Attempt(pod=pod): attempt.pod without a query
+    return attempt
 
 
 def _in_flight_since(info: QueuedPodInfo) -> float | None:

@@ -56,6 +56,10 @@ from ..engine.queue import (
 _LUA = Path(__file__).with_name("lua")
 
 
+# Keys per delete_many script: a batch is a few hundred; the cap keeps one script's time in Redis short.
+_MANY_PER_SCRIPT = 1000
+
+
 def _lua(name: str) -> str:
     """One operation's script, after the prelude every script shares (keys, backoff, ordering helpers)."""
     return (_LUA / "prelude.lua").read_text() + (_LUA / f"{name}.lua").read_text()
@@ -130,6 +134,7 @@ class RedisQueue:
         self._add = reg(_lua("add"))
         self._update = reg(_lua("update"))
         self._delete = reg(_lua("delete"))
+        self._delete_many = reg(_lua("delete_many"))
         self._pop = reg(_lua("pop"))
         self._add_unschedulable = reg(_lua("add_unschedulable"))
         self._move_all = reg(_lua("move_all"))
@@ -175,14 +180,11 @@ class RedisQueue:
         return self._run(self._delete, key, TIMELINE_DONE) == 1
 
     def done_many(self, keys: list[str]) -> None:
-        """done() for many pods in one round trip (each still its own atomic script)."""
+        """done() for many pods in one round trip, one script (delete_many.lua: delete.lua's body per key)."""
         if not keys:
             return
-        pipe = self.redis.pipeline(transaction=False)
-        head = self._head(self._clock())
-        for key in keys:
-            self._delete(keys=self._keys, args=[*head, str(key), TIMELINE_DONE], client=pipe)
-        pipe.execute()
+        for start in range(0, len(keys), _MANY_PER_SCRIPT):
+            self._run(self._delete_many, TIMELINE_DONE, *keys[start:start + _MANY_PER_SCRIPT])
 
     def add_many(self, entries: list[tuple[str, int]]) -> int:
         """add() for many pods in one round trip (each still its own atomic script, in order): the pod mirror

@@ -468,6 +468,21 @@ def test_delete_and_done_forget_the_pod_everywhere(make_queue, where, method):
     assert [p.key for p in q.pop(5)] == ["ns/other"]
 
 
+def test_done_many_forgets_each_pod_wherever_it_is_and_closes_its_timeline(make_queue):
+    q, clock = make_queue()
+    for key, where in (("ns/a", ACTIVE_Q), ("ns/b", BACKOFF_Q), ("ns/c", UNSCHEDULABLE_Q), ("ns/d", IN_FLIGHT),
+                       ("ns/keep", ACTIVE_Q)):
+        put_in(q, clock, key, where)
+    q.done_many(["ns/a", "ns/b", "ns/unknown", "ns/c", "ns/d", "ns/a"])
+    assert q.keys() == {"ns/keep"} and sum(q.lengths().values()) == 1
+    for key in ("ns/a", "ns/b", "ns/c", "ns/d"):
+        assert q.get(key) is None
+        assert [e.event for e in q.timeline(key)][-1] == "Done"
+        assert [e.event for e in q.timeline(key)].count("Done") == 1
+    assert q.timeline("ns/unknown") == []
+    assert [p.key for p in q.pop(5)] == ["ns/keep"]
+
+
 def test_a_failed_attempt_of_a_deleted_pod_is_not_requeued(make_queue):
     q, _ = make_queue()
     q.add("ns/p", 0)

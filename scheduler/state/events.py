@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from ..engine.pods import DEFAULT_SCHEDULER_NAME
 from ..models import ClusterEvent
+from .sql import array_param
 
 
 @dataclass
@@ -67,7 +68,7 @@ def events_record(events: list[EventSpec], *, now: datetime | None = None) -> No
             row[-1] += 1
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(_EVENTS_UPSERT, [ts, ts, *(list(c) for c in zip(*rows.values()))])
+            cursor.execute(_EVENTS_UPSERT, [ts, ts, *(array_param(c) for c in zip(*rows.values()))])
             return
         cursor.executemany(_EVENT_UPSERT, [(*row[:-1], ts, ts) for row in rows.values() for _ in range(row[-1])])
 

@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from scheduler.models import Attempt, Binding, Pod
-from scheduler.state.sql import _copy_prep, _prep, insert_many, update_from_values
+from scheduler.state.sql import JSONText, array_param, _copy_prep, _prep, insert_many, new_row, update_from_values
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -87,3 +87,43 @@ def test_a_json_value_goes_into_copy_as_its_text():
     field = Attempt._meta.get_field("candidates")
     assert _copy_prep(field)([{"node": "n", "total": 1}]) == '[{"node": "n", "total": 1}]'
     assert _copy_prep(field)(None) is None
+
+
+def test_new_row_is_the_instance_the_model_makes():
+    pod = _pod("p")
+    now = timezone.now()
+    values = dict(namespace="default", pod_name="p", pod_uid="p", number=2, started_at=now, result="scheduled")
+    made, fast = Attempt(pod=pod, **values), new_row(Attempt, pod_id=pod.pk, **values)
+    assert type(fast) is Attempt and fast._state.adding and fast._state.db is None
+    assert {k: v for k, v in fast.__dict__.items() if k != "_state"} == {k: v for k, v in made.__dict__.items() if k != "_state"}
+    assert fast.candidates is not new_row(Attempt).candidates  # a default of its own, as each instance has
+
+
+def test_insert_many_writes_json_text_as_it_is():
+    pod = _pod("p")
+    attempt = new_row(Attempt, pod_id=pod.pk, namespace="default", pod_name="p", number=1, started_at=timezone.now(),
+                      result="scheduled", candidates=JSONText('[{"node":"n0","plugins":{},"total":3}]'))
+    insert_many(Attempt, [attempt])
+    assert Attempt.objects.get(pk=attempt.pk).candidates == [{"node": "n0", "plugins": {}, "total": 3}]
+
+
+def test_array_param_reads_back_as_the_values_it_was_given():
+    from django.db import connection
+
+    now = timezone.now()
+    columns = {
+        "bigint": [1, None, -(2 ** 62), 0],
+        "text": ['it\'s "quoted"', "back\\slash", "", None, "NULL", "{a,b}", "tab\tline\n", "ünï"],
+        "timestamptz": [now, None, now.replace(microsecond=0)],
+        "double precision": [0.25, None, 1e300, -3.0],
+        "boolean": [True, False, None],
+    }
+    with connection.cursor() as cursor:
+        for kind, values in columns.items():
+            param = array_param(values)
+            assert isinstance(param, str), kind
+            cursor.execute(f"SELECT unnest(%s::{kind}[])", [param])
+            assert [r[0] for r in cursor.fetchall()] == values, kind
+    assert array_param([1, np.int64(2)]) == [1, np.int64(2)]  # not one of ours: psycopg's way
+    assert array_param([now.replace(tzinfo=None)]) == [now.replace(tzinfo=None)]
+    assert array_param([float("nan")])[0] != array_param([float("nan")])[0]
