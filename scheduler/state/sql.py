@@ -107,6 +107,12 @@ def update_from_values(model, fields: list[str], rows: list[tuple], *, key: str 
     sets = ", ".join(f"{columns[i]} = {cast(i, f)}" for i, f in enumerate(meta_fields) if i > 0)
     sql = (f"WITH v({', '.join(columns)}) AS ({source}) "
            f"UPDATE {table} SET {sets} FROM v WHERE {table}.{columns[0]} = {cast(0, meta_fields[0])}")
+    if postgres:
+        # The keys again, as an array the planner can look up: it cannot estimate an unnest, so it joined
+        # every row of the table (a hash join over a sequential scan: a statement's cost grew with the
+        # table, 1.5 ms at 11,000 pods) where an index scan reads only the batch's rows (0.4 ms).
+        sql += f" AND {table}.{columns[0]} = ANY(%s::{_array_type(meta_fields[0])}[])"
+        params = [*params, params[0]]
     if where:
         sql += f" AND ({where})"
     if returning:
