@@ -68,16 +68,25 @@ def pod_signature(profile, pod, nodes) -> tuple | None:
     """The pod's scheduling signature under `profile` (None: unsignable)."""
     if pod.nominated_node_name:
         return None  # evaluateNominatedNode tries its node first: a cycle of its own
-    signers = profile_signers(profile)
-    if signers is None:
+    signs = _sign_methods(profile)
+    if signs is None:
         return None
     parts = []
-    for plugin in signers:
-        part = plugin.sign(pod, nodes)
+    for sign in signs:
+        part = sign(pod, nodes)
         if part is None:
             return None
         parts.append(part)
     return tuple(parts)
+
+
+def _sign_methods(profile) -> tuple | None:
+    """The signers' bound `sign` methods, looked up once per profile (every pod is signed)."""
+    memo = profile.__dict__.get("_sign_methods", False)
+    if memo is False:
+        signers = profile_signers(profile)
+        memo = profile.__dict__["_sign_methods"] = None if signers is None else tuple(p.sign for p in signers)
+    return memo
 
 
 def _out_of_range(scores: np.ndarray) -> bool:
@@ -115,11 +124,12 @@ class GatheredScores(PluginScores):
 class _Column:
     """One score plugin's raw scores over every node (None: its PreScore skips for the signature)."""
 
-    __slots__ = ("plugin", "weight", "values", "const", "dynamic")
+    __slots__ = ("plugin", "weight", "values", "const", "dynamic", "extensions")
 
     def __init__(self, plugin, weight: int, values: np.ndarray | None):
         self.plugin, self.weight, self.values = plugin, weight, values
         self.dynamic = getattr(plugin, "usage_dependent", True)
+        self.extensions = getattr(plugin, "score_extensions", True)  # has a NormalizeScore
         self.const = self._const()
 
     def _const(self) -> int | None:
@@ -176,7 +186,7 @@ class Batch:
         fixed = None
         self.out_of_range = False
         for c in self.columns:
-            if c.values is None or getattr(c.plugin, "score_extensions", True):
+            if c.values is None or c.extensions:
                 continue
             if _out_of_range(c.values):
                 self.out_of_range = True  # such a pod's cycle reports the error: it runs on its own
@@ -233,7 +243,7 @@ class Batch:
                     if c.const is not None and np.count_nonzero(raw != c.const):
                         c.const = None  # (a column that becomes constant again is only not known as such)
                         self.memo.clear()
-                if fixed is not None and not getattr(c.plugin, "score_extensions", True):
+                if fixed is not None and not c.extensions:
                     part = c.values[rows]
                     if _out_of_range(part):
                         self.out_of_range = True
@@ -306,10 +316,11 @@ class Batch:
         k = len(candidates)
         totals = self.fixed[candidates] if self.fixed is not None else np.zeros(k, dtype=np.int64)
         out: list[PluginScores] = []
+        uniform_total = 0  # the weighted scores that are the same on every candidate, added once at the end
         for i, c in enumerate(self.columns):
             if c.values is None:
                 continue
-            if not getattr(c.plugin, "score_extensions", True):
+            if not c.extensions:
                 out.append(GatheredScores(c.plugin.name, c.weight, c.values, candidates))
                 continue
             if c.const is not None:
@@ -324,7 +335,7 @@ class Batch:
                     hit = self.memo[(i, k)] = (normalized, uniform)
                 normalized, uniform = hit
                 if uniform is not None:
-                    totals += uniform * c.weight
+                    uniform_total += uniform * c.weight
                 else:
                     totals += normalized * c.weight
             else:
@@ -333,6 +344,8 @@ class Batch:
                     return None
                 totals += normalized * c.weight if c.weight != 1 else normalized
             out.append(GatheredScores(c.plugin.name, c.weight, c.values, candidates, normalized))
+        if uniform_total:
+            totals += uniform_total  # (integer sums: the order of the additions does not change them)
         return out, totals
 
 
