@@ -220,8 +220,13 @@ class Batch:
         try:
             results = self.results
             for i in self.dynamic_filters:
-                part = self.profile.filters[i].filter_rows(pod, nodes, rows)
+                plugin = self.profile.filters[i]
                 old = results[i]
+                if old is not None and old.all_passed:
+                    everywhere = getattr(plugin, "passes_everywhere", None)
+                    if everywhere is not None and everywhere(pod, nodes):
+                        continue  # passes on every node, so on those rows still (known without reading them)
+                part = plugin.filter_rows(pod, nodes, rows)
                 if old is not None and old.all_passed and np.count_nonzero(part.passed) == len(rows):
                     continue  # passes there still (the usual case)
                 results[i] = _patched(old, part, rows, n)
@@ -245,7 +250,8 @@ class Batch:
                         self.memo.clear()
                 if fixed is not None and not c.extensions:
                     part = c.values[rows]
-                    if _out_of_range(part):
+                    if c.dynamic and _out_of_range(part):
+                        # (a column read once, not again here, was checked over every node by _recount)
                         self.out_of_range = True
                     fixed[rows] += part * c.weight if c.weight != 1 else part
         except PluginError:
