@@ -307,7 +307,11 @@ class NodeTable:
         self.pods.remove_pod(row, pod)
 
     def _apply(self, row, requested, nonzero_cpu, nonzero_memory, ports, sign) -> None:
-        self._row_changed(row)
+        changed = self.changed_rows
+        if len(changed) < MAX_CHANGED_ROWS:
+            changed.append(row)  # (_row_changed, inlined: every assume passes here)
+        else:
+            self._all_usage_changed()
         columns, min_free = self.requested, self._min_free
         for r, v in requested.items():
             col = columns.get(r)
