@@ -395,6 +395,7 @@ class OpportunisticBatch:
         self.batches: OrderedDict[tuple, Batch | _Unbatchable] = OrderedDict()
         self.seen: OrderedDict[tuple, None] = OrderedDict()
         self.batched_pods = 0
+        self._last: Batch | _Unbatchable | None = None  # the entry last put at the end of `batches`
 
     def lookup(self, profile, pod, nodes) -> Batch | None:
         """The batch for this pod's signature, made on the signature's second pod; None: a cycle of its own."""
@@ -408,7 +409,9 @@ class OpportunisticBatch:
                 if batch.current(nodes):
                     return None
             elif batch.profile is profile and batch.current(nodes):
-                self.batches.move_to_end(key)
+                if batch is not self._last:  # (already last: the usual case, one signature at a time)
+                    self.batches.move_to_end(key)
+                    self._last = batch
                 return batch
             del self.batches[key]
         elif key not in self.seen:
@@ -417,7 +420,7 @@ class OpportunisticBatch:
                 self.seen.popitem(last=False)
             return None
         made = Batch.make(profile, pod, nodes, key)
-        self.batches[key] = made if made is not None else _Unbatchable(nodes)
+        self.batches[key] = self._last = made if made is not None else _Unbatchable(nodes)
         if len(self.batches) > MAX_BATCHES:
             self.batches.popitem(last=False)
         return made
