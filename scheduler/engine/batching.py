@@ -68,16 +68,25 @@ def pod_signature(profile, pod, nodes) -> tuple | None:
     """The pod's scheduling signature under `profile` (None: unsignable)."""
     if pod.nominated_node_name:
         return None  # evaluateNominatedNode tries its node first: a cycle of its own
-    signers = profile_signers(profile)
-    if signers is None:
+    signs = _sign_methods(profile)
+    if signs is None:
         return None
     parts = []
-    for plugin in signers:
-        part = plugin.sign(pod, nodes)
+    for sign in signs:
+        part = sign(pod, nodes)
         if part is None:
             return None
         parts.append(part)
     return tuple(parts)
+
+
+def _sign_methods(profile) -> tuple | None:
+    """The signers' bound `sign` methods, looked up once per profile (every pod is signed)."""
+    memo = profile.__dict__.get("_sign_methods", False)
+    if memo is False:
+        signers = profile_signers(profile)
+        memo = profile.__dict__["_sign_methods"] = None if signers is None else tuple(p.sign for p in signers)
+    return memo
 
 
 def _out_of_range(scores: np.ndarray) -> bool:
@@ -115,11 +124,12 @@ class GatheredScores(PluginScores):
 class _Column:
     """One score plugin's raw scores over every node (None: its PreScore skips for the signature)."""
 
-    __slots__ = ("plugin", "weight", "values", "const", "dynamic")
+    __slots__ = ("plugin", "weight", "values", "const", "dynamic", "extensions")
 
     def __init__(self, plugin, weight: int, values: np.ndarray | None):
         self.plugin, self.weight, self.values = plugin, weight, values
         self.dynamic = getattr(plugin, "usage_dependent", True)
+        self.extensions = getattr(plugin, "score_extensions", True)  # has a NormalizeScore
         self.const = self._const()
 
     def _const(self) -> int | None:
@@ -176,7 +186,7 @@ class Batch:
         fixed = None
         self.out_of_range = False
         for c in self.columns:
-            if c.values is None or getattr(c.plugin, "score_extensions", True):
+            if c.values is None or c.extensions:
                 continue
             if _out_of_range(c.values):
                 self.out_of_range = True  # such a pod's cycle reports the error: it runs on its own
@@ -210,8 +220,13 @@ class Batch:
         try:
             results = self.results
             for i in self.dynamic_filters:
-                part = self.profile.filters[i].filter_rows(pod, nodes, rows)
+                plugin = self.profile.filters[i]
                 old = results[i]
+                if old is not None and old.all_passed:
+                    everywhere = getattr(plugin, "passes_everywhere", None)
+                    if everywhere is not None and everywhere(pod, nodes):
+                        continue  # passes on every node, so on those rows still (known without reading them)
+                part = plugin.filter_rows(pod, nodes, rows)
                 if old is not None and old.all_passed and np.count_nonzero(part.passed) == len(rows):
                     continue  # passes there still (the usual case)
                 results[i] = _patched(old, part, rows, n)
@@ -233,9 +248,10 @@ class Batch:
                     if c.const is not None and np.count_nonzero(raw != c.const):
                         c.const = None  # (a column that becomes constant again is only not known as such)
                         self.memo.clear()
-                if fixed is not None and not getattr(c.plugin, "score_extensions", True):
+                if fixed is not None and not c.extensions:
                     part = c.values[rows]
-                    if _out_of_range(part):
+                    if c.dynamic and _out_of_range(part):
+                        # (a column read once, not again here, was checked over every node by _recount)
                         self.out_of_range = True
                     fixed[rows] += part * c.weight if c.weight != 1 else part
         except PluginError:
@@ -306,10 +322,11 @@ class Batch:
         k = len(candidates)
         totals = self.fixed[candidates] if self.fixed is not None else np.zeros(k, dtype=np.int64)
         out: list[PluginScores] = []
+        uniform_total = 0  # the weighted scores that are the same on every candidate, added once at the end
         for i, c in enumerate(self.columns):
             if c.values is None:
                 continue
-            if not getattr(c.plugin, "score_extensions", True):
+            if not c.extensions:
                 out.append(GatheredScores(c.plugin.name, c.weight, c.values, candidates))
                 continue
             if c.const is not None:
@@ -324,7 +341,7 @@ class Batch:
                     hit = self.memo[(i, k)] = (normalized, uniform)
                 normalized, uniform = hit
                 if uniform is not None:
-                    totals += uniform * c.weight
+                    uniform_total += uniform * c.weight
                 else:
                     totals += normalized * c.weight
             else:
@@ -333,6 +350,8 @@ class Batch:
                     return None
                 totals += normalized * c.weight if c.weight != 1 else normalized
             out.append(GatheredScores(c.plugin.name, c.weight, c.values, candidates, normalized))
+        if uniform_total:
+            totals += uniform_total  # (integer sums: the order of the additions does not change them)
         return out, totals
 
 
@@ -376,6 +395,7 @@ class OpportunisticBatch:
         self.batches: OrderedDict[tuple, Batch | _Unbatchable] = OrderedDict()
         self.seen: OrderedDict[tuple, None] = OrderedDict()
         self.batched_pods = 0
+        self._last: Batch | _Unbatchable | None = None  # the entry last put at the end of `batches`
 
     def lookup(self, profile, pod, nodes) -> Batch | None:
         """The batch for this pod's signature, made on the signature's second pod; None: a cycle of its own."""
@@ -389,7 +409,9 @@ class OpportunisticBatch:
                 if batch.current(nodes):
                     return None
             elif batch.profile is profile and batch.current(nodes):
-                self.batches.move_to_end(key)
+                if batch is not self._last:  # (already last: the usual case, one signature at a time)
+                    self.batches.move_to_end(key)
+                    self._last = batch
                 return batch
             del self.batches[key]
         elif key not in self.seen:
@@ -398,7 +420,7 @@ class OpportunisticBatch:
                 self.seen.popitem(last=False)
             return None
         made = Batch.make(profile, pod, nodes, key)
-        self.batches[key] = made if made is not None else _Unbatchable(nodes)
+        self.batches[key] = self._last = made if made is not None else _Unbatchable(nodes)
         if len(self.batches) > MAX_BATCHES:
             self.batches.popitem(last=False)
         return made

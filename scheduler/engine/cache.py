@@ -31,10 +31,11 @@ class Cache:
         self.assumed: dict[str, AssumedPod] = {}
 
     def assume(self, pod: PodSpec, row: int) -> None:
-        if pod.key in self.assumed:
-            raise ValueError(f"pod {pod.key} is already assumed")
+        key = pod.key
+        if key in self.assumed:
+            raise ValueError(f"pod {key} is already assumed")
         self.table.add_pod(row, pod)
-        self.assumed[pod.key] = AssumedPod(pod, row)
+        self.assumed[key] = AssumedPod(pod, row)
 
     def finish_binding(self, key: str) -> None:
         """The binding was sent: start the expiry clock."""

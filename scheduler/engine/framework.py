@@ -272,6 +272,20 @@ class PluginScores:
         return np.asarray(self.raw)[positions], np.asarray(self.normalized)[positions]
 
 
+# An empty int64 array shared by every decision without candidates or totals (read-only: never written in place).
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+_NO_ROWS.flags.writeable = False
+
+
+def _filter_names(profile: Profile) -> list[str]:
+    """The profile's filter names, kept while its filter list is the same object (a decision reads, never writes them)."""
+    memo = profile.__dict__.get("_filter_names")
+    filters = profile.filters
+    if memo is None or memo[0] is not filters or len(memo[1]) != len(filters):
+        memo = profile.__dict__["_filter_names"] = (filters, [p.name for p in filters])
+    return memo[1]
+
+
 @dataclass
 class Decision:
     """The outcome of one scheduling algorithm run for one pod, as data."""
@@ -284,7 +298,7 @@ class Decision:
     filter_results: list[FilterResult | None]
     absent_status: tuple[str, str] | None = None  # (plugin, reason) for rows a PreFilterResult left out
     plugin_scores: list[PluginScores] = field(default_factory=list)
-    totals: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    totals: np.ndarray = field(default_factory=lambda: _NO_ROWS)
     selected_row: int | None = None
     evaluated_nodes: int = 0
     error: str | None = None  # an internal error (not "unschedulable")
@@ -760,8 +774,8 @@ class Algorithm:
         batch = self.batch.lookup(profile, pod, nodes) if self.batch is not None and not all_nodes else None
         fp = batch.filter_pass() if batch is not None else run_filters(profile, pod, nodes)
         decision = Decision(
-            pod_key=pod.key, num_all_nodes=n, candidates=np.zeros(0, dtype=np.int64),
-            rejected_by=fp.rejected_by, filter_names=[p.name for p in filters], filter_results=[None] * len(filters),
+            pod_key=pod.key, num_all_nodes=n, candidates=_NO_ROWS,
+            rejected_by=fp.rejected_by, filter_names=_filter_names(profile), filter_results=[None] * len(filters),
         )
         decision.pre_filter_seconds = fp.pre_filter_seconds if batch is None else perf_counter() - started
         if fp.error is not None or fp.rejected is not None:

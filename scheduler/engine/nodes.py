@@ -307,26 +307,33 @@ class NodeTable:
         self.pods.remove_pod(row, pod)
 
     def _apply(self, row, requested, nonzero_cpu, nonzero_memory, ports, sign) -> None:
-        self._row_changed(row)
+        changed = self.changed_rows
+        if len(changed) < MAX_CHANGED_ROWS:
+            changed.append(row)  # (_row_changed, inlined: every assume passes here)
+        else:
+            self._all_usage_changed()
+        columns, min_free = self.requested, self._min_free
         for r, v in requested.items():
-            col = self.requested.get(r)
+            col = columns.get(r)
             if col is None:
                 # A resource no node declares: track what is asked of it anyway.
-                col = self.requested[r] = np.zeros(self.n, dtype=np.int64)
+                col = columns[r] = np.zeros(self.n, dtype=np.int64)
                 self.allocatable.setdefault(r, np.zeros(self.n, dtype=np.int64))
-            col[row] += sign * v
+            used = int(col[row]) + sign * v  # (read once as a Python int: a numpy scalar's += reads it again)
+            col[row] = used
             # Keep the least free room per resource exact: taking room can only lower it; giving
             # room back may raise it, so that resource is recomputed when next asked.
-            known = self._min_free.get(r)
+            known = min_free.get(r)
             if known is not None:
                 if sign > 0:
-                    free = int(self.allocatable[r][row]) - int(col[row])
+                    free = int(self.allocatable[r][row]) - used
                     if free < known:
-                        self._min_free[r] = free
+                        min_free[r] = free
                 else:
-                    del self._min_free[r]
-        self.nonzero_requested[CPU][row] += sign * nonzero_cpu
-        self.nonzero_requested[MEMORY][row] += sign * nonzero_memory
+                    del min_free[r]
+        nonzero = self.nonzero_requested
+        nonzero[CPU][row] += sign * nonzero_cpu
+        nonzero[MEMORY][row] += sign * nonzero_memory
         for p in ports:
             by_row = self.ports.setdefault((p.protocol, p.port), {})
             ips = by_row.setdefault(row, [])

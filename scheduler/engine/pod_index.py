@@ -176,7 +176,7 @@ class PodIndex:
         group.rows.add(row, 1)
         for q in group.queries:
             q.bump(row, 1)
-        self.columns.add(row, pod)
+        self.columns.add(row, pod, key[:2])
         # As podWithAffinity / podWithRequiredAntiAffinity: the spec decides, parsed or not.
         anti = pod.pod_anti_affinity
         if pod.pod_affinity is None and anti is None:

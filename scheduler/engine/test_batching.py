@@ -319,3 +319,16 @@ def test_the_last_feasible_node_past_the_cut_taken_under_a_batch_makes_the_cycle
     decision = alg.schedule(profile, pods[4], pair.tables[0])
     assert decision.evaluated_nodes == 120
     assert alg.batch.batched_pods >= 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1, 12))
+def test_a_filter_that_says_it_passes_everywhere_passes_on_every_node(seed, n):
+    # A refresh skips filter_rows on a plugin's word (passes_everywhere): that word must be its Filter's verdict.
+    rng = random.Random(seed)
+    table = NodeTable([random_node(rng, f"n{i}") for i in range(n)], [random_usage(rng) for _ in range(n)])
+    pod = random_incoming_pod(rng)
+    for plugin in default_profile().build().filters:
+        if hasattr(plugin, "passes_everywhere") and plugin.passes_everywhere(pod, table):
+            assert bool(plugin.filter_rows(pod, table, np.arange(n)).passed.all()), plugin.name
+            assert bool(plugin.filter(pod, table).passed.all()), plugin.name

@@ -8,6 +8,7 @@ change). Columnar over the candidate rows.
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar
 
 import numpy as np
@@ -75,6 +76,14 @@ def go_half(a: np.ndarray) -> np.ndarray:
     return (a - (a >> 63)) >> 1
 
 
+@functools.lru_cache(maxsize=64)
+def _with_and_without(want: int) -> np.ndarray:
+    """The (2, 1) column ((want,), (0,)) added to the requested counts, made once per request (read-only)."""
+    out = np.array(((want,), (0,)), dtype=np.int64)
+    out.flags.writeable = False
+    return out
+
+
 class NodeResourcesBalancedAllocation:
     name: ClassVar[str] = "NodeResourcesBalancedAllocation"
     usage_dependent: ClassVar[bool] = True  # the requests counted on the node
@@ -129,7 +138,7 @@ class NodeResourcesBalancedAllocation:
             if np.count_nonzero(alloc) != len(alloc):
                 return None
             # As upstream: BalancedAllocation reads the plain requests of every resource.
-            with_and_without = nodes.requested_of(name)[rows] + np.array(((want,), (0,)), dtype=np.int64)
+            with_and_without = nodes.requested_of(name)[rows] + _with_and_without(want)
             # int64 / int64 divides as float64, exactly as converting both first. As upstream: a
             # fraction above 1 counts as 1.
             f = np.true_divide(with_and_without, alloc)

@@ -41,7 +41,8 @@ class ImageLocality:
     def sign(self, pod: PodSpec, nodes: NodeTable):
         """The pod's signature element (KEP-5598): its containers' images, init containers first
         (their number sets the score's upper threshold)."""
-        return tuple(c.image for c in pod.init_containers), tuple(c.image for c in pod.containers)
+        init = pod.init_containers
+        return (tuple([c.image for c in init]) if init else ()), tuple([c.image for c in pod.containers])
 
     def score(self, pod: PodSpec, nodes: NodeTable, rows: np.ndarray) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)

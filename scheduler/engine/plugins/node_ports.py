@@ -37,6 +37,10 @@ class NodePorts:
             return FilterResult.all_pass(nodes.n)
         return FilterResult.from_reasons(nodes.n, [(ERR_REASON, self._conflicts(wanted, nodes))])
 
+    def passes_everywhere(self, pod: PodSpec, nodes: NodeTable) -> bool:
+        """Whether Filter passes on every node without looking at any: a pod asking for no host port."""
+        return not any(p.port > 0 for p in pod.host_ports)
+
     def filter_rows(self, pod: PodSpec, nodes: NodeTable, rows: np.ndarray) -> FilterResult:
         """Filter's verdict on `rows` only, every reason kept (for the signature batches)."""
         wanted = [p for p in pod.host_ports if p.port > 0]

@@ -208,11 +208,20 @@ class NodeResourcesFit:
 
     def filter(self, pod: PodSpec, nodes: NodeTable) -> FilterResult:
         checks = derived(pod, (self, "filter"), (pod.requests,), lambda: self._checks(pod))
-        # Fast path, exact: every node has room for all of it when even the fullest one does.
-        if nodes.min_free(PODS) >= 1 and all(want <= nodes.min_free(resource) for _, resource, want in checks):
+        if self._fits_everywhere(checks, nodes):
             return FilterResult.all_pass(nodes.n)
         reasons, too_big = self._reasons(checks, nodes, slice(None))
         return FilterResult.from_reasons(nodes.n, reasons, unresolvable_rows=too_big)
+
+    @staticmethod
+    def _fits_everywhere(checks, nodes: NodeTable) -> bool:
+        # Fast path, exact: every node has room for all of it when even the fullest one does.
+        return nodes.min_free(PODS) >= 1 and all(want <= nodes.min_free(resource) for _, resource, want in checks)
+
+    def passes_everywhere(self, pod: PodSpec, nodes: NodeTable) -> bool:
+        """Whether Filter passes on every node, known from the least free room alone (the signature
+        batches then need no filter_rows for the rows whose usage changed)."""
+        return self._fits_everywhere(derived(pod, (self, "filter"), (pod.requests,), lambda: self._checks(pod)), nodes)
 
     def filter_rows(self, pod: PodSpec, nodes: NodeTable, rows: np.ndarray) -> FilterResult:
         """Filter's verdict on `rows` only, every reason kept (for the signature batches)."""

@@ -56,33 +56,43 @@ class PodColumns:
         self.pods = grown
         self._cap = cap
 
-    def add(self, row: int, pod: PodSpec) -> None:
+    def add(self, row: int, pod: PodSpec, gkey: tuple | None = None) -> None:
+        """Put the pod in a slot; `gkey` is its (namespace, sorted labels) when the caller has it already."""
         key = pod.key
         if key in self.slot_of:
             self.remove(key)
         if self._free:
             slot = self._free.pop()
+            fresh = False
         else:
             if self.high == self._cap:
                 self._grow()
             slot = self.high
             self.high += 1
+            fresh = True  # its columns still hold their fill values: only what differs is written
         self.slot_of[key] = slot
         self.pods[slot] = pod
         self.row[slot] = row
-        self.priority[slot] = pod.priority
-        self.start[slot] = _NO_START if pod.start_time is None else pod.start_time
+        if pod.priority or not fresh:
+            self.priority[slot] = pod.priority
+        if pod.start_time is not None or not fresh:
+            self.start[slot] = _NO_START if pod.start_time is None else pod.start_time
         self.seq[slot] = self._seq
         self._seq += 1
-        labels = pod.labels
-        gkey = (pod.namespace, tuple(sorted(labels.items())) if labels else ())
+        if gkey is None:
+            labels = pod.labels
+            gkey = (pod.namespace, tuple(sorted(labels.items())) if labels else ())
         code = self.group_codes.get(gkey)
         if code is None:
             code = self.group_codes[gkey] = len(self.group_keys)
-            self.group_keys.append((pod.namespace, dict(labels)))
-        self.group[slot] = code
-        self.has_ports[slot] = bool(pod.host_ports)
-        self.preempting[slot] = pod.deleting and pod.disruption_target_reason == POD_REASON_PREEMPTION_BY_SCHEDULER
+            self.group_keys.append((pod.namespace, dict(pod.labels)))
+        if code or not fresh:
+            self.group[slot] = code
+        if pod.host_ports or not fresh:
+            self.has_ports[slot] = bool(pod.host_ports)
+        preempting = pod.deleting and pod.disruption_target_reason == POD_REASON_PREEMPTION_BY_SCHEDULER
+        if preempting or not fresh:
+            self.preempting[slot] = preempting
         for r, v in pod.requests.items():
             col = self.requests.get(r)
             if col is None:
