@@ -213,7 +213,7 @@ class NodeStore:
 
 def _room_first(obj: dict) -> int:
     """0 for a bound pod, 1 for a nominated one, 2 for the rest: the order a pod list is stored in."""
-    if ((obj.get("spec") or {}).get("nodeName")):
+    if (obj.get("spec") or {}).get("nodeName"):
         return 0
     return 1 if (obj.get("status") or {}).get("nominatedNodeName") else 2
 

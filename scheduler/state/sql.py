@@ -38,14 +38,13 @@ def array_param(values) -> str | list:
     if kinds <= {int}:
         return "{" + ",".join(["NULL" if v is None else str(v) for v in values]) + "}"
     if kinds <= {str}:
-        return "{" + ",".join(["NULL" if v is None else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-                               for v in values]) + "}"
+        return "{" + ",".join(["NULL" if v is None else _quoted(v) for v in values]) + "}"
     out = []
     for v in values:
         if v is None:
             out.append("NULL")
         elif type(v) is str:
-            out.append('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"')
+            out.append(_quoted(v))
         elif type(v) is datetime.datetime:
             if v.tzinfo is None:
                 return list(values)  # naive: what it means is Django's to say
@@ -59,6 +58,11 @@ def array_param(values) -> str | list:
         else:
             out.append(str(v))
     return "{" + ",".join(out) + "}"
+
+
+def _quoted(text: str) -> str:
+    """A string as an element of an array's text: in double quotes, its backslashes and quotes escaped."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 _LITERAL_KINDS = {int, str, float, bool, datetime.datetime}
