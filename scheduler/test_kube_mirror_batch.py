@@ -248,6 +248,29 @@ def test_a_relist_counts_every_bound_pods_room_before_it_queues_a_pending_pod():
     assert all(real.get(f"order/a-pending-{i}") is not None for i in (0, 599))
 
 
+def test_a_relist_queues_nothing_before_the_whole_list_is_stored_so_its_highest_priority_pod_goes_first():
+    """kube-scheduler schedules only once its informers' caches have synced. A backlog listed after a restart
+    is stored batch by batch; had each batch's pods been queued as it committed, a worker would have popped a
+    first batch's pod while the list's most urgent pod (last by name) was not yet in the queue."""
+    real = queues.get_queue()
+    stored_when_queued: list[int] = []
+
+    class Recording:  # the real queue, noting how much of the list was stored whenever pods are queued
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def add_many(self, items):
+            stored_when_queued.append(Pod.objects.filter(namespace="sync").count())
+            return real.add_many(items)
+
+    items = [kpod("sync", f"a-routine-{i}") for i in range(1200)] + [kpod("sync", "z-urgent")]
+    items[-1]["spec"]["priority"] = 1000
+    PodStore(queue=Recording()).replace(items)
+    assert len(stored_when_queued) == 3 and set(stored_when_queued) == {1201}  # three batches, queued at the end
+    (first,) = real.pop()
+    assert first.key == "sync/z-urgent"
+
+
 def test_a_node_list_and_a_node_watch_batch_are_applied_in_one_transaction_each_in_the_watchs_order():
     from scheduler.kube.mirror import NodeStore
 

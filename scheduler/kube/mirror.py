@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 MIRROR_LOCK = threading.RLock()
 # Pods of a (re)list applied per transaction: as many as a watch batch at most (reflector.MAX_BATCH).
 RELIST_BATCH = 500
+# While this thread stores a pod (re)list: the queue calls its batches' commits would make, held until the
+# whole list is stored (publish_after_commit).
+_relisting = threading.local()
 
 # What of a Node the scheduler reads. The kubelet rewrites the rest (heartbeats, conditions) every
 # few seconds; mirroring that would rebuild every worker's node table each time.
@@ -130,6 +133,20 @@ def _scheduled_condition(manifest: dict) -> dict:
 
 def _time(value) -> datetime | None:
     return parse_datetime(value) if isinstance(value, str) else None
+
+
+def publish_after_commit(publish) -> None:
+    """Run `publish` (its calls to the queue) once the current transaction commits.
+
+    During a pod (re)list it runs only after the list's last batch has committed, as kube-scheduler starts
+    scheduling only once its informers' caches have synced: the workers, which pop the moment a pod is
+    queued, would otherwise take a first batch's pods before a later batch's higher-priority ones were in
+    the queue, or before a later batch's bound pods were counted on their nodes."""
+    held = getattr(_relisting, "held", None)
+    if held is None:
+        transaction.on_commit(publish)
+    else:
+        transaction.on_commit(lambda: held.append(publish))
 
 
 def _usable_connection() -> None:
@@ -243,18 +260,26 @@ class PodStore:
         for obj in items:
             meta = obj.get("metadata") or {}
             listed.add((meta.get("namespace"), meta.get("name")))  # listed, even if it cannot be applied: kept
-        # A (re)list is applied as watch batches are: after a restart with a backlog, the binder's first
-        # binding waits for the whole list to be mirrored. The pods that hold room go first (bound ones, then
-        # nominated ones): a batch's pending pods are queued when it commits and the workers take them at
-        # once, so each must find every node's usage already counted. In the API's order, a pending pod of the
-        # first batch could be placed on a node whose pods bound while no leader watched come in a later one:
-        # an overcommit. (A list is a snapshot: the order of its pods means nothing else.)
+        # A (re)list is applied as watch batches are, and what its batches would tell the queue is held until
+        # the last one has committed (publish_after_commit): workers schedule none of it before the whole list
+        # is stored. The pods that hold room are still stored first (bound ones, then nominated ones): the
+        # reconciler queues any stored pending pod the queue does not know (loop/reconcile.py), and must never
+        # find one stored before every node's bound pods are counted.
+        # (A list is a snapshot: the order of its pods means nothing else.)
         items = sorted(items, key=_room_first)
-        for start in range(0, len(items), RELIST_BATCH):
-            self._apply_many([("ADDED", obj) for obj in items[start:start + RELIST_BATCH]], ours)
-        for namespace, name in Pod.objects.values_list("namespace", "name"):
-            if (namespace, name) not in listed:
-                pod_remove(namespace=namespace, name=name, uid=None, queue=self.queue)
+        _relisting.held = held = []
+        try:
+            for start in range(0, len(items), RELIST_BATCH):
+                self._apply_many([("ADDED", obj) for obj in items[start:start + RELIST_BATCH]], ours)
+            for namespace, name in Pod.objects.values_list("namespace", "name"):
+                if (namespace, name) not in listed:
+                    pod_remove(namespace=namespace, name=name, uid=None, queue=self.queue)
+        finally:
+            # A list that failed half way publishes nothing: the reflector lists again, and that list queues
+            # every pending pod it stores (an unchanged pending row is queued again too).
+            _relisting.held = None
+        for publish in held:
+            publish()
 
     def apply(self, event_type: str, obj: dict) -> None:
         self.apply_many([(event_type, obj)])
@@ -364,7 +389,7 @@ def pod_upsert(obj: dict, *, queue, ours: set[str] | None = None) -> None:
         if publish["assigned"] and hints.move_after_assigned(queue, [publish["assigned"]]):
             kick()
 
-    transaction.on_commit(after_commit)
+    publish_after_commit(after_commit)
 
 
 def _queue_unreadable(manifest: dict, namespace: str, name: str, uid: str, scheduler_name: str, *, queue) -> None:
@@ -388,7 +413,7 @@ def _queue_unreadable(manifest: dict, namespace: str, name: str, uid: str, sched
         queue.add(key, priority)
         kick()
 
-    transaction.on_commit(after_commit)
+    publish_after_commit(after_commit)
 
 
 def _upsert_unparsable(manifest: dict, problems: str, *, queue) -> None:
@@ -444,7 +469,7 @@ def _upsert_unparsable(manifest: dict, problems: str, *, queue) -> None:
         row.manifest = manifest  # bound and counted already: its room stays as counted
         row.save()
     if done:
-        transaction.on_commit(lambda: queue.done(done))
+        publish_after_commit(lambda: queue.done(done))
 
 
 def readable_usage(spec: dict) -> dict:
@@ -595,5 +620,5 @@ def pod_remove(*, namespace: str, name: str, uid: str | None, queue) -> bool:
         if was_bound:  # the pods its deletion may help (AssignedPodDelete's hints)
             hints.move_after_events(queue, lambda: [hints.deleted_pod(*deleted)], {ClusterEvent.ASSIGNED_POD_DELETE})
 
-    transaction.on_commit(after_commit)
+    publish_after_commit(after_commit)
     return True

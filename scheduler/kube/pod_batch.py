@@ -19,7 +19,7 @@ import copy
 import json
 from dataclasses import dataclass, field
 
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from ..manifests.objects import parse_object
@@ -366,4 +366,4 @@ def _after_commit(w: _Writes, queue) -> None:
         if hinted or any(op == "add" for _, op, _args in ops):
             kick()
 
-    transaction.on_commit(publish)
+    mirror.publish_after_commit(publish)
