@@ -133,7 +133,6 @@ class RedisQueue:
         reg = redis_client.register_script
         self._add = reg(_lua("add"))
         self._update = reg(_lua("update"))
-        self._delete = reg(_lua("delete"))
         self._delete_many = reg(_lua("delete_many"))
         self._pop = reg(_lua("pop"))
         self._add_unschedulable = reg(_lua("add_unschedulable"))
@@ -174,13 +173,13 @@ class RedisQueue:
         return queue
 
     def delete(self, key: str) -> bool:
-        return self._run(self._delete, key, TIMELINE_DELETED) == 1
+        return self._run(self._delete_many, TIMELINE_DELETED, key) == 1
 
     def done(self, key: str) -> bool:
-        return self._run(self._delete, key, TIMELINE_DONE) == 1
+        return self._run(self._delete_many, TIMELINE_DONE, key) == 1
 
     def done_many(self, keys: list[str]) -> None:
-        """done() for many pods in one round trip, one script (delete_many.lua: delete.lua's body per key)."""
+        """done() for many pods in one round trip, one script."""
         if not keys:
             return
         for start in range(0, len(keys), _MANY_PER_SCRIPT):
