@@ -564,6 +564,39 @@ def test_a_pod_bound_elsewhere_is_dropped_without_retry_and_its_room_released(cl
     assert queues.get_queue().get("default/web") is None
 
 
+class ListingCluster(FlakyCluster):
+    """A cluster-like backend whose leader is listing (or gone): nobody can say the mirror is complete."""
+
+    current = False
+
+    def mirror_current_through(self):
+        return time.time() if self.current else None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_reconciler_queues_the_pods_the_queue_lost_only_from_a_mirror_that_says_it_is_complete(clock):
+    """A leader listing may have stored half its list; the list queues its pods itself once it is all stored
+    (kube-scheduler schedules only after its caches sync), so the reconciler must not queue the half first."""
+    from scheduler import loop
+    from scheduler.backends import reset_backend, set_backend
+    from scheduler.queue import queues
+    from scheduler.testing.loop import apply, node, pod
+
+    backend = ListingCluster()
+    set_backend(backend)
+    try:
+        apply(node("node-a"), pod("web"))
+        queue = queues.get_queue()
+        queue.clear()  # the queue lost it (Redis restarted), or a list stored it and has not queued it yet
+        assert loop.reconcile(queue=queue)["requeued"] == 0
+        assert queue.get("default/web") is None
+        backend.current = True
+        assert loop.reconcile(queue=queue)["requeued"] == 1
+        assert queue.get("default/web") is not None
+    finally:
+        reset_backend()
+
+
 # ---- the command's refusals -------------------------------------------------------------------
 
 def test_kube_check_says_when_the_cluster_configuration_cannot_be_loaded(settings, tmp_path):

@@ -72,6 +72,7 @@ def reconcile(*, queue=None) -> dict:
     stale = now - timedelta(seconds=settings.SCHEDBOARD_ASSUME_TTL_SECONDS)
     backend = get_backend()
     expirable = Q()
+    through = None
     if backend.mirrors_bindings:
         expirable = Q(binding_at__isnull=True)
         through = backend.mirror_current_through()
@@ -93,21 +94,31 @@ def reconcile(*, queue=None) -> dict:
         dispatch.send(dispatch.PREEMPT, job)
         report["preemptions_resent"] += 1
 
-    # In-flight pods whose worker died, then pending pods the queue does not know (Redis lost).
+    # In-flight pods whose worker died, then pending pods the queue does not know (Redis lost). A mirror that
+    # cannot say it is complete (its leader listing, or no leader) may hold half a list: a list queues its pods
+    # itself once it is all stored (kube/mirror.py), as kube-scheduler schedules only after its caches sync.
     report["reclaimed"] = len(queue.reclaim_expired(None, settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS))
-    known = queue.keys()
-    pending = Pod.objects.filter(node_name="", assumed_node="", deleting=False,
-                                 scheduler_name__in=scheduler_names()).exclude(gated_pods())
-    for ns, name, priority in pending.values_list("namespace", "name", "priority").iterator():
-        key = f"{ns}/{name}"
-        if key not in known:
-            queue.add(key, priority)
-            report["requeued"] += 1
-    pending.filter(queued_at__isnull=True).update(queued_at=now)
+    if not backend.mirrors_bindings or through is not None:
+        report["requeued"] = _requeue_lost(queue, now)
     queue.flush()
     if queue.ready():  # activeQ, or backoffQ's rejected pods a pop takes when activeQ is empty
         kick()
     return report
+
+
+def _requeue_lost(queue, now) -> int:
+    """Queue every pending pod of ours the queue does not know; returns how many."""
+    known = queue.keys()
+    pending = Pod.objects.filter(node_name="", assumed_node="", deleting=False,
+                                 scheduler_name__in=scheduler_names()).exclude(gated_pods())
+    requeued = 0
+    for ns, name, priority in pending.values_list("namespace", "name", "priority").iterator():
+        key = f"{ns}/{name}"
+        if key not in known:
+            queue.add(key, priority)
+            requeued += 1
+    pending.filter(queued_at__isnull=True).update(queued_at=now)
+    return requeued
 
 
 def recount() -> dict:
