@@ -246,3 +246,23 @@ def test_the_hot_calls_bind_and_record_events_as_the_generated_client_and_fail_t
         # Every request took its token from the client's bucket (8 so far, 5 of them hot; barely any refill).
         assert api.rest_client.bucket._tokens == pytest.approx(100 - 8, abs=0.5)
         api.close()
+
+
+def test_a_request_asks_the_configuration_for_its_credentials_at_most_once_a_second():
+    """The refresh hook (which re-reads an expiring token) runs once per AUTH_REFRESH_SECONDS, not per request."""
+    from scheduler.kube.client import AUTH_REFRESH_SECONDS, _auth_headers
+
+    configuration = client.Configuration()
+    configuration.api_key["BearerToken"] = "Bearer old"
+    refreshed = []
+    configuration.refresh_api_key_hook = lambda c: refreshed.append(1)
+    api = client.ApiClient(configuration)
+    clock = Clock()
+
+    first = [_auth_headers(api, clock=clock) for _ in range(5)]
+    configuration.api_key["BearerToken"] = "Bearer new"  # the loader's hook refreshed it
+    clock.sleep(AUTH_REFRESH_SECONDS)
+    then = _auth_headers(api, clock=clock)
+
+    assert first == [{"authorization": "Bearer old"}] * 5 and then == {"authorization": "Bearer new"}
+    assert len(refreshed) == 2

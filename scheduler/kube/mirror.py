@@ -31,6 +31,7 @@ from ..state.reservations import SYSTEMIC_ERRORS, add_node_usage, pod_usage_fiel
 from ..telemetry import metrics
 from ..versions.profiles import scheduler_names
 from ..state.placed_pods import placed_pod_changed
+from .pod_parses import PodParses
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +241,7 @@ class PodStore:
 
     def __init__(self, queue=None):
         self._queue = queue
+        self.parses = PodParses()  # pending pods' last parses: their binding's event re-uses them
 
     @property
     def queue(self):
@@ -267,6 +269,7 @@ class PodStore:
         # find one stored before every node's bound pods are counted.
         # (A list is a snapshot: the order of its pods means nothing else.)
         items = sorted(items, key=_room_first)
+        self.parses.clear()  # what the list does not hold is gone
         _relisting.held = held = []
         try:
             for start in range(0, len(items), RELIST_BATCH):
@@ -300,7 +303,7 @@ class PodStore:
 
         try:
             with transaction.atomic():
-                pods_apply_batch(events, queue=self.queue, ours=ours,
+                pods_apply_batch(events, queue=self.queue, ours=ours, parses=self.parses,
                                  apply_one=lambda event_type, obj: self._apply(event_type, obj, ours))
             return
         except SYSTEMIC_ERRORS:

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.utils import timezone
 
-from ..manifests.objects import parse_object
 from ..models import RESULT_BIND_FAILED, RESULT_SCHEDULED, Attempt, Binding, ClusterEvent, Node, Pod
 from ..queue import hints
 from ..queue.kick import kick
@@ -31,6 +30,7 @@ from ..state.placed_pods import _topology_view
 from ..state.reservations import pod_usage_fields, row_usage
 from ..state.sql import insert_many, lock_in_order, update_from_values
 from . import mirror
+from .pod_parses import PodParses
 
 # The columns the replay may change on an existing row (the rest only the workers and the binder write,
 # and the rows are locked).
@@ -83,6 +83,7 @@ class _Writes:
     assigned: list = field(default_factory=list)  # hints.PodChange: pods bound, bound pods' labels changed
     own_updates: list = field(default_factory=list)  # (key, old, new manifest): pending pods updated, their hints
     parsed: dict = field(default_factory=dict)  # id(event object) -> ParsedPod, or None: unparsable
+    parses: PodParses = field(default_factory=PodParses)  # the store's: pending pods' last parses
 
     def node_delta(self, node: str, usage: dict, sign: int) -> None:
         delta = self.nodes.setdefault(node, [0, 0, 0, 0, 0, 0])
@@ -136,8 +137,7 @@ def _read_rows(keys: list[tuple[str, str]]) -> dict:
 def _parsed(w: _Writes, obj: dict):
     """The object parsed as `apply` parses it (once per event), or _Slow: pod_upsert says what is wrong."""
     if id(obj) not in w.parsed:
-        o, parsed = parse_object(mirror.pod_manifest(obj))
-        w.parsed[id(obj)] = parsed if parsed is not None and o.kind == "Pod" else None
+        w.parsed[id(obj)] = w.parses.parse(mirror.pod_manifest(obj))
     if w.parsed[id(obj)] is None:
         raise _Slow()
     return w.parsed[id(obj)]
@@ -211,6 +211,7 @@ def _upsert(w: _Writes, key, obj: dict, ours: set[str]) -> None:
 
 
 def _delete(w: _Writes, key, obj: dict) -> None:
+    w.parses.forget(obj)
     row = w.rows.get(key)
     uid = (obj.get("metadata") or {}).get("uid")
     if row is None or (uid and row.uid != uid):
@@ -229,20 +230,23 @@ def _delete(w: _Writes, key, obj: dict) -> None:
     w.queue_ops.append((key, "delete", (row.key,)))
 
 
-def pods_apply_batch(events: list[tuple[str, dict]], *, queue, ours: set[str], apply_one) -> int:
+def pods_apply_batch(events: list[tuple[str, dict]], *, queue, ours: set[str], apply_one,
+                     parses: PodParses | None = None) -> int:
     """Apply a watch batch of pod events in the caller's transaction (see the module's docstring); the
-    events of pods that need the per-pod path go to `apply_one(event_type, obj)`. Returns their number."""
+    events of pods that need the per-pod path go to `apply_one(event_type, obj)`. Returns their number.
+    `parses`: the store's memory of pending pods' parses (kube/pod_parses.py), kept from batch to batch."""
     keys = list(dict.fromkeys(_key(obj) for _, obj in events))
     found = _read_rows(keys)
     original = {k: found.get(k) for k in keys}
     now = timezone.now()
     slow: set = set()
     parsed: dict = {}
-    w = _replay(events, original, slow, ours, now, parsed)
+    parses = parses or PodParses()
+    w = _replay(events, original, slow, ours, now, parsed, parses)
     if slow:
         # What a slow pod's events noted before it turned slow is in `w`: replay without those pods, from the
         # rows as read. (Whether a pod is slow depends on its own events alone: no new one turns up.)
-        w = _replay(events, original, slow, ours, now, parsed)
+        w = _replay(events, original, slow, ours, now, parsed, parses)
     _write(w, keys, slow)
     sent = 0
     for event_type, obj in events:  # every event of those pods, in order, as one at a time
@@ -253,10 +257,10 @@ def pods_apply_batch(events: list[tuple[str, dict]], *, queue, ours: set[str], a
     return sent
 
 
-def _replay(events, original: dict, slow: set, ours, now, parsed: dict) -> _Writes:
+def _replay(events, original: dict, slow: set, ours, now, parsed: dict, parses: PodParses) -> _Writes:
     """The batch replayed on copies of the rows read, leaving out the pods in `slow` and adding to it those
     that turn out to need the per-pod path."""
-    w = _Writes(now=now, original=original, parsed=parsed)
+    w = _Writes(now=now, original=original, parsed=parsed, parses=parses)
     w.rows = {k: copy.copy(row) for k, row in original.items() if k not in slow}
     for event_type, obj in events:
         key = _key(obj)
