@@ -116,7 +116,6 @@ class Pod(models.Model):
         indexes = [
             models.Index(fields=["node_name"], name="pod_node_name"),
             models.Index(fields=["assumed_node"], name="pod_assumed_node"),
-            models.Index(fields=["phase", "node_name"], name="pod_pending"),
             # The nominator's per-batch read: the few pods nominated and not yet placed.
             models.Index(fields=["nominated_node"], name="pod_nominated", condition=~models.Q(nominated_node="")),
         ]
