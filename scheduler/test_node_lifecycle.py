@@ -151,6 +151,26 @@ def test_a_monitor_pass_registers_new_nodes_and_notices_removed_ones():
                                 ("RemovingNode", "Node b event: Removing Node b from Controller", "node-controller")]
 
 
+def test_a_monitor_pass_over_an_unchanged_node_set_reads_neither_the_names_nor_the_known_set(monkeypatch):
+    from scheduler.cluster.services import node_delete
+    from scheduler.controllers import memory
+
+    apply(node("a"), node("b"))
+    node_lifecycle.monitor(now=T0)
+    recalled = []
+    recall = memory.recall
+    monkeypatch.setattr(memory, "recall", lambda controller: recalled.append(controller) or recall(controller))
+    node_lifecycle.monitor(now=T0 + timedelta(seconds=5))
+    assert node_lifecycle._KNOWN not in recalled
+    node_delete(name="b")
+    apply(node("c"))  # as many nodes as before: the newest id and the names' hashes still move
+    node_lifecycle.monitor(now=T0 + timedelta(seconds=10))
+    assert node_lifecycle._KNOWN in recalled
+    assert [r for r, _, _ in node_events("b")] == ["RegisteredNode", "RemovingNode"]
+    assert [r for r, _, _ in node_events("c")] == ["RegisteredNode"]
+    assert [r for r, _, _ in node_events("a")] == ["RegisteredNode"]
+
+
 def test_a_pass_decodes_only_the_nodes_that_may_need_taints_and_every_node_left_out_wants_the_taints_it_has():
     apply(node("plain"), node("empty-taints", spec={"taints": []}), node("cordoned", spec={"unschedulable": True}),
           node("uncordoned", spec={"unschedulable": False, "taints": [{"key": "node.kubernetes.io/unschedulable",

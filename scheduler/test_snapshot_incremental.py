@@ -70,6 +70,20 @@ def test_a_refresh_after_usage_changes_reads_only_the_written_nodes_and_holds_wh
     assert worker.rows_read == 0  # nothing written since
 
 
+def test_a_lost_race_reads_the_generations_of_the_written_nodes_only_and_indexes_their_pods_as_a_full_read():
+    _cluster()
+    worker = Snapshot()
+    worker.refresh()
+    _quiet(worker)
+    apply(pod("bound-after", cpu="100m", nodeName="n-05"))  # arrives bound: n-05's generation moves
+    statements = []
+    with connection.execute_wrapper(lambda execute, sql, *args: statements.append(sql) or execute(sql, *args)):
+        worker.refresh_nodes(worker.cache, {"n-03"})
+    generations = [sql for sql in statements if "generation" in sql and "scheduler_node" in sql]
+    assert generations and all("touched >=" in sql for sql in generations)
+    assert _held(worker)["pods"] == _fresh()["pods"]
+
+
 def test_extended_resources_and_host_ports_come_and_go_with_the_changed_rows():
     _cluster()
     worker = Snapshot()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone as dt_timezone
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 
 from ..cluster.services import node_manifest_update
@@ -20,6 +20,7 @@ from . import memory
 CONTROLLER = "node-controller"
 KUBELET = "kubelet"
 _KNOWN = "node-lifecycle-known"  # node name -> when a monitor pass first saw it (upstream's knownNodeSet)
+_KNOWN_SET = "node-lifecycle-known-set"  # the node set's fingerprint when _KNOWN was last brought in line with it
 NOT_READY, UNREACHABLE = "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "NoExecute"
@@ -189,6 +190,32 @@ def _register(names: set[str], now: datetime) -> None:
     memory.forget(_KNOWN, removed)
 
 
+def _node_set_fingerprint() -> dict[str, float] | None:
+    """What changes whenever a node is added or removed, in one aggregate (Postgres; None elsewhere): how many
+    nodes, the newest row id (ids are never handed out again, so a node removed and another added moves it)
+    and the sum of the names' hashes. A pass whose fingerprint is the one recorded with the known set needs
+    neither every node's name nor the known set (50,000 of each, 0.4-0.5 s of a worker's CPU every
+    5 s at 50,000 nodes)."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*), coalesce(max(id), 0), coalesce(sum(hashtext(name)::bigint), 0) "
+                       f"FROM {Node._meta.db_table}")
+        count, newest, hashes = cursor.fetchone()
+    # (exact as floats, which the controller memory holds: each sum stays far below 2**53)
+    return {"count": float(count), "newest": float(newest), "hashes": float(hashes)}
+
+
+def _register_if_changed(now: datetime) -> None:
+    """_register over every node, unless the node set is the one the last registering pass saw."""
+    fingerprint = _node_set_fingerprint()
+    if fingerprint is not None and memory.recall(_KNOWN_SET) == fingerprint:
+        return
+    _register(set(Node.objects.values_list("name", flat=True)), now)
+    if fingerprint is not None:
+        memory.remember(_KNOWN_SET, fingerprint)
+
+
 def may_need_taints() -> Q:
     """The nodes desired_taints may change: those with conditions, taints or spec.unschedulable."""
     return (Q(manifest__status__has_key="conditions") | Q(manifest__spec__has_key="taints")
@@ -201,7 +228,7 @@ def monitor(*, names: list[str] | None = None, now: datetime | None = None) -> l
     now = now or datetime.now(dt_timezone.utc)
     query = Node.objects.all() if names is None else Node.objects.filter(name__in=names)
     if names is None:
-        _register(set(query.values_list("name", flat=True)), now)
+        _register_if_changed(now)
     # A node with no conditions, no taints and no spec.unschedulable wants no taint and has none: left out in
     # the query, so a pass over a large healthy cluster decodes no manifest (50,000 nodes every 5 s otherwise).
     rows = query.filter(may_need_taints()).values_list("name", "manifest")

@@ -11,11 +11,13 @@ repairs, logs and counts any drift.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import BigIntegerField, F, Q, Value
+from django.db.models import BigIntegerField, F, Q, TextField, Value
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from ..engine.pods import PodSpec
@@ -381,8 +383,6 @@ def _usage_by_node(names: list[str]) -> dict[str, dict]:
     if not names:
         return {}
     if connection.vendor == "postgresql":
-        import json
-
         with connection.cursor() as cursor:
             cursor.execute(_AGGREGATE, {"names": list(names)})
             rows = cursor.fetchall()
@@ -428,6 +428,17 @@ def _drift(old: dict, new: dict) -> list[tuple[str, object, object]]:
     return found
 
 
+_EMPTY_JSON = {"{}": {}, "[]": []}
+
+
+def _json_text(text: str | None):
+    """A JSON column read as text, decoded (the empty map and list without the decoder)."""
+    empty = _EMPTY_JSON.get(text)
+    if empty is not None:
+        return type(empty)()
+    return None if text is None else json.loads(text)
+
+
 def usage_recount(*, chunk: int = RECOUNT_CHUNK, on_repair=None) -> dict:
     """Recompute every node's usage from the pods bound or assumed on it; repair drift, log and report it.
 
@@ -453,18 +464,22 @@ def usage_recount(*, chunk: int = RECOUNT_CHUNK, on_repair=None) -> dict:
         ids = list(Node.objects.filter(pk__gt=after).order_by("pk").values_list("pk", flat=True)[:chunk])
         if not ids:
             return report
-        after = ids[-1]
+        # The chunk as a range of ids, not a list: a statement with a thousand placeholders costs the client more
+        # to split than the server to run (a node committed late with an id in the range is counted here too).
+        first, after = after, ids[-1]
         with transaction.atomic():
-            locked = Node.objects.filter(pk__in=ids).order_by("pk")
+            locked = Node.objects.filter(pk__gt=first, pk__lte=after).order_by("pk")
             if connection.vendor == "postgresql":
                 locked = locked.select_for_update(skip_locked=True)
-            held = list(locked.values_list("pk", "name", *columns))
-            report["skipped"] += len(ids) - len(held)
+            # The JSON columns as text: nearly every node's are empty, and decoding 2 x 50,000 values was a third
+            # of a pass's CPU at 50,000 nodes.
+            held = list(locked.values_list("pk", "name", *columns[:-2], *(Cast(c, TextField()) for c in columns[-2:])))
+            report["skipped"] += len(set(ids) - {row[0] for row in held})
             report["nodes"] += len(held)
             counted = _usage_by_node([row[1] for row in held])
             repairs = []
             for pk, name, *recorded in held:
-                old = dict(zip(columns, recorded))
+                old = dict(zip(columns, (*recorded[:-2], *(_json_text(text) for text in recorded[-2:]))))
                 new = counted.get(name) or _ZERO_USAGE
                 drift = _drift(old, new)
                 if not drift:
