@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import connection
 
 from scheduler import loop
-from scheduler.kube.client import call
+from scheduler.kube.client import ApiError, call
 from scheduler.kube.events import micro_time
 from scheduler.testing.kube import (NS, empty_cluster, leading, leading_replica, new_replica, node, pod, read_pod,
                                     wait_for_cluster)
@@ -151,11 +151,20 @@ def test_a_leader_that_loses_its_lease_stops_binding_at_once(kube_cluster, apis)
         wait_for_cluster(lambda: loop.get_worker().queue.get(f"{NS}/p") is not None, "the pod queued")
         assert loop.run_schedule_task().scheduled == 1  # placed; its binding waits for the committer
 
-        # Another replica takes the lease (ours looked expired to it, say, across a partition).
-        current = call(coordination.read_namespaced_lease, lease, NS)
-        now = micro_time(datetime.now(timezone.utc))
-        current["spec"].update(holderIdentity="someone-else", acquireTime=now, renewTime=now)
-        call(coordination.replace_namespaced_lease, lease, NS, current)
+        # Another replica takes the lease (ours looked expired to it, say, across a partition). Ours renews every
+        # 0.2 s: a renewal between the read and the replace makes the replace a 409, so read again, as a replica would.
+        for _ in range(20):
+            current = call(coordination.read_namespaced_lease, lease, NS)
+            now = micro_time(datetime.now(timezone.utc))
+            current["spec"].update(holderIdentity="someone-else", acquireTime=now, renewTime=now)
+            try:
+                call(coordination.replace_namespaced_lease, lease, NS, current)
+                break
+            except ApiError as exc:
+                if exc.status != 409:
+                    raise
+        else:
+            pytest.fail("the lease could not be taken over in 20 tries")
         wait_for_cluster(lambda: not controller.elector.is_leader(), "our replica to see it lost the lease", 30)
 
         assert controller.committer.run_once(0.5) is False  # nothing committed any more
