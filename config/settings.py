@@ -211,6 +211,11 @@ SCHEDBOARD_PARALLELISM = env_int("SCHEDBOARD_PARALLELISM", 2, minimum=1)
 SCHEDBOARD_CONFIG = env_str("SCHEDBOARD_CONFIG", "")
 SCHEDBOARD_INFLIGHT_LEASE_SECONDS = env_int("SCHEDBOARD_INFLIGHT_LEASE_SECONDS", 60, minimum=1)
 SCHEDBOARD_RECONCILE_SECONDS = float(env_int("SCHEDBOARD_RECONCILE_MS", 1000, minimum=50)) / 1000.0
+# The reconciler's scan for pending pods the queue lost reads every pending pod and every queue member
+# (~120 ms at 20,000 pending pods, 90 % of a reconcile): at most once this often across all workers, and at
+# once after Redis lost the queue (it loses the period's mark with it).
+SCHEDBOARD_REQUEUE_LOST_SECONDS = max(SCHEDBOARD_RECONCILE_SECONDS,
+                                      float(env_int("SCHEDBOARD_REQUEUE_LOST_SECONDS", 10, minimum=0)))
 # ---- retention (scheduler/retention.py) --------------------------------------------------
 # How long each kind of row is kept ("7d", "1h", "90m"; "0" or "forever": never deleted), and how the
 # beat task deletes: this many rows per statement (each its own short transaction), for at most this

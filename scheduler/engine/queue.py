@@ -206,6 +206,12 @@ class SchedulingQueue(Protocol):
 
     def keys(self) -> set[str]: ...
 
+    def claim_period(self, name: str, seconds: float) -> bool:
+        """True for the first caller in each `seconds` of wall time named `name`, across every process
+        sharing this queue; a queue that was lost (Redis restarted, a new in-memory queue) knows no period,
+        so its first caller gets True at once (the reconciler's full scan for pods the queue lost)."""
+        ...
+
     def lengths(self) -> dict[str, int]: ...
 
     def entries(self, queue_name: str, limit: int = 100) -> list[QueuedPodInfo]: ...
@@ -276,6 +282,7 @@ class MemoryQueue:
         self.pop_from_backoff = bool(pop_from_backoff)  # the SchedulerPopFromBackoffQ feature gate
         self.timeline_ttl = float(timeline_ttl)
         self._lock = threading.Lock()
+        self._periods: dict[str, float] = {}  # claim_period: each name's period end (time.monotonic)
         self._pods: dict[str, QueuedPodInfo] = {}
         # activeQ: a heap with lazy deletion; _active maps a key to its live sort key.
         self._active: dict[str, tuple] = {}
@@ -654,6 +661,14 @@ class MemoryQueue:
     def keys(self) -> set[str]:
         with self._lock:
             return set(self._pods)
+
+    def claim_period(self, name: str, seconds: float) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if self._periods.get(name, now) > now:
+                return False
+            self._periods[name] = now + seconds
+            return True
 
     def lengths(self) -> dict[str, int]:
         with self._lock:

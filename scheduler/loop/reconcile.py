@@ -97,8 +97,11 @@ def reconcile(*, queue=None) -> dict:
     # In-flight pods whose worker died, then pending pods the queue does not know (Redis lost). A mirror that
     # cannot say it is complete (its leader listing, or no leader) may hold half a list: a list queues its pods
     # itself once it is all stored (kube/mirror.py), as kube-scheduler schedules only after its caches sync.
+    # The scan reads every pending pod, so it runs once a SCHEDBOARD_REQUEUE_LOST_SECONDS period (claimed in
+    # the queue: a lost queue has lost its claim too, so it is scanned at the next reconcile).
     report["reclaimed"] = len(queue.reclaim_expired(None, settings.SCHEDBOARD_INFLIGHT_LEASE_SECONDS))
-    if not backend.mirrors_bindings or through is not None:
+    if ((not backend.mirrors_bindings or through is not None)
+            and queue.claim_period("requeue-lost", settings.SCHEDBOARD_REQUEUE_LOST_SECONDS)):
         report["requeued"] = _requeue_lost(queue, now)
     queue.flush()
     if queue.ready():  # activeQ, or backoffQ's rejected pods a pop takes when activeQ is empty

@@ -292,6 +292,10 @@ class RedisQueue:
             out.update(_s(m) for m in members)
         return out
 
+    def claim_period(self, name: str, seconds: float) -> bool:
+        # Redis's own expiry, so every process sees the same period; a flushed or restarted Redis has none.
+        return bool(self.redis.set(f"{self.prefix}:period:{name}", b"1", nx=True, px=max(1, int(seconds * 1000))))
+
     def lengths(self) -> dict[str, int]:
         pipe = self.redis.pipeline(transaction=True)
         for k in (*self._keys[:4], self._keys[6]):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 import uuid
 
 import pytest
@@ -968,3 +969,16 @@ def test_deleting_a_pod_out_of_the_queue_still_closes_its_timeline(make_queue):
     assert q.delete("ns/never") is False
     assert [e.event for e in q.timeline("ns/p")] == ["UnschedulablePodAdd", "Popped", "Done", "Deleted"]
     assert q.timeline("ns/never") == []
+
+
+def test_a_period_goes_to_its_first_claimer_only_until_it_ends_and_a_cleared_queue_knows_no_period(make_queue, backend):
+    q, _ = make_queue()
+    assert q.claim_period("requeue-lost", 0.3) is True
+    assert q.claim_period("requeue-lost", 0.3) is False
+    assert q.claim_period("another", 0.3) is True  # each name its own period
+    time.sleep(0.35)  # wall time, not the queue's clock: Redis's own expiry keeps it for every process
+    assert q.claim_period("requeue-lost", 60) is True
+    assert q.claim_period("requeue-lost", 60) is False
+    if backend == "redis":
+        q.clear()  # as Redis restarting: the queue is lost, and its periods with it
+        assert q.claim_period("requeue-lost", 60) is True
