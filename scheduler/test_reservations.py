@@ -270,6 +270,41 @@ def test_the_recount_repairs_every_drifted_usage_column_from_the_pods_and_report
     assert f"{GPU} 0 -> 2" in caplog.text and "pods 7 -> 2" in caplog.text
 
 
+@pytest.mark.parametrize("node_name, drift, resources", [
+    ("gpu-node", {"req_cpu": 1}, ["cpu"]),
+    ("gpu-node", {"req_memory": 1}, ["memory"]),
+    ("gpu-node", {"req_ephemeral": 1}, ["ephemeral-storage"]),
+    ("gpu-node", {"req_pods": 9}, ["pods"]),
+    ("gpu-node", {"nonzero_cpu": 1}, ["nonzero-cpu"]),
+    ("gpu-node", {"nonzero_memory": 1}, ["nonzero-memory"]),
+    ("gpu-node", {"req_scalar": {GPU: 1}}, [GPU]),
+    ("gpu-node", {"used_ports": []}, ["hostports"]),
+    ("node-b", {"req_cpu": 100}, ["cpu"]),  # a node no pod is on
+    ("node-b", {"req_scalar": {GPU: 1}}, [GPU]),
+    ("node-b", {"used_ports": [["TCP", 80, "0.0.0.0"]]}, ["hostports"]),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_the_recounts_first_look_finds_each_column_drifted_alone(node_name, drift, resources):
+    """On Postgres the recount locks only the nodes its read-only look found different from their pods' sums:
+    that look must see every column the locked recount repairs."""
+    apply(gpu_node(gpus="2"), node("node-b"), gpu_pod("bound", gpus="2", host_port=8080, node_name="gpu-node"))
+    assert usage_recount()["repaired"] == {}
+    Node.objects.filter(name=node_name).update(**drift)
+    assert usage_recount()["repaired"] == {node_name: resources}
+    assert usage_recount()["repaired"] == {}
+
+
+def test_the_recount_leaves_a_node_whose_usage_is_right_unlocked_even_while_another_transaction_holds_it():
+    apply(node("node-a"), node("node-b"), pod("p1", cpu="1", nodeName="node-a"))
+    Node.objects.filter(name="node-b").update(req_cpu=500)
+    holder = NodeRowHolder("node-a")  # busy, and right: not even tried
+    try:
+        report = usage_recount()
+    finally:
+        holder.release.set()
+        holder.thread.join(10)
+    assert report == {"nodes": 2, "skipped": 0, "repaired": {"node-b": ["cpu"]}}
+
+
 def test_the_recount_counts_a_pod_whose_node_row_came_later_and_frees_nothing_bound():
     apply(node("node-a", cpu="4"), pod("p1", cpu="1"))
     Pod.objects.filter(name="p1").update(node_name="node-a")  # bound, but the node never counted it
