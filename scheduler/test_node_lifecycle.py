@@ -171,15 +171,54 @@ def test_a_monitor_pass_over_an_unchanged_node_set_reads_neither_the_names_nor_t
     assert [r for r, _, _ in node_events("a")] == ["RegisteredNode"]
 
 
+def _conditions(*conditions):
+    return {"conditions": list(conditions)}
+
+
+HEALTHY = [{"type": "Ready", "status": "True"}, {"type": "MemoryPressure", "status": "False"},
+           {"type": "DiskPressure", "status": "False"}, {"type": "PIDPressure", "status": "False"},
+           {"type": "NetworkUnavailable", "status": "False"}, {"type": "Custom", "status": "True"}]
+
+
+@pytest.mark.parametrize("status, looked_at", [
+    (_conditions(*HEALTHY), False),
+    ({"conditions": []}, False),
+    ({"conditions": None}, False),
+    ({"phase": "Running"}, False),
+    (_conditions({"type": "Ready", "status": "False"}), True),
+    (_conditions({"type": "Ready", "status": "Unknown"}), True),
+    (_conditions({"type": "Ready"}), True),  # no status: Unknown
+    (_conditions({"type": "Ready", "status": ""}), True),
+    (_conditions({"type": "Ready", "status": True}), True),  # not a string: desired_taints judges
+    (_conditions(*HEALTHY, {"type": "Ready", "status": "False"}), True),  # a second Ready condition
+    (_conditions({"type": "MemoryPressure", "status": "True"}), True),
+    (_conditions({"type": "DiskPressure", "status": "True"}), True),
+    (_conditions({"type": "PIDPressure", "status": "True"}), True),
+    (_conditions({"type": "NetworkUnavailable", "status": "True"}), True),
+    (_conditions({"type": "MemoryPressure"}), True),  # no status: desired_taints judges
+    (_conditions({"type": "MemoryPressure", "status": 1}), True),
+    (_conditions("Ready", 7, None, {"status": "False"}), False),  # not conditions at all: nothing to taint
+    ({"conditions": {"type": "Ready", "status": "False"}}, True),  # not a list: desired_taints judges
+], ids=lambda v: None if isinstance(v, bool) else repr(v)[:60])
+def test_the_query_leaves_out_only_nodes_whose_conditions_want_no_taint(status, looked_at):
+    """Every node the query leaves out is one desired_taints gives no taint; what it cannot judge it keeps."""
+    manifest = node("n")
+    manifest["status"].update(status)
+    Node.objects.create(name="n", manifest=manifest)
+    assert Node.objects.filter(node_lifecycle.may_need_taints()).exists() is looked_at
+    if not looked_at:
+        assert node_lifecycle.desired_taints(manifest, T0) == []
+
+
 def test_a_pass_decodes_only_the_nodes_that_may_need_taints_and_every_node_left_out_wants_the_taints_it_has():
     apply(node("plain"), node("empty-taints", spec={"taints": []}), node("cordoned", spec={"unschedulable": True}),
           node("uncordoned", spec={"unschedulable": False, "taints": [{"key": "node.kubernetes.io/unschedulable",
                                                                         "effect": "NoSchedule"}]}),
           node("team", spec={"taints": [{"key": "team", "value": "x", "effect": "NoSchedule"}]}))
-    node_set_ready(name="plain", status="True", now=T0)  # posts a Ready condition: looked at from now on
+    node_set_ready(name="plain", status="True", now=T0)  # posts a healthy Ready condition: still left out
     apply(node("quiet"))
     looked_at = set(Node.objects.filter(node_lifecycle.may_need_taints()).values_list("name", flat=True))
-    assert looked_at == {"plain", "empty-taints", "cordoned", "uncordoned", "team"}
+    assert looked_at == {"empty-taints", "cordoned", "uncordoned", "team"}
     for name, manifest in Node.objects.exclude(name__in=looked_at).values_list("name", "manifest"):
         assert node_lifecycle.desired_taints(manifest, T0) == taints(name) == [], name
     assert sorted(node_lifecycle.monitor(now=T0)) == ["cordoned", "uncordoned"]
