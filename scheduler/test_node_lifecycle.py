@@ -224,3 +224,35 @@ def test_a_pass_decodes_only_the_nodes_that_may_need_taints_and_every_node_left_
     assert sorted(node_lifecycle.monitor(now=T0)) == ["cordoned", "uncordoned"]
     assert taints("cordoned") == [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
     assert taints("uncordoned") == []
+
+
+def test_a_whole_pass_judges_again_only_the_nodes_written_since_the_last_one_began(monkeypatch):
+    """What a node wants is its manifest's alone: a node nobody wrote since the last whole pass is not decoded."""
+    from scheduler.queue import queues
+
+    apply(node("a", spec={"unschedulable": True}), node("b", spec={"taints": [{"key": "team", "effect": "NoSchedule"}]}),
+          node("c"))
+    judged = []
+    desired = node_lifecycle.desired_taints
+    monkeypatch.setattr(node_lifecycle, "desired_taints", lambda m, now: judged.append(m["metadata"]["name"]) or desired(m, now))
+    assert node_lifecycle.monitor(now=T0) == ["a"]  # cordoned: tainted
+    assert sorted(set(judged)) == ["a", "b"]
+    judged.clear()
+    assert node_lifecycle.monitor(now=T0 + timedelta(seconds=5)) == []
+    assert set(judged) == {"a"}  # written by the pass before (its taint), judged once more; b untouched since
+    judged.clear()
+    node_lifecycle.monitor(now=T0 + timedelta(seconds=10))
+    assert judged == []
+    apply(node("b"))  # b's taint removed by its owner: judged again, wants nothing
+    manifest = Node.objects.get(name="c").manifest
+    manifest["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    Node.objects.filter(name="c").update(manifest=manifest)  # c not ready (as its kubelet posts it): judged, tainted
+    assert node_lifecycle.monitor(now=T0 + timedelta(seconds=15)) == ["c"]
+    assert set(judged) == {"c"} and taints("b") == []
+    judged.clear()
+    node_lifecycle.monitor(names=["a"], now=T0 + timedelta(seconds=20))  # a pass over named nodes judges them
+    assert set(judged) == {"a"}
+    judged.clear()
+    queues.get_redis().flushdb()  # the controller's memory lost: every node that may need a taint, judged again
+    node_lifecycle.monitor(now=T0 + timedelta(seconds=25))
+    assert set(judged) == {"a", "c"}

@@ -23,6 +23,7 @@ CONTROLLER = "node-controller"
 KUBELET = "kubelet"
 _KNOWN = "node-lifecycle-known"  # node name -> when a monitor pass first saw it (upstream's knownNodeSet)
 _KNOWN_SET = "node-lifecycle-known-set"  # the node set's fingerprint when _KNOWN was last brought in line with it
+_JUDGED = "node-lifecycle-judged"  # "since": every node written before it was judged by a whole pass that ended
 NOT_READY, UNREACHABLE = "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "NoExecute"
@@ -258,12 +259,40 @@ def monitor(*, names: list[str] | None = None, now: datetime | None = None) -> l
         _register_if_changed(now)
     # A node with no taints, no spec.unschedulable and no condition that may want one wants no taint and has none:
     # left out in the query, so a pass over a large healthy cluster decodes no manifest (50,000 every 5 s otherwise).
-    rows = query.filter(may_need_taints()).values_list("name", "manifest")
+    query = query.filter(may_need_taints())
+    # What a node wants is its manifest's alone (`now` only dates a taint added), so a node no transaction wrote
+    # since the last whole pass began wants what that pass left it with: only the nodes written since are judged
+    # again (Postgres: `touched`, the writer's transaction id, against the oldest transaction running then).
+    # Evaluating the query over 50,000 Ready nodes was ~0.7 s of Postgres every 5 s.
+    since = _judging_since() if names is None else None
+    began = _oldest_running()
+    if since is not None:
+        query = query.filter(touched__gte=since)
     changed = []
-    for name, manifest in rows:
+    for name, manifest in query.values_list("name", "manifest"):
         spec = manifest.get("spec") or {}
         if desired_taints(manifest, now) == [t for t in spec.get("taints") or () if isinstance(t, dict)]:
             continue
         if node_manifest_update(name=name, mutate=lambda m: _retaint(m, now)):
             changed.append(name)
+    if names is None and began is not None:
+        memory.remember(_JUDGED, {"since": float(began)})
     return changed
+
+
+def _oldest_running() -> int | None:
+    """The oldest transaction still running (Postgres; None elsewhere): every write not committed before this
+    moment is by a transaction at least as new."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+        return int(cursor.fetchone()[0])
+
+
+def _judging_since() -> int | None:
+    """Where the last whole pass began (None: no pass remembered, or not on Postgres: judge every node)."""
+    if connection.vendor != "postgresql":
+        return None
+    since = memory.recall(_JUDGED).get("since")
+    return None if since is None else int(since)
