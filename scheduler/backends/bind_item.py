@@ -7,9 +7,13 @@ wire form. Its keys are the ones the untyped dicts had, so jobs queued by an old
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 from ..engine.queue import QueuedPodInfo
+
+# Every field of a queue record is a plain value: read them directly (dataclasses.asdict copies each value
+# recursively, a third of handing a batch of 256 to its bind task).
+_INFO_FIELDS = tuple(f.name for f in fields(QueuedPodInfo))
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +29,7 @@ class BindItem:
         return self.info.key
 
     def to_wire(self) -> dict:
-        return {"attempt": self.attempt, "pod": self.pod, "node": self.node, "info": asdict(self.info),
+        return {"attempt": self.attempt, "pod": self.pod, "node": self.node, "info": {name: getattr(self.info, name) for name in _INFO_FIELDS},
                 "cycle_s": self.cycle_seconds}
 
     @classmethod
