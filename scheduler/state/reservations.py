@@ -247,7 +247,6 @@ def _attempts(placement: Placement) -> int | None:
     return placement[5] if len(placement) > 5 else None
 
 
-
 class TopologyClockMoved(Exception):
     """A guard's refusal: a pod with required anti-affinity was claimed since the worker's snapshot,
     so the batch is reserved again with each placement checked (scheduler/topology_claims.py)."""
