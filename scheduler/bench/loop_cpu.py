@@ -28,6 +28,19 @@ def _backend_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _pg_counts() -> dict:
+    """This database's transactions, rows written and WAL so far (the statistics flushed first: a backend sends
+    its counts when it next goes idle, so the statement after the flush request reads them)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+        cursor.execute("SELECT xact_commit + xact_rollback, pg_current_wal_lsn() - '0/0'::pg_lsn,"
+                       " (SELECT sum(n_tup_ins) FROM pg_stat_user_tables), (SELECT sum(n_tup_upd) FROM pg_stat_user_tables),"
+                       " (SELECT sum(n_tup_hot_upd) FROM pg_stat_user_tables)"
+                       " FROM pg_stat_database WHERE datname = current_database()")
+        names = ("transactions", "wal_bytes", "rows_inserted", "rows_updated", "rows_hot_updated")
+        return dict(zip(names, (float(v or 0) for v in cursor.fetchone())))
+
+
 def run_loop_cpu(*, nodes: int, placed: int, pods: int, seed: int = 0, progress=None) -> dict:
     from .. import loop
     from ..loop import collector
@@ -85,6 +98,7 @@ def run_loop_cpu(*, nodes: int, placed: int, pods: int, seed: int = 0, progress=
             done = batches = 0
             schedule_cpu = bind_cpu = 0.0
             gc.callbacks.append(on_gc)
+            counts0 = _pg_counts() if connection.vendor == "postgresql" else None
             wall0, backend0 = time.perf_counter(), _backend_cpu(backend)
             try:
                 with connection.execute_wrapper(count):
@@ -103,6 +117,7 @@ def run_loop_cpu(*, nodes: int, placed: int, pods: int, seed: int = 0, progress=
             finally:
                 gc.callbacks.remove(on_gc)
             wall, backend_cpu = time.perf_counter() - wall0, _backend_cpu(backend) - backend0
+            counts = {k: v - counts0[k] for k, v in _pg_counts().items()} if counts0 is not None else {}
             batched = (worker.algorithm.batch.batched_pods - batched_before) if worker.algorithm.batch is not None else 0
 
             def per_pod(seconds: float) -> float | None:
@@ -117,6 +132,8 @@ def run_loop_cpu(*, nodes: int, placed: int, pods: int, seed: int = 0, progress=
                 "cpu_ms_per_pod_postgres": per_pod(backend_cpu),
                 "statements_per_batch": {k: round(v / batches, 1) for k, v in statements.most_common()} if batches else {},
                 "batched_pods": batched,
+                # Postgres's own counts over the run, per pod (transactions include the reads' own).
+                "postgres_per_pod": {k: round(v / done, 2) for k, v in counts.items()} if done else {},
             }
     finally:
         if not installed_before:

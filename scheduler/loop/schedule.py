@@ -108,7 +108,7 @@ def _write_scheduled(outcomes: list[_Scheduled]) -> None:
     # Never failure fields on a bound pod (it may have been bound meanwhile, by the mirror of a cluster).
     update_from_values(Pod, _CONDITION, [(o.pod.pk, *(getattr(o.pod, f) for f in _CONDITION)) for o in outcomes if o.failed],
                        where="scheduler_pod.node_name = ''")
-    update_from_values(Pod, ["attempts"], [(o.pod.pk, o.pod.attempts) for o in outcomes if o.placed])
+    # (A placed pod's attempt count was written by its claim: _DbCluster.reserve_many.)
     nominations = [(o.pod.pk, o.nominate) for o in outcomes if o.failed and o.nominate is not None]
     nominations += [(p, "") for o in outcomes if o.failed for p in o.cleared]
     if nominations:
@@ -133,9 +133,11 @@ class _DbCluster:
     def reserve_many(self, placements: list[tuple[PodSpec, str]]) -> cycle.ReserveOutcome:
         versions = self.worker.snapshot.spec_versions
         by_id = {self.rows[pod.key].pk: pod.key for pod, _ in placements}
-        # The pod row's updated_at as read: the claim takes the pod only in the version that was scheduled.
+        # The pod row's updated_at as read: the claim takes the pod only in the version that was scheduled. The claim
+        # also writes the pod's attempt count with this attempt (what _outcome then counts: the row's, plus one).
         result = topology_claims.reserve(
-            [((row.pk, row_usage(row), node, versions.get(node), row.updated_at), pod, self.worker.profiles[pod.scheduler_name])
+            [((row.pk, row_usage(row), node, versions.get(node), row.updated_at, row.attempts + 1), pod,
+              self.worker.profiles[pod.scheduler_name])
              for pod, node, row in ((pod, node, self.rows[pod.key]) for pod, node in placements)], self.worker.snapshot)
         self.changed |= {by_id[i] for i in result.changed}
         return cycle.ReserveOutcome(conflicts={by_id[i] for i in result.conflicts}, gone={by_id[i] for i in result.gone},
@@ -430,7 +432,8 @@ class Worker:
     def _failed_internally(self, pod: Pod, info: QueuedPodInfo, result, exc: Exception, now,
                            popped_at: float) -> _Scheduled:
         if result.status == cycle.SCHEDULED:  # its reservation stands: give it back before failing the pod
-            release_assumed(pod_id=pod.pk, node_name=result.node_name, usage=row_usage(pod))
+            # (and the attempt its claim counted: the failure below counts the attempt, as it always did)
+            release_assumed(pod_id=pod.pk, node_name=result.node_name, usage=row_usage(pod), uncount_attempt=True)
         message = f"internal error recording the scheduling result: {why(exc)}"
         pod.attempts = max(pod.attempts, 1)
         return self._failure(pod, info, self._error_attempt(pod, info, message, now, popped_at), False, message, now)
@@ -461,8 +464,8 @@ class Worker:
     def _write_failed(self, o: _Scheduled, exc: Exception) -> None:
         """The pod's own rows were refused: give back its reservation, back it off; record what can be recorded."""
         message = f"internal error recording the scheduling result: {why(exc)}"
-        if o.placed:
-            release_assumed(pod_id=o.pod.pk, node_name=o.node, usage=row_usage(o.pod))
+        if o.placed:  # the attempt its claim counted goes too: the attempt was not recorded
+            release_assumed(pod_id=o.pod.pk, node_name=o.node, usage=row_usage(o.pod), uncount_attempt=True)
         o.placed, o.attempt, o.reported, o.again = False, None, (o.pod, "SchedulerError", message), False
         o.requeue = (False, message)
         try:

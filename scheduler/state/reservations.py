@@ -127,13 +127,16 @@ def _ports_conflict(a, b) -> bool:
 
 
 def reserve(*, pod_id: int, usage: dict, node_name: str, spec_version: int | None = None,
-            pod_version=None) -> bool:
-    """Claim the pod (in the version read, when given) and take its room on the node, or change nothing and return False."""
+            pod_version=None, attempts: int | None = None) -> bool:
+    """Claim the pod (in the version read, when given) and take its room on the node, or change nothing and return False.
+
+    `attempts`, when given, is the pod's attempt count with this attempt, written by the claim itself."""
     with transaction.atomic():
         claim = Pod.objects.filter(pk=pod_id, node_name="", assumed_node="", deleting=False)
         if pod_version is not None:
             claim = claim.filter(updated_at=pod_version)
-        if claim.update(assumed_node=node_name, assumed_at=timezone.now(), binding_at=None) != 1:
+        counted = {} if attempts is None else {"attempts": attempts}
+        if claim.update(assumed_node=node_name, assumed_at=timezone.now(), binding_at=None, **counted) != 1:
             return False
         if not _apply_delta(node_name, usage, +1, check_fit=True, spec_version=spec_version):
             transaction.set_rollback(True)
@@ -141,16 +144,19 @@ def reserve(*, pod_id: int, usage: dict, node_name: str, spec_version: int | Non
     return True
 
 
-def release_assumed(*, pod_id: int, node_name: str, usage: dict, condition: Q | None = None) -> bool:
+def release_assumed(*, pod_id: int, node_name: str, usage: dict, condition: Q | None = None,
+                    uncount_attempt: bool = False) -> bool:
     """Give back an assumed (not bound) pod's room. Idempotent: only the first call releases.
 
     `condition` narrows it further, checked in the same UPDATE (the reconciler: only if not marked binding).
+    `uncount_attempt` takes back the attempt the claim counted (the worker's attempt was not recorded after all).
     """
     with transaction.atomic():
         pods = Pod.objects.filter(pk=pod_id, assumed_node=node_name, node_name="")
         if condition is not None:
             pods = pods.filter(condition)
-        released = pods.update(assumed_node="", assumed_at=None, binding_at=None)
+        uncounted = {"attempts": F("attempts") - 1} if uncount_attempt else {}
+        released = pods.update(assumed_node="", assumed_at=None, binding_at=None, **uncounted)
         if released != 1:
             return False
         if not _apply_delta(node_name, usage, -1, check_fit=False):
@@ -176,9 +182,12 @@ def node_recount(node: Node) -> None:
     node.generation += 1
 
 
+# A placement's attempt count (NULL: as it is) is written with the claim: the pod row's one update of the
+# attempt, where a separate update of the count cost the batch write a statement and every pod a row version.
 _CLAIM = """
-WITH v(id, node, version) AS ({values})
-UPDATE scheduler_pod SET assumed_node = v.node, assumed_at = %s, binding_at = NULL
+WITH v(id, node, version, attempts) AS ({values})
+UPDATE scheduler_pod SET assumed_node = v.node, assumed_at = %s, binding_at = NULL,
+  attempts = COALESCE(v.attempts, scheduler_pod.attempts)
 FROM v
 WHERE scheduler_pod.id = v.id AND scheduler_pod.node_name = '' AND scheduler_pod.assumed_node = ''
   AND scheduler_pod.deleting = %s AND (v.version IS NULL OR scheduler_pod.updated_at = v.version)
@@ -228,8 +237,14 @@ class ReserveResult:
     generations: dict[str, int] = field(default_factory=dict)
 
 
-# A placement: (pod id, usage, node, node spec_version or None, pod updated_at as read or None).
-Placement = tuple[int, dict, str, "int | None", object]
+# A placement: (pod id, usage, node, node spec_version or None, pod updated_at as read or None[, attempts]):
+# attempts, when there and not None, is the pod's attempt count with this attempt, which its claim writes (and a
+# claim undone for want of room takes back).
+Placement = tuple  # (int, dict, str, int | None, object[, int | None])
+
+
+def _attempts(placement: Placement) -> int | None:
+    return placement[5] if len(placement) > 5 else None
 
 
 class TopologyClockMoved(Exception):
@@ -294,8 +309,8 @@ def _reserve_batch(placements: list[Placement], guard=None) -> ReserveResult:
         priorities: dict[int, int] = {}
         if simple:
             adapt = connection.ops.adapt_datetimefield_value  # the column's own form (SQLite keeps text)
-            values, params = rows_source(["bigint", "text", "timestamptz"],
-                                         [(pod_id, node, adapt(version)) for pod_id, _, node, _, version in simple])
+            values, params = rows_source(["bigint", "text", "timestamptz", "integer"],
+                                         [(p[0], p[2], adapt(p[4]), _attempts(p)) for p in simple])
             cursor.execute(_CLAIM.format(values=values), [*params, timezone.now(), False])
             priorities = dict(cursor.fetchall())  # the claimed pods' priorities (the take counts nominations by them)
             claimed = set(priorities)
@@ -318,11 +333,20 @@ def _reserve_batch(placements: list[Placement], guard=None) -> ReserveResult:
             result.generations.update(taken)
             lost = [p[0] for node, group in by_node.items() if node not in taken for p in group]
             if lost:
-                Pod.objects.filter(pk__in=lost).update(assumed_node="", assumed_at=None)
+                counted = {p[0] for p in simple if _attempts(p) is not None}
+                uncount = [pk for pk in lost if pk in counted]
+                if uncount:  # the claims above counted these attempts: the pods are placed again
+                    Pod.objects.filter(pk__in=uncount).update(assumed_node="", assumed_at=None,
+                                                              attempts=F("attempts") - 1)
+                if len(uncount) < len(lost):
+                    Pod.objects.filter(pk__in=[pk for pk in lost if pk not in counted]).update(assumed_node="",
+                                                                                               assumed_at=None)
                 result.conflicts.update(lost)
         result.gone = {p[0] for p in simple if p[0] not in claimed}
-        for pod_id, usage, node, spec_version, version in special:
-            if reserve(pod_id=pod_id, usage=usage, node_name=node, spec_version=spec_version, pod_version=version):
+        for placement in special:
+            pod_id, usage, node, spec_version, version = placement[:5]
+            if reserve(pod_id=pod_id, usage=usage, node_name=node, spec_version=spec_version, pod_version=version,
+                       attempts=_attempts(placement)):
                 continue
             pending = Pod.objects.filter(pk=pod_id, node_name="", assumed_node="", deleting=False)
             if not pending.exists():

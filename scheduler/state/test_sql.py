@@ -2,6 +2,7 @@
 as Django prepares them (the fast path hands the driver exactly what get_db_prep_save would)."""
 
 import datetime
+import json
 
 import numpy as np
 import pytest
@@ -127,3 +128,48 @@ def test_array_param_reads_back_as_the_values_it_was_given():
     assert array_param([1, np.int64(2)]) == [1, np.int64(2)]  # not one of ours: psycopg's way
     assert array_param([now.replace(tzinfo=None)]) == [now.replace(tzinfo=None)]
     assert array_param([float("nan")])[0] != array_param([float("nan")])[0]
+
+
+# Quotes, backslashes, unicode (beyond the BMP too), control characters, nesting, the array text's own syntax.
+AWKWARD_JSON = [
+    {"say": 'it\'s "quoted"', "path": "C:\\dir\\", "nested": [[1, [2, ["three", None]]], {"k": [True, False]}]},
+    ["{a,b}", "NULL", "", "tab\tline\nend", "ünïcødé ☃ 😀", {"\"key\"": "\\\"", "\\": ["]["]}],
+    {"deep": {"er": {"est": [[[[]]], {}]}}, "number": -1.5e-300, "big": 2 ** 62},
+    "a JSON string \\ \" with its own quotes",
+    [], {}, 0, True,
+]
+
+
+def test_a_json_value_is_prepared_as_the_text_django_has_the_driver_write():
+    for field in (Attempt._meta.get_field("candidates"), Pod._meta.get_field("manifest")):
+        for value in AWKWARD_JSON:
+            expected = field.get_db_prep_save(value, connection)  # psycopg's Jsonb on Postgres, the text elsewhere
+            if hasattr(expected, "obj"):
+                expected = (expected.dumps or json.dumps)(expected.obj)
+            assert _prep(field)(value) == expected
+        assert _prep(field)(None) is None  # SQL NULL, as Django stores None
+        assert _prep(field)(JSONText('{"a": 1}')) == '{"a": 1}'
+        # So a batch's column of them is an array's text, not a list for the driver's dumper.
+        assert isinstance(array_param([_prep(field)(v) for v in AWKWARD_JSON]), str)
+
+
+def test_awkward_json_round_trips_through_update_from_values_and_insert_many():
+    pods = [_pod(f"p{i}") for i in range(len(AWKWARD_JSON))]
+    manifests = [{"spec": {}, "value": value} for value in AWKWARD_JSON]
+    update_from_values(Pod, ["manifest", "req_scalar"], [(p.pk, m, v) for p, m, v in zip(pods, manifests, AWKWARD_JSON)])
+    rows = {p.pk: p for p in Pod.objects.all()}
+    assert [rows[p.pk].manifest for p in pods] == manifests
+    assert [rows[p.pk].req_scalar for p in pods] == AWKWARD_JSON
+    now = timezone.now()
+    attempts = [new_row(Attempt, pod_id=pods[0].pk, namespace="default", pod_name="p0", number=i, started_at=now,
+                        result="scheduled", candidates=value, trace=AWKWARD_JSON[0])
+                for i, value in enumerate(AWKWARD_JSON)]
+    attempts.append(new_row(Attempt, pod_id=pods[0].pk, namespace="default", pod_name="p0", number=99, started_at=now,
+                            result="scheduled", candidates=JSONText(json.dumps(AWKWARD_JSON))))
+    insert_many(Attempt, attempts)
+    stored = {a.pk: a for a in Attempt.objects.all()}
+    assert [stored[a.pk].candidates for a in attempts] == [*AWKWARD_JSON, AWKWARD_JSON]
+    update_from_values(Attempt, ["candidates", "reasons"], [(a.pk, list(reversed(AWKWARD_JSON)), {"r": AWKWARD_JSON[1]})
+                                                             for a in attempts[:1]])
+    again = Attempt.objects.get(pk=attempts[0].pk)
+    assert again.candidates == list(reversed(AWKWARD_JSON)) and again.reasons == {"r": AWKWARD_JSON[1]}

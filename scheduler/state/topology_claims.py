@@ -169,7 +169,7 @@ def _reserve_checked_one_by_one(placements, snapshot, table) -> ReserveResult:
     """Each placement in its own transaction under the lock: checked, then reserved alone."""
     result = ReserveResult()
     for placement, pod, profile in placements:
-        pod_id, _, node, _, _ = placement
+        pod_id, node = placement[0], placement[2]
         with transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CLAIM_LOCK_KEY])
