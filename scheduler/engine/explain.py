@@ -76,17 +76,23 @@ def top_candidates_json(decision: Decision, nodes: NodeTable, k: int = TOP_CANDI
     if len(decision.totals) == 0 or not all(type(ps.weight) is int for ps in scores):
         return json.dumps(top_candidates(decision, nodes, k), separators=(",", ":"))
     order = _top_order(decision, k)
-    columns = []  # per plugin: raw, normalized, weighted; then the totals
+    gathered = []  # per plugin: raw, normalized; then the totals
     for ps in scores:
-        raw, normalized = (np.asarray(a) for a in ps.at(order))
-        columns += [raw, normalized, normalized * ps.weight]
-    columns.append(np.asarray(decision.totals)[order])
-    if any(c.dtype.kind not in "iu" for c in columns):  # a float score: json's own number format
+        gathered += ps.at(order)
+    gathered.append(np.asarray(decision.totals)[order])
+    got = np.array(gathered)  # one array, so the numbers are read out in one call
+    if got.dtype.kind not in "iu":  # a float score: json's own number format
         return json.dumps(top_candidates(decision, nodes, k), separators=(",", ":"))
+    n = len(scores)
+    cells = np.empty((3 * n + 1, len(order)), dtype=np.int64)  # per plugin: raw, normalized, weighted; the total
+    cells[0:3 * n:3] = got[0:2 * n:2]
+    cells[1:3 * n:3] = got[1:2 * n:2]
+    cells[2:3 * n:3] = got[1:2 * n:2] * np.array([ps.weight for ps in scores], dtype=np.int64)[:, None]
+    cells[3 * n] = got[2 * n]
     template = _candidate_template(tuple((ps.plugin, ps.weight) for ps in scores))
     names = nodes.names
-    return "[" + ",".join([template % (_json_str(names[row]), *v) for row, *v in
-                           zip(decision.candidates[order].tolist(), *(c.tolist() for c in columns))]) + "]"
+    return "[" + ",".join([template % (_json_str(names[row]), *v) for row, v in
+                           zip(decision.candidates[order].tolist(), cells.T.tolist())]) + "]"
 
 
 @functools.lru_cache(maxsize=64)
