@@ -125,6 +125,15 @@ def test_a_connection_the_server_closes_is_not_used_again():
     assert [number for number, _, _ in server.requests] == [1, 2]
 
 
+def test_a_connection_with_bytes_past_the_reply_is_not_used_again():
+    data, _ = reply(201, EVENT)
+    server = Server(reply(raw=data + b"HTTP/1.1 200 OK\r\n"), reply(201, EVENT))
+    hot = HotCalls(server.api())
+    assert call(hot.create_namespaced_event, "default", EVENT) == EVENT
+    assert call(hot.create_namespaced_event, "default", EVENT) == EVENT
+    assert server.connections == 2
+
+
 def test_a_reply_cut_short_is_a_transport_error_retried_on_a_new_connection():
     truncated = b"HTTP/1.1 201 Created\r\nContent-Length: 500\r\n\r\n{\"kind\""
     server = Server(reply(raw=truncated, close=True), reply(201, EVENT))
