@@ -140,11 +140,15 @@ class _RateLimitedRest:
         self._rest = rest
         self.bucket = bucket
 
-    def request(self, *args, **kwargs):
+    def admit(self) -> None:
+        """Take a token for one request (waiting for it), or refuse one that would wait past the call's deadline."""
         latest = getattr(_call_deadline, "at", None)
         if not self.bucket.take(latest=latest):
             raise ApiError(0, DEADLINE_EXCEEDED, "not sent: the client rate limit (SCHEDBOARD_KUBE_QPS/BURST) "
                                                  "would hold it past its deadline")
+
+    def request(self, *args, **kwargs):
+        self.admit()
         return self._rest.request(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -299,7 +303,19 @@ def request_json(api, method: str, path: str, body: dict | None = None, *, conte
     interprets it the same way."""
     from kubernetes.client.exceptions import ApiException
 
+    from .wire import transport
+
     headers = {"Accept": JSON, "Content-Type": content_type, "User-Agent": api.user_agent, **_auth_headers(api)}
+    lean = None if stream else transport(api)
+    if lean is not None:
+        # Written and read on the pool's connection directly (kube/wire.py), after the same rate limiter.
+        if isinstance(api.rest_client, _RateLimitedRest):
+            api.rest_client.admit()
+        response = lean.request(method, path, headers, None if body is None else json.dumps(body).encode(),
+                                _request_timeout)
+        if not 200 <= response.status <= 299:
+            raise ApiException(http_resp=response)
+        return response
     response = api.rest_client.request(method, api.configuration.host + path, headers=headers, body=body,
                                        _request_timeout=_request_timeout)
     if stream and 200 <= response.status <= 299:

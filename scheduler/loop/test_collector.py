@@ -43,3 +43,14 @@ def test_a_cycle_frozen_alive_and_dropped_later_is_collected_at_the_next_refreez
         assert sum(isinstance(o, Node) for o in gc.get_objects()) == 0  # collected, not only hidden
     finally:
         collector.uninstall()
+
+
+def test_a_replica_freezes_its_start_up_heap_and_collects_again_with_the_workers_thresholds():
+    try:
+        gc.disable()  # as manage.py starts `kube run`
+        collector.start_up_done()
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+        assert gc.get_threshold()[0] == collector.YOUNG_THRESHOLD
+    finally:
+        gc.enable()
+        collector.uninstall()

@@ -90,6 +90,16 @@ def test_a_json_value_goes_into_copy_as_its_text():
     assert _copy_prep(field)(None) is None
 
 
+def test_update_from_values_writes_json_values_as_their_text_and_reads_them_back():
+    a, b = _pod("a"), _pod("b")
+    manifests = [{"spec": {"note": 'it\'s "quoted" \\ {a,b}', "n": [1, None, 2.5]}}, {"ünï": {}}]
+    update_from_values(Pod, ["manifest", "req_scalar"], [(a.pk, manifests[0], JSONText('{"x/y":2}')),
+                                                         (b.pk, manifests[1], {})])
+    rows = {p.pk: p for p in Pod.objects.all()}
+    assert (rows[a.pk].manifest, rows[a.pk].req_scalar) == (manifests[0], {"x/y": 2})
+    assert (rows[b.pk].manifest, rows[b.pk].req_scalar) == (manifests[1], {})
+
+
 def test_new_row_is_the_instance_the_model_makes():
     pod = _pod("p")
     now = timezone.now()

@@ -65,6 +65,7 @@ class Command(BaseCommand):
     def run(self, *, inline: bool):
         from django.conf import settings
 
+        from scheduler.loop import collector
         from scheduler.replica import Replica
         from scheduler.metrics_server import serve_metrics
 
@@ -76,6 +77,8 @@ class Command(BaseCommand):
                                  events_client=self._client(), schedule_inline=inline)
         except ValueError as exc:  # lease timings
             raise CommandError(f"SCHEDBOARD_LEASE_DURATION / RENEW_DEADLINE / RETRY_PERIOD: {exc}") from exc
+
+        collector.start_up_done()  # its clients built (the kubernetes client's modules imported): its threads start next
 
         def stop(signum, frame):
             controller.stop()
