@@ -125,13 +125,12 @@ def test_a_connection_the_server_closes_is_not_used_again():
     assert [number for number, _, _ in server.requests] == [1, 2]
 
 
-def test_a_connection_with_bytes_past_the_reply_is_not_used_again():
-    data, _ = reply(201, EVENT)
-    server = Server(reply(raw=data + b"HTTP/1.1 200 OK\r\n"), reply(201, EVENT))
-    hot = HotCalls(server.api())
-    assert call(hot.create_namespaced_event, "default", EVENT) == EVENT
-    assert call(hot.create_namespaced_event, "default", EVENT) == EVENT
-    assert server.connections == 2
+def test_a_header_with_a_line_break_is_refused_before_anything_is_sent():
+    server = Server()
+    lean = transport(server.api())
+    with pytest.raises(ValueError):
+        lean.request("GET", "/api/v1/pods", {"Authorization": "Bearer x\r\nX-Injected: 1"}, None, (1, 1))
+    assert server.requests == []
 
 
 def test_a_reply_cut_short_is_a_transport_error_retried_on_a_new_connection():
