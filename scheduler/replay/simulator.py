@@ -39,7 +39,8 @@ from scheduler.manifests.objects import node_from_manifest, pod_from_manifest
 from . import trace as tr
 from .metrics import Sample, sample_of
 
-# As the live worker's default (SCHEDBOARD_BATCH_SIZE): a trace without one replays in batches this big.
+# The live worker's default (SCHEDBOARD_BATCH_SIZE) when traces began to record theirs (512 since 4 December): a
+# trace without one replays in batches this big.
 DEFAULT_BATCH_SIZE = 256
 # The live worker puts a batch's failed pods back one after another, each at its own instant; the replay's
 # clock stands still through a batch, so it steps each one this much further (the queue's unit: microseconds).
