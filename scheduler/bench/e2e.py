@@ -464,8 +464,10 @@ def _churn_report(created: list[str], loaded: Loaded, started, wp) -> dict:
     ns = loaded.churn.namespace
     churned = Pod.objects.filter(namespace=ns)
     deadline = time.monotonic() + CHURN_SETTLE_SECONDS
-    while time.monotonic() < deadline and churned.filter(node_name="").exclude(nominated_node="").exists():
-        time.sleep(0.1)  # preemptions under way: their victims going, the preemptor to bind
+    # Every churned pod still pending: a preemption under way (its victims going, the preemptor to bind), or one
+    # created just before the measured pods were all bound and not yet attempted (a run shorter than the ticker).
+    while time.monotonic() < deadline and churned.filter(node_name="").exists():
+        time.sleep(0.1)
     failed = list(Attempt.objects.filter(namespace=ns, started_at__gte=started, result=RESULT_UNSCHEDULABLE)
                   .values_list("trace", flat=True))
     return {
