@@ -264,8 +264,7 @@ def monitor(*, names: list[str] | None = None, now: datetime | None = None) -> l
     # since the last whole pass began wants what that pass left it with: only the nodes written since are judged
     # again (Postgres: `touched`, the writer's transaction id, against the oldest transaction running then).
     # Evaluating the query over 50,000 Ready nodes was ~0.7 s of Postgres every 5 s.
-    since = _judging_since() if names is None else None
-    began = _oldest_running()
+    since, began = (_judging_since(), _oldest_running()) if names is None else (None, None)
     if since is not None:
         query = query.filter(touched__gte=since)
     changed = []
@@ -275,7 +274,7 @@ def monitor(*, names: list[str] | None = None, now: datetime | None = None) -> l
             continue
         if node_manifest_update(name=name, mutate=lambda m: _retaint(m, now)):
             changed.append(name)
-    if names is None and began is not None:
+    if began is not None:
         memory.remember(_JUDGED, {"since": float(began)})
     return changed
 
