@@ -141,7 +141,8 @@ class KubernetesBackend:
         while True:
             try:
                 # Only the binding itself is held to the deadline (a read sends nothing).
-                call(self.hot.create_namespaced_pod_binding, name, namespace, body, deadline=deadline, **kwargs)
+                call(self.hot.create_namespaced_pod_binding, name, namespace, body, deadline=deadline, decode=False,
+                     **kwargs)
                 return
             except ApiError as exc:
                 if exc.status == 404:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import threading
 import time
 import warnings
@@ -234,21 +235,34 @@ def _retry_after(exc) -> float | None:
         return None
 
 
-def _transport_errors() -> tuple[type, ...]:
-    import urllib3
+_errors: tuple | None = None
 
-    return (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError, OSError)
+
+def _transport_errors() -> tuple[type, ...]:
+    """What a call raises for want of an answer (imported once, not at every call)."""
+    global _errors
+    if _errors is None:
+        import urllib3
+
+        _errors = (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError, OSError)
+    return _errors
+
+
+def _api_exception() -> type:
+    from kubernetes.client.exceptions import ApiException
+
+    return ApiException
 
 
 def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, deadline: float | None = None,
-         clock=time.monotonic, **kwargs) -> dict:
+         clock=time.monotonic, decode: bool = True, **kwargs) -> dict:
     """Call a client method and return its JSON reply; retry what is worth retrying, raise ApiError otherwise.
 
     With a deadline (on `clock`), no request is started after it and none is allowed to run past it:
-    the binder promises the reconciler that no binding is on its way after that time.
+    the binder promises the reconciler that no binding is on its way after that time. `decode=False`: the
+    caller never reads the reply (a binding's Status, a created event), which is then not parsed ({}).
     """
-    from kubernetes.client.exceptions import ApiException
-
+    ApiException = _api_exception()
     backoff = backoff or Backoff()
     kwargs.setdefault("_preload_content", False)
     kwargs.setdefault("_request_timeout", (5, 30))
@@ -274,7 +288,7 @@ def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, deadline: 
             finally:
                 _call_deadline.at = None
             data = response.data
-            return json.loads(data) if data else {}
+            return json.loads(data) if data and decode else {}
         except ApiException as exc:
             error = _error_from(exc)
             retry_after = _retry_after(exc)
@@ -305,17 +319,17 @@ def request_json(api, method: str, path: str, body: dict | None = None, *, conte
 
     from .wire import transport
 
-    headers = {"Accept": JSON, "Content-Type": content_type, "User-Agent": api.user_agent, **_auth_headers(api)}
     lean = None if stream else transport(api)
     if lean is not None:
         # Written and read on the pool's connection directly (kube/wire.py), after the same rate limiter.
         if isinstance(api.rest_client, _RateLimitedRest):
             api.rest_client.admit()
-        response = lean.request(method, path, headers, None if body is None else json.dumps(body).encode(),
-                                _request_timeout)
+        response = lean.send(method, path, _header_block(api, content_type),
+                             None if body is None else json.dumps(body).encode(), _request_timeout)
         if not 200 <= response.status <= 299:
             raise ApiException(http_resp=response)
         return response
+    headers = {"Accept": JSON, "Content-Type": content_type, "User-Agent": api.user_agent, **_auth_headers(api)}
     response = api.rest_client.request(method, api.configuration.host + path, headers=headers, body=body,
                                        _request_timeout=_request_timeout)
     if stream and 200 <= response.status <= 299:
@@ -344,6 +358,22 @@ def _auth_headers(api, *, clock=time.monotonic) -> dict:
                if auth["in"] == "header" and auth["value"]}
     api._schedboard_auth = (now + AUTH_REFRESH_SECONDS, headers)
     return headers
+
+
+def _header_block(api, content_type: str) -> str:
+    """The lean path's request headers for `content_type`, formatted once (kube/wire.py's header_block) for as
+    long as the credentials' headers stay the same (they are asked for again every AUTH_REFRESH_SECONDS)."""
+    from .wire import header_block
+
+    auth, agent = _auth_headers(api), api.user_agent
+    cached = getattr(api, "_schedboard_header_blocks", None)
+    if cached is None or cached[0] is not auth or cached[1] != agent:
+        cached = api._schedboard_header_blocks = (auth, agent, {})
+    block = cached[2].get(content_type)
+    if block is None:
+        block = cached[2][content_type] = header_block(
+            {"Accept": JSON, "Content-Type": content_type, "User-Agent": agent, **auth})
+    return block
 
 
 # The generated client's list and watch keywords, as the API's query parameters.
@@ -439,7 +469,14 @@ class HotCalls:
                             body, content_type=_content_type, **kwargs)
 
 
+# Characters a path segment keeps as they are (urllib's unreserved set): every Kubernetes name and namespace
+# (DNS labels and subdomains) is made of them, so quote() has nothing to do for one.
+_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
+
+
 def _q(segment: str) -> str:
+    if _UNRESERVED.fullmatch(segment):
+        return segment
     from urllib.parse import quote
 
     return quote(segment, safe="")

@@ -105,7 +105,8 @@ class EventRecorder:
             if cached.series_count >= 2:
                 try:
                     call(self.api.patch_namespaced_event, meta["name"], meta["namespace"],
-                         {"series": self._series(cached)}, _content_type=STRATEGIC_MERGE_PATCH, backoff=self.backoff)
+                         {"series": self._series(cached)}, _content_type=STRATEGIC_MERGE_PATCH, backoff=self.backoff,
+                         decode=False)
                     cached.dirty = False
                     return
                 except ApiError as exc:
@@ -115,7 +116,7 @@ class EventRecorder:
                 body = {**event, "series": self._series(cached)}
             else:
                 body = event
-            call(self.api.create_namespaced_event, meta["namespace"], body, backoff=self.backoff)
+            call(self.api.create_namespaced_event, meta["namespace"], body, backoff=self.backoff, decode=False)
             cached.dirty = False
         except ApiError as exc:
             # As upstream: an event is best effort, never a reason to stop scheduling.

@@ -62,6 +62,8 @@ class Transport:
         self.prefix = parts.path.rstrip("/")
         default = (self.scheme, self.port) in (("https", 443), ("http", 80))
         self.host_header = parts.netloc if not default else parts.hostname
+        if any(c in self.host_header + self.prefix for c in "\r\n"):
+            raise ValueError("an API server URL with a line break in it")
         self._pool = None
 
     def _connection_pool(self):
@@ -72,16 +74,19 @@ class Transport:
 
     def request(self, method: str, path: str, headers: dict, body: bytes | None, timeout) -> Reply:
         """Send one request and read its reply; `timeout` is (connect, read) seconds, as `_request_timeout`."""
+        return self.send(method, path, header_block(headers), body, timeout)
+
+    def send(self, method: str, path: str, block: str, body: bytes | None, timeout) -> Reply:
+        """`request()` with its headers already formatted (`header_block`): a caller making many requests with
+        the same headers formats and checks them once."""
         connect_timeout, read_timeout = timeout if isinstance(timeout, tuple) else (timeout, timeout)
-        head = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.host_header}"]
-        head.extend(f"{name}: {value}" for name, value in headers.items())
+        if "\r" in path or "\n" in path or "\r" in method or "\n" in method:
+            raise ValueError("a request line with a line break in it")  # as http.client refuses one
         if body is not None:
-            head.append(f"Content-Length: {len(body)}")
-        elif method in ("POST", "PUT", "PATCH"):
-            head.append("Content-Length: 0")
-        if any("\r" in line or "\n" in line for line in head):
-            raise ValueError("a request line or header with a line break in it")  # as http.client refuses one
-        data = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+            length = f"Content-Length: {len(body)}\r\n"
+        else:
+            length = "Content-Length: 0\r\n" if method in ("POST", "PUT", "PATCH") else ""
+        data = f"{method} {self.prefix}{path} HTTP/1.1\r\nHost: {self.host_header}\r\n{block}{length}\r\n".encode("latin-1")
         if body:
             data += body  # one write: one TLS record, one segment for the server to wake up to
         pool = self._connection_pool()
@@ -100,6 +105,15 @@ class Transport:
             if not keep:
                 conn.close()
             pool._put_conn(conn)
+
+
+def header_block(headers: dict) -> str:
+    """Header lines as they go out ("Name: value\\r\\n" each); a line break inside one is refused, as
+    http.client refuses it (it would end the header early: a header injected)."""
+    lines = [f"{name}: {value}" for name, value in headers.items()]
+    if any("\r" in line or "\n" in line for line in lines):
+        raise ValueError("a request line or header with a line break in it")
+    return "".join(f"{line}\r\n" for line in lines)
 
 
 # How much one recv() asks for: a binding's or an event's whole reply (a few hundred bytes to 2 KB) comes in one.
