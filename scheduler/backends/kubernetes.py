@@ -48,6 +48,7 @@ class KubernetesBackend:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._hot = None
+        self._core = None
 
     # ---- worker side: hand work to the leader ---------------------------------------------------
     @property
@@ -107,7 +108,9 @@ class KubernetesBackend:
     def core(self):
         from ..kube.client import LeanCoreV1
 
-        return LeanCoreV1(self.api_client)
+        if self._core is None or self._core.api_client is not self.api_client:  # made once: bind() asks per pod
+            self._core = LeanCoreV1(self.api_client)
+        return self._core
 
     def _check_leader(self) -> None:
         if self.elector is not None and not self.elector.is_leader():

@@ -97,7 +97,8 @@ class Transport:
                 conn.timeout = connect_timeout
                 conn.connect()
             sock = conn.sock
-            sock.settimeout(read_timeout)
+            if sock.gettimeout() != read_timeout:  # setting it is two fcntl calls; it rarely changes
+                sock.settimeout(read_timeout)
             sock.sendall(data)
             reply, keep = _read_reply(sock, method)
             return reply
