@@ -107,6 +107,13 @@ def _key(obj: dict) -> tuple[str, str]:
     return (meta.get("namespace") or "", meta.get("name") or "")
 
 
+_READ_ROWS_SQL = (
+    "SELECT {columns}, {old} AS old_manifest, {pending} AS pending_view FROM {table} "
+    "WHERE (namespace, name) IN (SELECT * FROM unnest(%s::text[], %s::text[])) ORDER BY id FOR UPDATE").format(
+    columns=", ".join(f'"{f.column}"' for f in Pod._meta.concrete_fields if f.name != "manifest"),
+    old=_OLD_MANIFEST, pending=_PENDING_VIEW, table=Pod._meta.db_table)
+
+
 def _read_rows(keys: list[tuple[str, str]]) -> dict:
     """The rows of these pods, locked for the rest of the transaction, in one statement."""
     if not keys:
@@ -115,10 +122,8 @@ def _read_rows(keys: list[tuple[str, str]]) -> dict:
     if connection.vendor == "postgresql":
         # The stored manifests are not read whole: every changed row takes the event's manifest, and the replay
         # reads of the old one only what _OLD_MANIFEST keeps (decoding whole manifests was a sixth of the mirror).
-        rows = Pod.objects.select_for_update().defer("manifest").extra(
-            select={"old_manifest": _OLD_MANIFEST, "pending_view": _PENDING_VIEW},
-            where=["(namespace, name) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"],
-            params=[namespaces, names]).order_by("pk")
+        # One fixed statement (the ORM's compile of the same query was a third of a small watch batch's read).
+        rows = Pod.objects.raw(_READ_ROWS_SQL, [namespaces, names])
     else:
         rows = Pod.objects.select_for_update().filter(namespace__in=namespaces, name__in=names).order_by("pk")
     wanted = set(keys)
