@@ -28,7 +28,7 @@ from ..queue.kick import kick
 from ..state.events import EventSpec, events_record
 from ..state.placed_pods import _topology_view
 from ..state.reservations import pod_usage_fields, row_usage
-from ..state.sql import insert_many, lock_in_order, update_from_values
+from ..state.sql import insert_many, lock_in_order, new_row, update_from_values
 from . import mirror
 from .pod_parses import PodParses
 
@@ -159,7 +159,8 @@ def _upsert(w: _Writes, key, obj: dict, ours: set[str]) -> None:
         raise _Slow()  # the same name, a new pod: pod_upsert removes the old one
     if row is None:
         created = mirror._time((manifest.get("metadata") or {}).get("creationTimestamp")) or w.now
-        row = Pod(namespace=spec.namespace, name=spec.name, uid=spec.uid, created_at=created)
+        # new_row: Model.__init__'s work per field and keyword was ~10 % of a new pod's event.
+        row = new_row(Pod, namespace=spec.namespace, name=spec.name, uid=spec.uid, created_at=created)
         mirror._copy(row, spec, manifest, usage, phase, condition, new=True)
         if spec.node_name:
             if not _plain(usage):
