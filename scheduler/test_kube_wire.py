@@ -154,3 +154,23 @@ def test_a_client_through_a_proxy_or_with_a_fake_rest_client_keeps_the_urllib3_p
     api = server.api()
     api.rest_client = object()
     assert transport(api) is None
+
+
+def test_an_interim_100_continue_is_skipped_even_in_the_same_segment_as_the_reply_and_the_connection_kept():
+    continued = b"HTTP/1.1 100 Continue\r\n\r\n" + reply(201, EVENT)[0]
+    server = Server(reply(raw=continued), reply(201, EVENT))
+    hot = HotCalls(server.api())
+    assert call(hot.create_namespaced_event, "default", EVENT) == EVENT
+    assert call(hot.create_namespaced_event, "default", EVENT) == EVENT
+    assert server.connections == 1
+
+
+def test_bytes_past_the_reply_leave_its_connection_unused_and_repeated_headers_are_joined():
+    data, _ = reply(201, EVENT, headers=["Warning: 299 - \"a\"", "Warning: 299 - \"b\""])
+    server = Server(reply(raw=data + b"HTTP/1.1 200 OK\r\n"), reply(201, EVENT))
+    lean = transport(server.api())
+    answer = lean.request("POST", "/api/v1/namespaces/default/events", {}, json.dumps(EVENT).encode(), (1, 1))
+    assert (answer.status, json.loads(answer.data)) == (201, EVENT)
+    assert answer.getheader("warning") == '299 - "a", 299 - "b"'
+    lean.request("POST", "/api/v1/namespaces/default/events", {}, json.dumps(EVENT).encode(), (1, 1))
+    assert server.connections == 2  # out of step after the stray bytes: a new connection
