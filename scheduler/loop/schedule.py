@@ -40,7 +40,7 @@ from ..state.preemptions import preemptions_record, preemptions_under_way
 from ..state import topology_claims
 from ..state.reservations import SYSTEMIC_ERRORS, release_assumed, row_usage
 from ..state.snapshot import Snapshot
-from ..state.sql import JSONText, insert_many, new_row, update_from_values
+from ..state.sql import JSONText, in_list, insert_many, new_row, select_models, update_from_values
 from ..telemetry import live, metrics
 from ..versions.profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version
 from . import collector
@@ -145,6 +145,11 @@ class _DbCluster:
 
     def refresh_nodes(self, cache, node_names: set[str]) -> None:
         self.worker.snapshot.refresh_nodes(cache, node_names)
+
+
+# The nominated pods not yet placed: what the nominator holds (read once per batch, usually finding none).
+# In the model's order (namespace, name), as the queryset read them: the order they join the nominator in.
+_NOMINATED = "node_name = '' AND assumed_node = '' AND NOT deleting AND nominated_node <> '' ORDER BY namespace, name"
 
 
 class Worker:
@@ -398,7 +403,7 @@ class Worker:
         """The nominated pods as the shared state has them (nominated, not yet placed), once per batch."""
         nominator = Nominator()
         self._nominated_pks: dict[str, int] = {}
-        for pod in Pod.objects.filter(node_name="", assumed_node="", deleting=False).exclude(nominated_node=""):
+        for pod in select_models(Pod, _NOMINATED):
             try:
                 spec = self.pod_spec(pod)
             except Exception:  # noqa: BLE001 - an unreadable pod fails in its own cycle, not here
@@ -547,7 +552,9 @@ def _pods_by_key(keys: list[str]) -> dict[str, Pod]:
     names = {n for _, n in pairs}
     namespaces = {ns for ns, _ in pairs}
     wanted = set(keys)
-    return {p.key: p for p in Pod.objects.filter(name__in=names, namespace__in=namespaces) if p.key in wanted}
+    by_name, params = in_list("name", names)
+    by_namespace, more = in_list("namespace", namespaces)
+    return {p.key: p for p in select_models(Pod, f"{by_name} AND {by_namespace}", [*params, *more]) if p.key in wanted}
 
 
 def _set_condition(pod: Pod, ok: bool, reason: str, message: str, now) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from django.db import connection
-from django.db.models import Count, Max, Q
+from django.db.models import Q
 
 from ..engine.cluster_objects import ClusterObjects
 from ..engine.nodes import NodeTable
@@ -213,16 +213,19 @@ class FollowedObjects:
         self.objects = ClusterObjects()
 
     def sync(self) -> ClusterObjects:
-        seen = ClusterObject.objects.aggregate(n=Count("id"), newest=Max("updated_at"),
-                                               budgets=Count("id", filter=Q(kind=POD_DISRUPTION_BUDGET)))
-        version = (seen["n"], seen["newest"])
+        # By hand: the ORM's aggregate() built and compiled its query again each batch (0.44 ms against 0.1).
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*), max(updated_at), count(CASE WHEN kind = %s THEN 1 END) "
+                           f"FROM {ClusterObject._meta.db_table}", [POD_DISRUPTION_BUDGET])
+            count, newest, budgets = cursor.fetchone()
+        version = (count, newest)
         if version != self.version:
             self.objects = cluster_objects_from_rows(
                 ClusterObject.objects.values_list("kind", "namespace", "name", "labels", "selector"))
             self.version = version
         # A budget's status follows its pods, not its row: read again each batch while there is one, when
         # preemption first looks at it.
-        self.objects.pdbs = LazyBudgets() if seen["budgets"] else []
+        self.objects.pdbs = LazyBudgets() if budgets else []
         return self.objects
 
 

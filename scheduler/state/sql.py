@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import json
 
-from django.db import connection, models
+from django.db import connection, connections, models
 from django.db.models.base import ModelState
 from django.utils.functional import Promise
 
@@ -291,3 +291,62 @@ def _passing(py: type, django):
             return value
         return django(value)
     return prep
+
+
+# ---- model rows without the ORM's query building -------------------------------------------------------
+
+
+def select_models(model, where: str, params=()) -> list:
+    """The rows of `model` WHERE `where` (SQL over the table's own columns), as the instances a queryset would
+    give (every field, its value converted from the database's as the ORM's compiler converts it).
+
+    For a statement run once per batch whatever the batch holds: the ORM builds and compiles the query again on
+    every call, the WHERE and the SELECT of every field, which cost more than Postgres took to run it (the
+    nominated pods' query, finding none, 0.57 ms against 0.07 ms by hand)."""
+    db = connection.alias
+    real = connections[db]  # (the proxy's attribute lookups, per value converted, were a cost of their own)
+    columns, names, converters = _model_columns(model, real)
+    with real.cursor() as cursor:
+        cursor.execute(f"SELECT {columns} FROM {model._meta.db_table} WHERE {where}", params)
+        rows = cursor.fetchall()
+    out = []
+    for row in rows:
+        if converters:
+            row = list(row)
+            for i, funcs, expression in converters:
+                value = row[i]
+                for func in funcs:
+                    value = func(value, expression, real)
+                row[i] = value
+        out.append(model.from_db(db, names, row))
+    return out
+
+
+def _model_columns(model, real) -> tuple[str, list[str], list]:
+    """(the SELECT list of every concrete field, their attnames, (position, converters, column) for the values
+    the backend or the field converts), as the ORM's compiler has them; worked out once per model and backend."""
+    key = (model, real.vendor)
+    memo = _COLUMNS.get(key)
+    if memo is None:
+        fields = model._meta.concrete_fields
+        table = model._meta.db_table
+        compiler = real.ops.compiler("SQLCompiler")(model.objects.all().query, real, real.alias)
+        converters = compiler.get_converters([f.get_col(table) for f in fields])
+        memo = (", ".join(f"{table}.{real.ops.quote_name(f.column)}" for f in fields), [f.attname for f in fields],
+                [(i, funcs, expression) for i, (funcs, expression) in sorted(converters.items())])
+        _COLUMNS[key] = memo
+    return memo
+
+
+_COLUMNS: dict = {}
+
+
+def in_list(column: str, values) -> tuple[str, list]:
+    """`column` is one of `values`, as SQL and its parameters: one array parameter on Postgres (psycopg splits a
+    statement with hundreds of placeholders slower than Postgres runs it), placeholders elsewhere."""
+    values = list(values)
+    if connection.vendor == "postgresql":
+        return f"{column} = ANY(%s)", [values]
+    if not values:
+        return "FALSE", []
+    return f"{column} IN ({', '.join(['%s'] * len(values))})", values
