@@ -603,12 +603,14 @@ def run_schedule_task(token: str | None = None) -> BatchStats:
             items = stats.bind_items
             backend = get_backend()
             transaction.on_commit(lambda: backend.hand_off(items))
-    finally:
+    except BaseException:
         if token:
             slot_release(token)
+        raise
     if stats.popped:
-        kick()
+        kick(release=token)  # the slot given back and the next task sent, in one round trip
         collector.after_batch()  # (after the kick: the other workers go on meanwhile)
     elif token:
+        slot_release(token)
         kick_if_waiting(worker.queue)
     return stats
