@@ -104,7 +104,7 @@ def update_from_values(model, fields: list[str], rows: list[tuple], *, key: str 
 
     def cast(i: int, f) -> str:
         # Postgres cannot type a VALUES column that is NULL in every row: say the type.
-        return f"CAST(v.{columns[i]} AS {f.db_type(connection)})" if postgres else f"v.{columns[i]}"
+        return f"CAST(v.{columns[i]} AS {_db_type(f)})" if postgres else f"v.{columns[i]}"
 
     preps = [_prep(f) for f in meta_fields]
     source, params = rows_source([_array_type(f) for f in meta_fields],
@@ -129,8 +129,20 @@ def update_from_values(model, fields: list[str], rows: list[tuple], *, key: str 
 
 def _array_type(field) -> str:
     """The column's type as an array element (the serial types are their integers)."""
-    kind = field.db_type(connection)
+    kind = _db_type(field)
     return {"bigserial": "bigint", "serial": "integer", "smallserial": "smallint"}.get(kind, kind)
+
+
+def _db_type(field) -> str:
+    """field.db_type on this connection's backend, worked out once per field and backend: Django formats it
+    afresh on every call (through the connection proxy and the backend's type table), and a batch's writes
+    asked it dozens of times."""
+    memo = field.__dict__.setdefault("_schedboard_db_type", {})
+    vendor = connection.vendor
+    kind = memo.get(vendor)
+    if kind is None:
+        kind = memo[vendor] = field.db_type(connection)
+    return kind
 
 
 class JSONText(str):
