@@ -17,7 +17,7 @@ from ..engine.pods import HostPort
 from ..engine.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from ..manifests.objects import node_from_manifest
 from ..models import DeletedPod, Node
-from .placed_pods import FollowedObjects, PlacedPods
+from .placed_pods import SEEN_SQL, SEEN_PARAMS, FollowedObjects, PlacedPods
 from .topology_claims import CLOCK_SEQUENCE, read_clock
 
 _USAGE_FIELDS = ("req_cpu", "req_memory", "req_ephemeral", "req_pods", "nonzero_cpu", "nonzero_memory",
@@ -80,21 +80,25 @@ _CHANGED_COLUMNS = ("spec_version", "req_cpu", "req_memory", "req_ephemeral", "r
 def _read_changed_nodes(since: int, also: list[str]):
     """Whether a transaction with an id >= `since` deleted nodes, and the nodes written by one (or named in
     `also`): their names, number columns, extended resources and host ports; the newest pod deletion, this
-    statement's xmin and the topology clock (topology_claims.read_clock's, read by this statement: a round trip
-    less per batch). One statement (one scan of the node table, no other row decoded)."""
+    statement's xmin, the topology clock (topology_claims.read_clock's) and the cluster objects' version
+    (placed_pods.SEEN_SQL's row), each read by this statement: two round trips less per batch. One statement (one
+    scan of the node table, no other row decoded)."""
     node, deleted = Node._meta.db_table, DeletedPod._meta.db_table
     columns = ("name", *_CHANGED_COLUMNS, "req_scalar", "used_ports")
     aggregates = ", ".join(f"array_agg({c})" for c in columns)
     connection.ensure_connection()
     with connection.connection.cursor(binary=True) as cursor:
-        cursor.execute(f"SELECT coalesce((SELECT max(touched) FROM scheduler_node_deleted) >= %s, false), {aggregates}, "
-                       f"(SELECT id FROM {deleted} ORDER BY id DESC LIMIT 1), {_XMIN}, "
+        cursor.execute(f"SELECT * FROM (SELECT coalesce((SELECT max(touched) FROM scheduler_node_deleted) >= %s, false), "
+                       f"{aggregates}, (SELECT id FROM {deleted} ORDER BY id DESC LIMIT 1), {_XMIN}, "
                        f"(SELECT last_value FROM {CLOCK_SEQUENCE}) FROM "
-                       f"(SELECT {', '.join(columns)} FROM {node} WHERE touched >= %s OR name = ANY(%s)) changed",
-                       [since, since, also])
-        nodes_deleted, names, *arrays, scalars, ports, mark, xmin, clock = cursor.fetchone()
+                       f"(SELECT {', '.join(columns)} FROM {node} WHERE touched >= %s OR name = ANY(%s)) changed) nodes, "
+                       f"({SEEN_SQL}) objects",
+                       [since, since, also, *SEEN_PARAMS])
+        row = cursor.fetchone()
+    nodes_deleted, names, *arrays, scalars, ports, mark, xmin, clock = row[:-3]
+    seen = row[-3:]
     cols = {c: np.asarray(a or (), dtype=np.int64) for c, a in zip(_CHANGED_COLUMNS, arrays)}
-    return nodes_deleted, names or [], cols, scalars or [], ports or [], mark or 0, xmin, int(clock)
+    return nodes_deleted, names or [], cols, scalars or [], ports or [], mark or 0, xmin, int(clock), tuple(seen)
 
 
 @contextmanager
@@ -185,8 +189,8 @@ class Snapshot:
         self.rows_read = n
         return self.cache
 
-    def _finish(self, xmin: int | None) -> None:
-        self.cache.table.objects = self.objects.sync()
+    def _finish(self, xmin: int | None, objects_seen: tuple | None = None) -> None:
+        self.cache.table.objects = self.objects.sync(objects_seen)
         # The shared state already counts every reservation that committed, ours included.
         self.cache.assumed.clear()
         table = self.cache.table
@@ -206,7 +210,8 @@ class Snapshot:
             return False
         local = sorted(set(table.changed_rows[seen:]))
         also = [table.names[row] for row in local]
-        nodes_deleted, names, cols, scalar_json, port_json, mark, xmin, self.clock = _read_changed_nodes(self._xmin, also)
+        nodes_deleted, names, cols, scalar_json, port_json, mark, xmin, self.clock, objects_seen = _read_changed_nodes(
+            self._xmin, also)
         if nodes_deleted:
             return False
         index = table.index
@@ -224,7 +229,7 @@ class Snapshot:
         generations = self._generations
         generations.update(zip(names, cols["generation"].tolist()))
         self.placed.sync(table, generations, candidates=names)
-        self._finish(xmin)
+        self._finish(xmin, objects_seen)
         self.rows_read = len(names)
         return True
 
