@@ -10,10 +10,11 @@ import logging
 import os
 import socket
 from collections import OrderedDict
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from ..backends import get_backend
@@ -446,7 +447,7 @@ class Worker:
     def _write(self, outcomes: list[_Scheduled]) -> None:
         """The batch's attempts, events and conditions in one transaction; pod by pod only if that raises."""
         try:
-            with transaction.atomic():
+            with transaction.atomic() if _batch_write_needs_transaction(outcomes) else nullcontext():
                 _write_scheduled(outcomes)
             for o in outcomes:
                 o.written = True
@@ -514,6 +515,15 @@ class Worker:
             if mode == "all" or (mode == "failures" and result.status != cycle.SCHEDULED):
                 attempt.trace = trace(decision, table, scores=mode == "all")
         return attempt
+
+
+def _batch_write_needs_transaction(outcomes: list[_Scheduled]) -> bool:
+    """Whether the batch's write needs a transaction: it writes events, failed pods' conditions, nominations or
+    preemptions besides its attempts (all of which come with a failed or skipped pod). With its attempts alone
+    it writes one statement (insert_many's COPY, atomic by itself), and a transaction around it would only cost
+    its BEGIN and COMMIT: two round trips of every batch whose pods were all placed. Inside a caller's
+    transaction the savepoint stays: a refused COPY must not abort that transaction before the pod by pod retry."""
+    return connection.in_atomic_block or any(o.events or o.failed for o in outcomes)
 
 
 def _new_attempt(pod: Pod, **values) -> Attempt:
