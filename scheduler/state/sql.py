@@ -360,5 +360,5 @@ def in_list(column: str, values) -> tuple[str, list]:
     if connection.vendor == "postgresql":
         return f"{column} = ANY(%s)", [values]
     if not values:
-        return "FALSE", []
+        return "1 = 0", []
     return f"{column} IN ({', '.join(['%s'] * len(values))})", values
