@@ -165,6 +165,34 @@ def test_a_reflector_lists_again_when_the_server_says_410_gone():
     assert fn.calls[3][1]["resource_version"] == "50"
 
 
+def test_a_reflector_that_must_wait_to_store_its_list_lets_the_store_prepare_it_meanwhile():
+    """The pods' list waits until the nodes are stored (`store_after`); a store with `prepare` gets the list
+    then (PodStore parses it), and only stores it once the wait is over. One that need not wait is not asked."""
+    import threading
+
+    class PreparingStore(RecordingStore):
+        def prepare(self, items):
+            self.seen.append(("PREPARE", sorted(i["metadata"]["name"] for i in items), after.is_set()))
+            after.set()  # the nodes are stored meanwhile
+
+    after = threading.Event()
+    box = {"stop_after": 2}
+    store = PreparingStore(box)
+    fn = Script({"items": [pod_obj("a", "1")], "metadata": {"resourceVersion": "10"}},
+                Stream([{"type": "ADDED", "object": pod_obj("b", "11")}]), on_empty=lambda: box["reflector"].stop.set())
+    box["reflector"] = Reflector("pods", fn, store, kind="Pod", watch_timeout=60, store_after=after)
+    box["reflector"].run()
+    assert store.seen[:2] == [("PREPARE", ["a"], False), ("REPLACE", ["a"])]
+
+    box2 = {"stop_after": 1}
+    ready = PreparingStore(box2)
+    fn2 = Script({"items": [pod_obj("a", "1")], "metadata": {"resourceVersion": "10"}},
+                 on_empty=lambda: box2["reflector"].stop.set())
+    box2["reflector"] = Reflector("pods", fn2, ready, kind="Pod", watch_timeout=60, store_after=after)
+    box2["reflector"].run()
+    assert ready.seen[0] == ("REPLACE", ["a"])
+
+
 # ---- leader election --------------------------------------------------------------------------
 
 class FakeLeases:

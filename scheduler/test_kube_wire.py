@@ -156,20 +156,24 @@ def test_a_client_through_a_proxy_or_with_a_fake_rest_client_keeps_the_urllib3_p
     assert transport(api) is None
 
 
-def test_an_interim_100_continue_is_skipped_and_headers_are_read_as_http_client_reads_them():
-    body = json.dumps(EVENT).encode()
-    raw = (b"HTTP/1.1 100 Continue\r\n\r\n"
-           b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nX-Two: a\r\nx-two: b\r\n"
-           b"Content-Length: 2\r\n\r\n{}"
-           b"HTTP/1.1 201 Created\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-    server = Server((raw, False), reply(201, EVENT))
+def test_an_interim_100_continue_is_skipped_even_in_the_same_segment_as_the_reply_and_the_connection_kept():
+    continued = b"HTTP/1.1 100 Continue\r\n\r\n" + reply(201, EVENT)[0]
+    server = Server(reply(raw=continued), reply(201, EVENT))
+    hot = HotCalls(server.api())
+    assert call(hot.create_namespaced_event, "default", EVENT) == EVENT
+    assert call(hot.create_namespaced_event, "default", EVENT) == EVENT
+    assert server.connections == 1
+
+
+def test_bytes_past_the_reply_leave_its_connection_unused_and_repeated_headers_are_joined():
+    data, _ = reply(201, EVENT, headers=["Warning: 299 - \"a\"", "Warning: 299 - \"b\""])
+    server = Server(reply(raw=data + b"HTTP/1.1 200 OK\r\n"), reply(201, EVENT))
     lean = transport(server.api())
-    first = lean.request("POST", "/x", {}, b"{}", (1, 1))
-    assert (first.status, first.reason, first.data) == (429, "Too Many Requests", b"{}")
-    assert first.getheader("Retry-After") == "0" and first.headers["x-two"] == "a, b"
-    # Bytes came after the reply: the connection is out of step, never used again.
-    assert json.loads(lean.request("POST", "/x", {}, b"{}", (1, 1)).data) == EVENT
-    assert server.connections == 2
+    answer = lean.request("POST", "/api/v1/namespaces/default/events", {}, json.dumps(EVENT).encode(), (1, 1))
+    assert (answer.status, json.loads(answer.data)) == (201, EVENT)
+    assert answer.getheader("warning") == '299 - "a", 299 - "b"'
+    lean.request("POST", "/api/v1/namespaces/default/events", {}, json.dumps(EVENT).encode(), (1, 1))
+    assert server.connections == 2  # out of step after the stray bytes: a new connection
 
 
 def test_an_http_1_0_reply_without_keep_alive_closes_and_one_without_a_length_is_read_to_the_close():
@@ -185,3 +189,11 @@ def test_a_reply_that_is_not_http_is_a_transport_error():
     server = Server((b"SSH-2.0-OpenSSH\r\n\r\n", True), reply(201, EVENT))
     assert call(HotCalls(server.api()).create_namespaced_event, "default", EVENT, backoff=NO_WAIT) == EVENT
     assert server.connections == 2
+
+
+def test_a_reply_nobody_reads_is_not_parsed_and_requests_with_preformatted_headers_go_out_the_same():
+    server = Server(reply(201, EVENT), reply(201, EVENT))
+    hot = HotCalls(server.api())
+    assert call(hot.create_namespaced_event, "default", EVENT, decode=False) == {}
+    assert call(hot.create_namespaced_event, "default", EVENT) == EVENT
+    assert server.requests[0][1] == server.requests[1][1]  # the same head, its headers formatted once

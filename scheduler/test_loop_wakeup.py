@@ -88,3 +88,20 @@ def test_the_process_keeps_one_redis_client_for_its_url(settings):
     assert queues.get_redis() is first
     settings.REDIS_URL += "?socket_timeout=30"  # another URL: a client of its own
     assert queues.get_redis() is not first and queues.get_redis() is queues.get_redis()
+
+
+def test_a_kick_sends_a_task_per_free_slot_and_an_ending_task_s_slot_is_given_back_first(sent):
+    r = queues.get_redis()
+    _hold("ours")
+    r.zadd(kicking._KICK_SLOTS, {"dead": time.time() - 1})  # a dead worker's slot, expired
+
+    kicking.kick()  # the expired slot goes; one slot is free
+    assert [name for name, *_ in sent] == [dispatch.SCHEDULE]
+    assert r.zscore(kicking._KICK_SLOTS, "dead") is None and r.zcard(kicking._KICK_SLOTS) == 2
+    kicking.kick()  # none free
+    assert len(sent) == 1
+
+    kicking.kick(release="ours")  # the ending task's slot is the next task's
+    assert len(sent) == 2 and r.zscore(kicking._KICK_SLOTS, "ours") is None
+    tokens = {t.decode() for t in r.zrange(kicking._KICK_SLOTS, 0, -1)}
+    assert tokens == {token for _, token in sent}

@@ -446,3 +446,20 @@ def test_a_non_staff_user_cannot_reach_the_versions():
     client.force_login(User.objects.create_user("dave", password="pw"))
     response = client.get(CHANGELIST)
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+@pytest.mark.django_db
+def test_the_scheduler_names_read_out_of_the_active_row_are_its_profiles_names():
+    from scheduler.engine.config import SchedulerConfig, default_profile
+    from scheduler.versions.profiles import active_config, scheduler_names
+    from scheduler.versions.services import config_version_create
+
+    def parsed():
+        return {p.scheduler_name for p in active_config()[1].profiles}
+
+    assert scheduler_names() == parsed() == {"default-scheduler"}  # no version saved: version 0
+    config_version_create(config=SchedulerConfig(profiles=[default_profile(), default_profile("batch-scheduler")]),
+                          reason="a second profile")
+    assert scheduler_names() == parsed() == {"default-scheduler", "batch-scheduler"}
+    config_version_create(config=SchedulerConfig(profiles=[default_profile("only-this")]), reason="one profile")
+    assert scheduler_names() == parsed() == {"only-this"}

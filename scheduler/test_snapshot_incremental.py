@@ -175,3 +175,25 @@ def test_the_trigger_stamps_every_write_with_its_transaction_id():
         c.execute("UPDATE scheduler_node SET req_pods = 1 WHERE name = 'n-00' RETURNING touched, txid_current()")
         touched, txid = c.fetchone()
     assert touched == txid
+
+
+def _transaction_characteristics() -> tuple[str, str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')")
+        return cursor.fetchone()
+
+
+def test_a_read_is_one_repeatable_read_read_only_transaction_and_the_connection_s_next_ones_are_as_before():
+    from django.db import transaction
+
+    from scheduler.state.snapshot import one_committed_state
+
+    with one_committed_state():
+        assert _transaction_characteristics() == ("repeatable read", "on")
+    with transaction.atomic():
+        assert _transaction_characteristics() == ("read committed", "off")
+    assert _transaction_characteristics() == ("read committed", "off")  # (autocommit)
+    with pytest.raises(ZeroDivisionError), one_committed_state():
+        1 / 0
+    with transaction.atomic():
+        assert _transaction_characteristics() == ("read committed", "off")

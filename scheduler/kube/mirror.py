@@ -13,7 +13,7 @@ import math
 import threading
 from datetime import datetime
 
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -153,16 +153,21 @@ def publish_after_commit(publish) -> None:
 def _usable_connection() -> None:
     """Drop this thread's database connection if an error left it unusable (Postgres restarted, the
     network dropped): the reflector's next try then connects afresh. Django does this around requests and
-    Celery tasks; a watch thread runs for days and must do it itself."""
+    Celery tasks; a watch thread runs for days and must do it itself.
+
+    Then connect, before the caller takes MIRROR_LOCK: a new leader's nine reflector threads each open their
+    first connection (a few ms each), and they would otherwise open them one after another inside the lock,
+    in front of the pod list."""
     close_old_connections()
+    connection.ensure_connection()
 
 
 class NodeStore:
     """Reflector store for nodes."""
 
     def replace(self, items: list[dict]) -> None:
+        _usable_connection()
         with MIRROR_LOCK:
-            _usable_connection()
             self._replace(items)
 
     def _replace(self, items: list[dict]) -> None:
@@ -178,8 +183,8 @@ class NodeStore:
         self.apply_many([(event_type, obj)])
 
     def apply_many(self, events: list[tuple[str, dict]]) -> None:
+        _usable_connection()
         with MIRROR_LOCK:
-            _usable_connection()
             self._apply_many(events)
 
     def _apply_many(self, events: list[tuple[str, dict]]) -> None:
@@ -251,9 +256,17 @@ class PodStore:
             self._queue = get_queue()
         return self._queue
 
+    def prepare(self, items: list[dict]) -> None:
+        """Parse a list's pods while it waits for the nodes and objects to be stored (the reflector's
+        `store_after`): the parses are kept (kube/pod_parses.py) and `replace` re-uses them at a quarter of a
+        parse's cost (a new leader's 1,000-pod list: ~70 ms less before its first binding)."""
+        for obj in items:
+            if isinstance(obj, dict):
+                self.parses.parse(pod_manifest(obj))
+
     def replace(self, items: list[dict]) -> None:
+        _usable_connection()
         with MIRROR_LOCK:
-            _usable_connection()
             self._replace(items)
 
     def _replace(self, items: list[dict]) -> None:
@@ -269,7 +282,7 @@ class PodStore:
         # find one stored before every node's bound pods are counted.
         # (A list is a snapshot: the order of its pods means nothing else.)
         items = sorted(items, key=_room_first)
-        self.parses.clear()  # what the list does not hold is gone
+        self.parses.retain(listed)  # what the list does not hold is gone
         _relisting.held = held = []
         try:
             for start in range(0, len(items), RELIST_BATCH):
@@ -294,8 +307,8 @@ class PodStore:
         If that transaction raises, the events are applied again one by one, each in its own transaction,
         and only the one that raises again is skipped (loudly): the rest of the batch is mirrored.
         """
+        _usable_connection()
         with MIRROR_LOCK:
-            _usable_connection()
             self._apply_many(events, scheduler_names())
 
     def _apply_many(self, events: list[tuple[str, dict]], ours: set[str]) -> None:

@@ -67,8 +67,8 @@ class ObjectStore:
         self.kind = kind
 
     def replace(self, items: list[dict]) -> None:
+        _usable_connection()
         with MIRROR_LOCK:
-            _usable_connection()
             listed = set()
             for obj in items:
                 f = _fields(self.kind, obj)
@@ -80,8 +80,8 @@ class ObjectStore:
                         ClusterObject.objects.filter(pk=pk).delete()
 
     def apply(self, event_type: str, obj: dict) -> None:
+        _usable_connection()
         with MIRROR_LOCK:
-            _usable_connection()
             f = _fields(self.kind, obj)
             if event_type == "DELETED":
                 _isolated(self.kind, obj, lambda: ClusterObject.objects.filter(

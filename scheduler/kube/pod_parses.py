@@ -84,6 +84,12 @@ class PodParses:
     def clear(self) -> None:
         self._kept.clear()
 
+    def retain(self, keys: set[tuple[str, str]]) -> None:
+        """Keep only these pods' parses ((namespace, name)): a list's, parsed ahead by PodStore.prepare. A kept
+        parse is re-used only for a manifest equal in all it read, so one from before the list is as good."""
+        for key in [key for key in self._kept if key not in keys]:
+            del self._kept[key]
+
 
 def _key(manifest: dict) -> tuple[str, str]:
     meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}

@@ -95,6 +95,10 @@ class Reflector:
             if not token:
                 self.resource_version = meta.get("resourceVersion") or ""
                 break
+        if self.store_after is not None and not self.store_after.is_set():
+            prepare = getattr(self.store, "prepare", None)
+            if prepare is not None:
+                prepare(items)  # its own work while it waits (the pods' parse, while the nodes are stored)
         while self.store_after is not None and not self.store_after.wait(0.1):
             if self.stop.is_set():
                 return

@@ -4,10 +4,11 @@ per-pod calls (the binding, its event) without urllib3's layers above the socket
 Through urllib3 (its PoolManager, retries, Timeout objects, header validation, two response wrappers) a small
 call cost about 1 ms of CPU here (an event POST against the real API server, calls interleaved on a loaded
 2-core machine: 994 us); the replica makes two per pod. Here the request is written in one send (its line and
-headers are ours to format: nothing to parse) and the reply is read by http.client's rules but not by its
-code (it parses every reply's headers with the email package: most of what was left of a call's CPU). The
-connection is urllib3's, taken from and given back to its pool: TLS, the kubeconfig's CA, client certificate
-and server name, the pool's size and its check for a connection the server closed are all urllib3's, unchanged. A client with a proxy, or whose REST client is not the generated one (a
+headers are ours to format: nothing to parse) and the reply is read by httptools (llhttp, the parser of
+Node.js; urllib3's http.client read each reply's headers with the email package, most of a small call's
+CPU). The connection is urllib3's, taken from and given back to its pool: TLS, the
+kubeconfig's CA, client certificate and server name, the pool's size and its check for a connection the server
+closed are all urllib3's, unchanged. A client with a proxy, or whose REST client is not the generated one (a
 test's fake), keeps the urllib3 path (`transport()` gives None).
 
 Errors are what `client.call()` reads: an OSError (socket, TLS, a reply cut short or unreadable) or urllib3's own
@@ -19,9 +20,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import httptools
+
 
 class BadReply(ConnectionError):
-    """The server's reply was not HTTP/1.x we can read (or it ended early): a transport error."""
+    """The server's reply was not HTTP/1.x that httptools can read (or it ended early): a transport error."""
 
 
 class Reply:
@@ -117,147 +120,83 @@ def header_block(headers: dict) -> str:
     return "".join(f"{line}\r\n" for line in lines)
 
 
-# How much one recv() asks for: a binding's or an event's whole reply (a few hundred bytes to 2 KB) comes in one.
+# One recv() takes a binding's or an event's whole reply (a few hundred bytes to 2 KB).
 RECV_SIZE = 65536
-MAX_HEAD = 65536  # as http.client's _MAXLINE * _MAXHEADERS order of magnitude: a reply head longer is not HTTP
-CONTINUE = 100
+
+
+class _Replies:
+    """httptools' callbacks: each message the connection carries, kept until the reply proper (not 1xx) ends."""
+
+    __slots__ = ("parser", "status", "reason", "headers", "body", "headers_done", "complete", "past_reply", "keep")
+
+    def __init__(self):
+        self.parser = None
+        self.complete = self.past_reply = self.keep = False
+        self.on_message_begin()
+
+    def on_message_begin(self) -> None:
+        if self.complete:
+            self.past_reply = True  # bytes past the reply: the connection is out of step
+            return
+        self.status, self.reason, self.headers, self.body, self.headers_done = 0, b"", [], [], False
+
+    def on_status(self, reason: bytes) -> None:
+        if not self.complete:
+            self.reason += reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self.complete:
+            self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        if not self.complete:
+            self.status, self.headers_done = self.parser.get_status_code(), True
+
+    def on_body(self, body: bytes) -> None:
+        if not self.complete:
+            self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        if not self.complete and (self.status >= 200 or self.status == 101):
+            self.complete = True  # an interim 1xx reply (100 Continue) ends here too: the reply proper follows
+            self.keep = self.parser.should_keep_alive()  # asked now: the parser forgets it for the next message
 
 
 def _read_reply(sock, method: str) -> tuple[Reply, bool]:
     """The reply to the request just sent, and whether the connection can carry another.
 
-    Read as http.client reads it (status line, headers, a sized, chunked or read-to-close body, a "100
-    Continue" skipped, no body for HEAD, 1xx, 204 and 304; its rules for keeping the connection), but
-    without its per-reply machinery: http.client parses the headers with the email package, about two
-    thirds of a small call's CPU here (one reply: 34 us of http.client, against a few for this)."""
-    reader = _Reader(sock)
-    while True:
-        version, status, reason, headers = _read_head(reader)
-        if status != CONTINUE:
-            break
-    chunked = (headers.get("transfer-encoding") or "").lower() == "chunked"
-    will_close = _will_close(version, headers)
-    if status in (204, 304) or 100 <= status < 200 or method == "HEAD":
-        data = b""
-    elif chunked:
-        data = _read_chunked(reader)
-    else:
-        length = _content_length(headers)
-        if length is None:
-            data, will_close = reader.read_to_close(), True
-        else:
-            data = reader.read_exactly(length)
-    if reader.buffer:
-        will_close = True  # bytes past the reply: the connection is out of step, never used again
-    return Reply(status, reason, headers, data), not will_close
-
-
-class _Reader:
-    """Bytes from the socket, buffered: lines and sized reads (a reply cut short is BadReply)."""
-
-    __slots__ = ("sock", "buffer")
-
-    def __init__(self, sock):
-        self.sock = sock
-        self.buffer = b""
-
-    def _more(self, what: str) -> None:
-        chunk = self.sock.recv(RECV_SIZE)
-        if not chunk:
-            raise BadReply(f"the connection closed in the reply's {what}")
-        self.buffer += chunk
-
-    def until(self, marker: bytes, what: str, limit: int = MAX_HEAD) -> bytes:
-        """The bytes before `marker` (taken, with it)."""
-        end = self.buffer.find(marker)
-        while end < 0:
-            if len(self.buffer) > limit:
-                raise BadReply(f"the reply's {what} is too long")
-            self._more(what)
-            end = self.buffer.find(marker)
-        found, self.buffer = self.buffer[:end], self.buffer[end + len(marker):]
-        return found
-
-    def read_exactly(self, length: int) -> bytes:
-        have = len(self.buffer)
-        if have < length:  # the parts joined once: a list's megabytes are not copied again at every recv
-            parts = [self.buffer]
-            while have < length:
-                chunk = self.sock.recv(RECV_SIZE)
-                if not chunk:
-                    raise BadReply(f"the connection closed in the reply's body ({have} of {length} bytes)")
-                parts.append(chunk)
-                have += len(chunk)
-            self.buffer = b"".join(parts)
-        data, self.buffer = self.buffer[:length], self.buffer[length:]
-        return data
-
-    def read_to_close(self) -> bytes:
-        parts = [self.buffer]
-        while chunk := self.sock.recv(RECV_SIZE):
-            parts.append(chunk)
-        self.buffer = b""
-        return b"".join(parts)
-
-
-def _read_head(reader: _Reader) -> tuple[int, int, str, dict]:
-    lines = reader.until(b"\r\n\r\n", "headers").decode("latin-1").split("\r\n")
-    version, _, rest = lines[0].partition(" ")
-    code, _, reason = rest.partition(" ")
-    if version not in ("HTTP/1.1", "HTTP/1.0") or len(code) != 3 or not code.isdigit() or int(code) < 100:
-        raise BadReply(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
-    headers = _Headers()
-    name = None
-    for line in lines[1:]:
-        if line[:1] in (" ", "\t") and name is not None:  # an obsolete folded line continues the last header
-            headers[name] = f"{headers[name]} {line.strip()}"
-            continue
-        name, colon, value = line.partition(":")
-        if not colon:
-            raise BadReply(f"not a header line: {line[:80]!r}")
-        name, value = name.strip().lower(), value.strip()
-        headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    return (11 if version == "HTTP/1.1" else 10), int(code), reason.strip(), headers
-
-
-def _content_length(headers: dict) -> int | None:
-    """As http.client: an unreadable or negative Content-Length is none (the body runs to the close)."""
-    value = headers.get("content-length")
-    if value is None:
-        return None
+    Parsed by httptools (llhttp, Node.js's HTTP/1.1 parser): status line, headers, sized or chunked bodies,
+    interim 1xx replies skipped, its rules for keeping the connection. The standard library's http.client,
+    used before, parses every reply's headers with the email package: two thirds of a small call's CPU here."""
+    if method == "HEAD":
+        raise ValueError("this transport reads no reply to HEAD (its parser would wait for a body)")
+    replies = _Replies()
+    parser = replies.parser = httptools.HttpResponseParser(replies)
     try:
-        length = int(value)
-    except ValueError:
-        return None
-    return length if length >= 0 else None
+        while not replies.complete:
+            chunk = sock.recv(RECV_SIZE)
+            if not chunk:
+                if replies.headers_done and _runs_to_close(replies.headers):
+                    break  # a body of no stated length runs to the close
+                raise BadReply("the connection closed before the reply ended")
+            parser.feed_data(chunk)
+    except httptools.HttpParserUpgrade as exc:
+        raise BadReply("the server switched protocols") from exc
+    except httptools.HttpParserError as exc:
+        if not replies.complete:
+            raise BadReply(f"unreadable reply: {exc}") from exc
+        replies.past_reply = True  # the reply was whole; what came after it was not HTTP
+    headers = _Headers()
+    for raw_name, raw_value in replies.headers:
+        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    keep = replies.keep and not replies.past_reply
+    return Reply(replies.status, replies.reason.decode("latin-1"), headers, b"".join(replies.body)), keep
 
 
-def _read_chunked(reader: _Reader) -> bytes:
-    parts = []
-    while True:
-        size_line = reader.until(b"\r\n", "chunk size", 1024)
-        try:
-            size = int(size_line.split(b";", 1)[0], 16)
-        except ValueError:
-            raise BadReply(f"not a chunk size: {size_line[:40]!r}") from None
-        if size == 0:
-            while reader.until(b"\r\n", "trailer"):  # trailers, up to the empty line
-                pass
-            return b"".join(parts)
-        parts.append(reader.read_exactly(size))
-        if reader.read_exactly(2) != b"\r\n":
-            raise BadReply("a chunk not ended by CRLF")
-
-
-def _will_close(version: int, headers: dict) -> bool:
-    """As http.client's _check_close: HTTP/1.1 keeps the connection unless told "close"; HTTP/1.0 only if
-    told "keep-alive"."""
-    connection = (headers.get("connection") or "").lower()
-    if version == 11:
-        return "close" in connection
-    if headers.get("keep-alive") or "keep-alive" in connection:
-        return False
-    return "keep-alive" not in (headers.get("proxy-connection") or "").lower()
+def _runs_to_close(headers: list) -> bool:
+    names = {name.lower() for name, _ in headers}
+    return b"content-length" not in names and b"transfer-encoding" not in names
 
 
 def transport(api) -> Transport | None:

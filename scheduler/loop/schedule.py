@@ -10,10 +10,11 @@ import logging
 import os
 import socket
 from collections import OrderedDict
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from ..backends import get_backend
@@ -40,7 +41,7 @@ from ..state.preemptions import preemptions_record, preemptions_under_way
 from ..state import topology_claims
 from ..state.reservations import SYSTEMIC_ERRORS, release_assumed, row_usage
 from ..state.snapshot import Snapshot
-from ..state.sql import JSONText, insert_many, new_row, update_from_values
+from ..state.sql import JSONText, in_list, insert_many, new_row, select_models, update_from_values
 from ..telemetry import live, metrics
 from ..versions.profiles import INITIAL_VERSION, active_config, active_version_number, config_for_version
 from . import collector
@@ -145,6 +146,11 @@ class _DbCluster:
 
     def refresh_nodes(self, cache, node_names: set[str]) -> None:
         self.worker.snapshot.refresh_nodes(cache, node_names)
+
+
+# The nominated pods not yet placed: what the nominator holds (read once per batch, usually finding none).
+# In the model's order (namespace, name), as the queryset read them: the order they join the nominator in.
+_NOMINATED = "node_name = '' AND assumed_node = '' AND NOT deleting AND nominated_node <> '' ORDER BY namespace, name"
 
 
 class Worker:
@@ -398,7 +404,7 @@ class Worker:
         """The nominated pods as the shared state has them (nominated, not yet placed), once per batch."""
         nominator = Nominator()
         self._nominated_pks: dict[str, int] = {}
-        for pod in Pod.objects.filter(node_name="", assumed_node="", deleting=False).exclude(nominated_node=""):
+        for pod in select_models(Pod, _NOMINATED):
             try:
                 spec = self.pod_spec(pod)
             except Exception:  # noqa: BLE001 - an unreadable pod fails in its own cycle, not here
@@ -441,7 +447,7 @@ class Worker:
     def _write(self, outcomes: list[_Scheduled]) -> None:
         """The batch's attempts, events and conditions in one transaction; pod by pod only if that raises."""
         try:
-            with transaction.atomic():
+            with transaction.atomic() if _batch_write_needs_transaction(outcomes) else nullcontext():
                 _write_scheduled(outcomes)
             for o in outcomes:
                 o.written = True
@@ -511,6 +517,15 @@ class Worker:
         return attempt
 
 
+def _batch_write_needs_transaction(outcomes: list[_Scheduled]) -> bool:
+    """Whether the batch's write needs a transaction: it writes events, failed pods' conditions, nominations or
+    preemptions besides its attempts (all of which come with a failed or skipped pod). With its attempts alone
+    it writes one statement (insert_many's COPY, atomic by itself), and a transaction around it would only cost
+    its BEGIN and COMMIT: two round trips of every batch whose pods were all placed. Inside a caller's
+    transaction the savepoint stays: a refused COPY must not abort that transaction before the pod by pod retry."""
+    return connection.in_atomic_block or any(o.events or o.failed for o in outcomes)
+
+
 def _new_attempt(pod: Pod, **values) -> Attempt:
     """An Attempt of `pod` for insert_many (new_row: one per pod of every batch, so not through Model.__init__)."""
     attempt = new_row(Attempt, pod_id=pod.pk, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, **values)
@@ -547,7 +562,9 @@ def _pods_by_key(keys: list[str]) -> dict[str, Pod]:
     names = {n for _, n in pairs}
     namespaces = {ns for ns, _ in pairs}
     wanted = set(keys)
-    return {p.key: p for p in Pod.objects.filter(name__in=names, namespace__in=namespaces) if p.key in wanted}
+    by_name, params = in_list("name", names)
+    by_namespace, more = in_list("namespace", namespaces)
+    return {p.key: p for p in select_models(Pod, f"{by_name} AND {by_namespace}", [*params, *more]) if p.key in wanted}
 
 
 def _set_condition(pod: Pod, ok: bool, reason: str, message: str, now) -> None:
@@ -584,6 +601,10 @@ def prewarm() -> None:
         get_worker().snapshot.refresh()
     except Exception:  # noqa: BLE001 - the first batch reads it again, and reports what is wrong
         log.warning("reading the node snapshot at start failed; the first batch reads it", exc_info=True)
+    # What the first batch's end would do (a full collection, the survivors frozen), done here with the
+    # snapshot in the heap: otherwise a worker's first batch with pods paid it, live (collector.after_batch was
+    # 11 % of a live-bench worker's task samples), and the next is due only a minute from now.
+    collector.after_batch()
 
 
 def run_schedule_task(token: str | None = None) -> BatchStats:
@@ -596,12 +617,14 @@ def run_schedule_task(token: str | None = None) -> BatchStats:
             items = stats.bind_items
             backend = get_backend()
             transaction.on_commit(lambda: backend.hand_off(items))
-    finally:
+    except BaseException:
         if token:
             slot_release(token)
+        raise
     if stats.popped:
-        kick()
+        kick(release=token)  # the slot given back and the next task sent, in one round trip
         collector.after_batch()  # (after the kick: the other workers go on meanwhile)
     elif token:
+        slot_release(token)
         kick_if_waiting(worker.queue)
     return stats

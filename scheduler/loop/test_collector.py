@@ -2,6 +2,8 @@
 
 import gc
 
+import pytest
+
 from scheduler.loop import collector
 
 
@@ -53,4 +55,17 @@ def test_a_replica_freezes_its_start_up_heap_and_collects_again_with_the_workers
         assert gc.get_threshold()[0] == collector.YOUNG_THRESHOLD
     finally:
         gc.enable()
+        collector.uninstall()
+
+
+@pytest.mark.django_db
+def test_a_worker_freezes_its_heap_once_prewarmed_so_its_first_batch_does_not_collect_it_again():
+    from scheduler.loop.schedule import prewarm
+
+    try:
+        collector.install()
+        prewarm()
+        assert gc.get_freeze_count() > 0
+        assert collector.after_batch() is False  # the next refreeze is a minute away
+    finally:
         collector.uninstall()

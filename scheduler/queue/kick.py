@@ -14,20 +14,45 @@ from .queues import get_redis
 _KICK_SLOTS = "schedboard:schedule-slots"
 _SLOT_SECONDS = 5  # a dead worker holds its slot this long at most
 
+# One round trip, atomic: the expired slots go, ARGV[3] (a token, or "") is given back, and as many of the
+# candidate tokens that follow as there are free slots are taken, in order; the tokens taken come back. (Asked
+# command by command it was five round trips per batch, and a check for a kicker racing between them.)
+_TAKE_SLOTS = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, ARGV[1])
+if ARGV[3] ~= '' then redis.call('ZREM', KEYS[1], ARGV[3]) end
+local free = tonumber(ARGV[4]) - redis.call('ZCARD', KEYS[1])
+local taken = {}
+for i = 5, #ARGV do
+  if #taken >= free then break end
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[i])
+  taken[#taken + 1] = ARGV[i]
+end
+return taken
+"""
+_scripts: dict = {}
 
-def kick() -> None:
-    """Make sure up to SCHEDBOARD_PARALLELISM schedule tasks are queued or running (Redis only)."""
-    r = get_redis()
-    if r is None or settings.CELERY_TASK_ALWAYS_EAGER:
-        return  # embedded (or inline tasks): the caller's own loop polls
+
+def _take_slots(r, release: str | None, wanted: int) -> list[str]:
+    script = _scripts.get(id(r))
+    if script is None or script.registered_client is not r:
+        script = _scripts[id(r)] = r.register_script(_TAKE_SLOTS)
     now = time.time()
-    r.zremrangebyscore(_KICK_SLOTS, 0, now)
-    while r.zcard(_KICK_SLOTS) < settings.SCHEDBOARD_PARALLELISM:
-        token = uuid.uuid4().hex
-        r.zadd(_KICK_SLOTS, {token: now + _SLOT_SECONDS})
-        if r.zcard(_KICK_SLOTS) > settings.SCHEDBOARD_PARALLELISM:  # lost a race with another kicker
-            r.zrem(_KICK_SLOTS, token)
-            break
+    tokens = [uuid.uuid4().hex for _ in range(wanted)]
+    taken = script(keys=[_KICK_SLOTS], args=[repr(now), repr(now + _SLOT_SECONDS), release or "", wanted, *tokens])
+    return [t.decode() if isinstance(t, bytes) else t for t in taken]
+
+
+def kick(release: str | None = None) -> None:
+    """Make sure up to SCHEDBOARD_PARALLELISM schedule tasks are queued or running (Redis only); `release`: the
+    slot of the task ending now, given back first (in the same round trip)."""
+    r = get_redis()
+    if r is None:
+        return
+    if settings.CELERY_TASK_ALWAYS_EAGER:  # embedded (or inline tasks): the caller's own loop polls
+        if release:
+            r.zrem(_KICK_SLOTS, release)
+        return
+    for token in _take_slots(r, release, settings.SCHEDBOARD_PARALLELISM):
         dispatch.send(dispatch.SCHEDULE, token)
 
 

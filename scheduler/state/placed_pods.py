@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from django.db import connection
-from django.db.models import Count, Max, Q
+from django.db.models import Q
 
 from ..engine.cluster_objects import ClusterObjects
 from ..engine.nodes import NodeTable
@@ -205,6 +205,14 @@ def cluster_objects_from_rows(rows) -> ClusterObjects:
     return objects
 
 
+# What FollowedObjects.sync compares (rows, newest write) and whether there is a budget, as one row; a read of
+# the snapshot's may take it in its own statement (SEEN_PARAMS its parameters). By hand: the ORM's aggregate()
+# built and compiled its query again each batch (0.44 ms against 0.1).
+SEEN_SQL = (f"SELECT count(*), max(updated_at), count(CASE WHEN kind = %s THEN 1 END) "
+            f"FROM {ClusterObject._meta.db_table}")
+SEEN_PARAMS = [POD_DISRUPTION_BUDGET]
+
+
 class FollowedObjects:
     """The ClusterObjects, read again only when the table changed (rows counted, newest write)."""
 
@@ -212,17 +220,21 @@ class FollowedObjects:
         self.version: tuple | None = None
         self.objects = ClusterObjects()
 
-    def sync(self) -> ClusterObjects:
-        seen = ClusterObject.objects.aggregate(n=Count("id"), newest=Max("updated_at"),
-                                               budgets=Count("id", filter=Q(kind=POD_DISRUPTION_BUDGET)))
-        version = (seen["n"], seen["newest"])
+    def sync(self, seen: tuple | None = None) -> ClusterObjects:
+        """`seen`: SEEN_SQL's row, when the caller read it (else read here)."""
+        if seen is None:
+            with connection.cursor() as cursor:
+                cursor.execute(SEEN_SQL, SEEN_PARAMS)
+                seen = cursor.fetchone()
+        count, newest, budgets = seen
+        version = (count, newest)
         if version != self.version:
             self.objects = cluster_objects_from_rows(
                 ClusterObject.objects.values_list("kind", "namespace", "name", "labels", "selector"))
             self.version = version
         # A budget's status follows its pods, not its row: read again each batch while there is one, when
         # preemption first looks at it.
-        self.objects.pdbs = LazyBudgets() if seen["budgets"] else []
+        self.objects.pdbs = LazyBudgets() if budgets else []
         return self.objects
 
 

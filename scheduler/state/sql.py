@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import json
 
-from django.db import connection, models
+from django.db import connection, connections, models
 from django.db.models.base import ModelState
 from django.utils.functional import Promise
 
@@ -104,7 +104,7 @@ def update_from_values(model, fields: list[str], rows: list[tuple], *, key: str 
 
     def cast(i: int, f) -> str:
         # Postgres cannot type a VALUES column that is NULL in every row: say the type.
-        return f"CAST(v.{columns[i]} AS {f.db_type(connection)})" if postgres else f"v.{columns[i]}"
+        return f"CAST(v.{columns[i]} AS {_db_type(f)})" if postgres else f"v.{columns[i]}"
 
     preps = [_prep(f) for f in meta_fields]
     source, params = rows_source([_array_type(f) for f in meta_fields],
@@ -129,8 +129,20 @@ def update_from_values(model, fields: list[str], rows: list[tuple], *, key: str 
 
 def _array_type(field) -> str:
     """The column's type as an array element (the serial types are their integers)."""
-    kind = field.db_type(connection)
+    kind = _db_type(field)
     return {"bigserial": "bigint", "serial": "integer", "smallserial": "smallint"}.get(kind, kind)
+
+
+def _db_type(field) -> str:
+    """field.db_type on this connection's backend, worked out once per field and backend: Django formats it
+    afresh on every call (through the connection proxy and the backend's type table), and a batch's writes
+    asked it dozens of times."""
+    memo = field.__dict__.setdefault("_schedboard_db_type", {})
+    vendor = connection.vendor
+    kind = memo.get(vendor)
+    if kind is None:
+        kind = memo[vendor] = field.db_type(connection)
+    return kind
 
 
 class JSONText(str):
@@ -291,3 +303,62 @@ def _passing(py: type, django):
             return value
         return django(value)
     return prep
+
+
+# ---- model rows without the ORM's query building -------------------------------------------------------
+
+
+def select_models(model, where: str, params=()) -> list:
+    """The rows of `model` WHERE `where` (SQL over the table's own columns), as the instances a queryset would
+    give (every field, its value converted from the database's as the ORM's compiler converts it).
+
+    For a statement run once per batch whatever the batch holds: the ORM builds and compiles the query again on
+    every call, the WHERE and the SELECT of every field, which cost more than Postgres took to run it (the
+    nominated pods' query, finding none, 0.57 ms against 0.07 ms by hand)."""
+    db = connection.alias
+    real = connections[db]  # (the proxy's attribute lookups, per value converted, were a cost of their own)
+    columns, names, converters = _model_columns(model, real)
+    with real.cursor() as cursor:
+        cursor.execute(f"SELECT {columns} FROM {model._meta.db_table} WHERE {where}", params)
+        rows = cursor.fetchall()
+    out = []
+    for row in rows:
+        if converters:
+            row = list(row)
+            for i, funcs, expression in converters:
+                value = row[i]
+                for func in funcs:
+                    value = func(value, expression, real)
+                row[i] = value
+        out.append(model.from_db(db, names, row))
+    return out
+
+
+def _model_columns(model, real) -> tuple[str, list[str], list]:
+    """(the SELECT list of every concrete field, their attnames, (position, converters, column) for the values
+    the backend or the field converts), as the ORM's compiler has them; worked out once per model and backend."""
+    key = (model, real.vendor)
+    memo = _COLUMNS.get(key)
+    if memo is None:
+        fields = model._meta.concrete_fields
+        table = model._meta.db_table
+        compiler = real.ops.compiler("SQLCompiler")(model.objects.all().query, real, real.alias)
+        converters = compiler.get_converters([f.get_col(table) for f in fields])
+        memo = (", ".join(f"{table}.{real.ops.quote_name(f.column)}" for f in fields), [f.attname for f in fields],
+                [(i, funcs, expression) for i, (funcs, expression) in sorted(converters.items())])
+        _COLUMNS[key] = memo
+    return memo
+
+
+_COLUMNS: dict = {}
+
+
+def in_list(column: str, values) -> tuple[str, list]:
+    """`column` is one of `values`, as SQL and its parameters: one array parameter on Postgres (psycopg splits a
+    statement with hundreds of placeholders slower than Postgres runs it), placeholders elsewhere."""
+    values = list(values)
+    if connection.vendor == "postgresql":
+        return f"{column} = ANY(%s)", [values]
+    if not values:
+        return "1 = 0", []
+    return f"{column} IN ({', '.join(['%s'] * len(values))})", values

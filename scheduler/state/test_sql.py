@@ -11,7 +11,8 @@ from django.db import connection
 from django.utils import timezone
 
 from scheduler.models import Attempt, Binding, Pod
-from scheduler.state.sql import JSONText, array_param, _copy_prep, _prep, insert_many, new_row, update_from_values
+from scheduler.state.sql import (JSONText, array_param, _copy_prep, _prep, in_list, insert_many, new_row, select_models,
+                                 update_from_values)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -183,3 +184,30 @@ def test_awkward_json_round_trips_through_update_from_values_and_insert_many():
                                                              for a in attempts[:1]])
     again = Attempt.objects.get(pk=attempts[0].pk)
     assert again.candidates == list(reversed(AWKWARD_JSON)) and again.reasons == {"r": AWKWARD_JSON[1]}
+
+
+@pytest.mark.parametrize("model", [Attempt, Pod])
+def test_select_models_gives_the_instances_the_orm_gives(model):
+    pod = _pod("p")
+    pod.nominated_node, pod.bound_at, pod.manifest = "n1", timezone.now(), {"spec": {"x": [1, "two", None]}}
+    pod.save()
+    _pod("q")
+    Attempt.objects.create(pod=pod, namespace="default", pod_name="p", pod_uid="p", number=1, started_at=timezone.now(),
+                           result="unschedulable", reasons={"a": 1}, trace={"t": [1.5]}, e2e_ms=None)
+    expected = list(model.objects.order_by("id"))
+    got = select_models(model, "TRUE ORDER BY id")
+    assert [type(o) for o in got] == [model] * len(expected) and len(got) == len(expected) > 0
+    for a, b in zip(got, expected):
+        assert not a._state.adding and a._state.db == b._state.db
+        for field in model._meta.concrete_fields:
+            x, y = getattr(a, field.attname), getattr(b, field.attname)
+            assert type(x) is type(y) and x == y, field.name
+    assert select_models(model, "id = %s", [-1]) == []
+
+
+def test_in_list_selects_the_rows_whose_column_is_one_of_the_values():
+    _pod("a"), _pod("b"), _pod("c")
+    where, params = in_list("name", ["a", "c", "zz"])
+    assert sorted(p.name for p in select_models(Pod, where, params)) == ["a", "c"]
+    where, params = in_list("name", [])
+    assert select_models(Pod, where, params) == []
