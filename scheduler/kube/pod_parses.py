@@ -81,9 +81,6 @@ class PodParses:
         """The pod left (deleted): its parse goes too."""
         self._kept.pop(_key(manifest), None)
 
-    def clear(self) -> None:
-        self._kept.clear()
-
     def retain(self, keys: set[tuple[str, str]]) -> None:
         """Keep only these pods' parses ((namespace, name)): a list's, parsed ahead by PodStore.prepare. A kept
         parse is re-used only for a manifest equal in all it read, so one from before the list is as good."""
