@@ -475,6 +475,8 @@ class Controller:
         for reflector in (self.nodes, *self.objects):
             self._wait_synced(reflector)
         self.counted_against.set()
+        log.info("%s: nodes and cluster objects stored in %.2f s (%d lists); storing the pods", self.identity,
+                 time.monotonic() - started, 1 + len(self.objects))
         if wait_for_pods:
             self._pods_synced(started)
         else:
