@@ -162,3 +162,25 @@ def test_without_a_budget_a_task_runs_one_batch(sent, monkeypatch):
 
     assert loop.run_schedule_task("ours").popped == 1
     assert [name for name, *_ in sent] == [dispatch.SCHEDULE]
+
+
+def test_an_idle_task_s_release_check_and_kick_are_one_script(sent, monkeypatch):
+    """The end of every task that popped nothing (each live task's last pop): one round trip, not a ZREM, a
+    MULTI of two ZCARDs and a kick."""
+    r = queues.get_redis()
+    _hold("ours", "other")
+    queue = queues.get_queue()
+    monkeypatch.setattr(queue, "ready", lambda: pytest.fail("asked apart"))
+    monkeypatch.setattr(kicking, "slot_release", lambda token: pytest.fail("released apart"))
+    calls = []
+    execute = r.execute_command
+    monkeypatch.setattr(r, "execute_command", lambda *args, **kw: calls.append(args[0]) or execute(*args, **kw))
+
+    kicking.kick_if_waiting(queue, release="ours")
+    assert calls == ["EVALSHA"] and sent == [] and r.zscore(kicking._KICK_SLOTS, "ours") is None
+
+    queue.add("default/late", 0)
+    _hold("ours")
+    calls.clear()
+    kicking.kick_if_waiting(queue, release="ours")
+    assert calls == ["EVALSHA"] and [name for name, *_ in sent] == [dispatch.SCHEDULE]

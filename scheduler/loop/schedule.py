@@ -644,8 +644,7 @@ def run_schedule_task(token: str | None = None, budget: float = 0.0) -> BatchSta
         kick(release=token)  # the slot given back and the next task sent, in one round trip
         collector.after_batch()  # (after the kick: the other workers go on meanwhile)
     elif token:
-        slot_release(token)
-        kick_if_waiting(worker.queue)
+        kick_if_waiting(worker.queue, release=token)  # the slot given back first
     return total
 
 
