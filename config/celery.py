@@ -8,6 +8,18 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("schedboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+
+
+@app.on_after_configure.connect
+def _broker_transport(sender, **_kwargs) -> None:
+    """A Redis broker through kombu's Redis transport with one client kept per channel, not one made per
+    publish (scheduler/queue/broker.py says what that cost), unless a transport is configured."""
+    from scheduler.queue import broker
+
+    url = sender.conf.broker_url or ""
+    if not sender.conf.broker_transport and url.split("://", 1)[0] in ("redis", "rediss"):
+        sender.conf.broker_transport = broker.TRANSPORT
+
 app.autodiscover_tasks()
 
 

@@ -5,13 +5,15 @@ from celery import shared_task
 
 from . import loop, retention
 from .backends.bind_item import from_wire
+from .loop import schedule as scheduling
 from .controllers import node_lifecycle as lifecycle, podgc as gc_controller, taint_eviction, workloads as workload_controllers
 from .replay import services as replay_services
 
 
 @shared_task(name="scheduler.schedule", ignore_result=True)
 def schedule(token: str | None = None) -> dict:
-    stats = loop.run_schedule_task(token)
+    # Batch after batch while pods wait, for a bounded time (schedule.TASK_BUDGET_SECONDS says why).
+    stats = loop.run_schedule_task(token, budget=scheduling.TASK_BUDGET_SECONDS)
     return {"popped": stats.popped, "scheduled": stats.scheduled, "unschedulable": stats.unschedulable}
 
 

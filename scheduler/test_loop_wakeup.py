@@ -105,3 +105,82 @@ def test_a_kick_sends_a_task_per_free_slot_and_an_ending_task_s_slot_is_given_ba
     assert len(sent) == 2 and r.zscore(kicking._KICK_SLOTS, "ours") is None
     tokens = {t.decode() for t in r.zrange(kicking._KICK_SLOTS, 0, -1)}
     assert tokens == {token for _, token in sent}
+
+
+def _pods_arrive_after_each_pop(monkeypatch, queue, keys):
+    """queue.pop, with the next of `keys` queued just after each pop that took a pod (as the mirror would)."""
+    pop, arriving = queue.pop, list(keys)
+
+    def pop_then_a_pod_arrives(n):
+        popped = pop(n)
+        if popped and arriving:
+            queue.add(arriving.pop(0), 0)
+        return popped
+
+    monkeypatch.setattr(queue, "pop", pop_then_a_pod_arrives)
+
+
+def test_the_celery_task_goes_on_with_the_next_batch_while_pods_wait(sent, monkeypatch):
+    """Live arrival: each batch finds the pods that came during the last. The task pops them itself (no task sent,
+    none consumed, for each), and once a pop finds nothing it gives its slot back, sending nothing."""
+    from scheduler import tasks
+    from scheduler.loop import schedule
+
+    monkeypatch.setattr(schedule, "TASK_BUDGET_SECONDS", 60.0)  # however slow the test machine is
+    r = queues.get_redis()
+    _hold("ours", "other")
+    queue = queues.get_queue()
+    queue.add("default/p0", 0)
+    _pods_arrive_after_each_pop(monkeypatch, queue, ["default/p1", "default/p2"])
+
+    out = tasks.schedule("ours")
+
+    assert out["popped"] == 3 and sent == []
+    assert r.zscore(kicking._KICK_SLOTS, "ours") is None
+
+
+def test_a_task_past_its_budget_hands_on_through_the_celery_queue(sent, monkeypatch):
+    """Bounded: what waits behind the task in the Celery queue (bind, reconcile tasks) must get its turn. Past
+    the budget the task ends after its batch and the next batch is a task of its own, sent as before."""
+    _hold("ours", "other")
+    queue = queues.get_queue()
+    queue.add("default/p0", 0)
+    _pods_arrive_after_each_pop(monkeypatch, queue, ["default/p1", "default/p2"])
+
+    stats = loop.run_schedule_task("ours", budget=1e-9)  # (any batch takes longer)
+
+    assert stats.popped == 1 and [name for name, *_ in sent] == [dispatch.SCHEDULE]
+    assert queue.lengths()["active"] == 1
+
+
+def test_without_a_budget_a_task_runs_one_batch(sent, monkeypatch):
+    """The callers that loop themselves (embedded mode, the replica, tests) get one batch a call, as before."""
+    _hold("ours", "other")
+    queue = queues.get_queue()
+    queue.add("default/p0", 0)
+    _pods_arrive_after_each_pop(monkeypatch, queue, ["default/p1"])
+
+    assert loop.run_schedule_task("ours").popped == 1
+    assert [name for name, *_ in sent] == [dispatch.SCHEDULE]
+
+
+def test_an_idle_task_s_release_check_and_kick_are_one_script(sent, monkeypatch):
+    """The end of every task that popped nothing (each live task's last pop): one round trip, not a ZREM, a
+    MULTI of two ZCARDs and a kick."""
+    r = queues.get_redis()
+    _hold("ours", "other")
+    queue = queues.get_queue()
+    monkeypatch.setattr(queue, "ready", lambda: pytest.fail("asked apart"))
+    monkeypatch.setattr(kicking, "slot_release", lambda token: pytest.fail("released apart"))
+    calls = []
+    execute = r.execute_command
+    monkeypatch.setattr(r, "execute_command", lambda *args, **kw: calls.append(args[0]) or execute(*args, **kw))
+
+    kicking.kick_if_waiting(queue, release="ours")
+    assert calls == ["EVALSHA"] and sent == [] and r.zscore(kicking._KICK_SLOTS, "ours") is None
+
+    queue.add("default/late", 0)
+    _hold("ours")
+    calls.clear()
+    kicking.kick_if_waiting(queue, release="ours")
+    assert calls == ["EVALSHA"] and [name for name, *_ in sent] == [dispatch.SCHEDULE]

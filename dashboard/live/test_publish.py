@@ -3,6 +3,7 @@
 import asyncio
 import json
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -45,6 +46,21 @@ def test_publish_returns_while_the_layer_is_stuck_and_counts_what_it_drops():
     p.publish({"bound": 1})
     _wait_for(lambda: len(delivered) == 3)
     assert delivered[2]["seq0"] == 102
+
+
+def test_messages_that_come_soon_after_a_send_go_as_one_and_one_after_a_quiet_spell_goes_at_once():
+    """A worker fed live publishes a schedule and a bind message per small batch: one send per interval."""
+    delivered = []
+    p = publish.Publisher(deliver=delivered.append, interval=2.0)
+    started = time.monotonic()
+    p.publish({"bound": 1})
+    _wait_for(lambda: len(delivered) == 1)
+    assert time.monotonic() - started < 1.0  # no send before it: not held
+    for _ in range(5):
+        p.publish({"bound": 1})
+    _wait_for(lambda: len(delivered) == 2)
+    assert time.monotonic() - started >= 2.0
+    assert (delivered[1]["seq0"], delivered[1]["seq1"], delivered[1]["bound"], delivered[1]["lost"]) == (2, 6, 5, False)
 
 
 def test_a_merged_message_with_a_hole_says_it_lost_something():

@@ -212,6 +212,11 @@ class RedisQueue:
         active, backoff = (int(n) for n in pipe.execute())
         return active + (backoff if self.pop_from_backoff else 0)
 
+    def waiting_keys(self) -> tuple[str, str, bool]:
+        """What ready() counts, for a script of another module's to count it (queue/kick.py): activeQ's key,
+        backoffQ's, and whether backoffQ's pods count."""
+        return self._keys[0], self._keys[1], self.pop_from_backoff
+
     def timeline(self, key: str) -> list[TimelineEntry]:
         out = []
         for raw in self.redis.lrange(f"{self.prefix}:tl:{key}", 0, -1):
