@@ -21,6 +21,8 @@ import time
 import warnings
 from dataclasses import dataclass
 
+from .jsoncodec import loads
+
 log = logging.getLogger(__name__)
 
 # Worth another try: throttled, the server's own trouble, or no answer at all (status 0).
@@ -288,7 +290,7 @@ def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, deadline: 
             finally:
                 _call_deadline.at = None
             data = response.data
-            return json.loads(data) if data and decode else {}
+            return loads(data) if data and decode else {}
         except ApiException as exc:
             error = _error_from(exc)
             retry_after = _retry_after(exc)
