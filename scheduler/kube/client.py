@@ -21,7 +21,7 @@ import time
 import warnings
 from dataclasses import dataclass
 
-from .jsoncodec import loads
+from .jsoncodec import dumps_body, loads
 
 log = logging.getLogger(__name__)
 
@@ -327,7 +327,7 @@ def request_json(api, method: str, path: str, body: dict | None = None, *, conte
         if isinstance(api.rest_client, _RateLimitedRest):
             api.rest_client.admit()
         response = lean.send(method, path, _header_block(api, content_type),
-                             None if body is None else json.dumps(body).encode(), _request_timeout)
+                             None if body is None else dumps_body(body), _request_timeout)
         if not 200 <= response.status <= 299:
             raise ApiException(http_resp=response)
         return response
