@@ -208,6 +208,25 @@ def test_a_watch_batch_costs_the_same_statements_for_ten_pods_as_for_two_hundred
     assert Node.objects.get(name="many-n1").req_pods == 200
 
 
+def test_a_batch_of_bindings_events_does_not_read_the_scheduler_names_and_a_new_pending_pod_does():
+    store = PodStore(queue=queues.get_queue())
+    apply(node("names-n1", cpu="1000", memory="1000Gi", pods="1000"))
+    store.apply_many([("ADDED", kpod("names", f"pod-{i}")) for i in range(3)])
+
+    with CaptureQueriesContext(connection) as bound:
+        store.apply_many([("MODIFIED", kpod("names", f"pod-{i}", node_name="n1")) for i in range(3)])
+    with CaptureQueriesContext(connection) as added:
+        store.apply_many([("ADDED", kpod("names", "new"))])
+
+    def names_read(queries):
+        return sum("scheduler_schedulerconfigversion" in q["sql"] for q in queries)
+
+    assert names_read(bound) == 0 and names_read(added) == 1
+    assert Pod.objects.filter(namespace="names", node_name="names-n1").count() == 3
+    assert queues.get_queue().get("names/new") is not None  # queued: its scheduler name is ours
+    assert Pod.objects.get(namespace="names", name="new").queued_at is not None
+
+
 def test_a_relist_of_a_backlog_is_applied_in_batches(django_assert_max_num_queries):
     store = PodStore(queue=queues.get_queue())
     apply(node("big-n1", cpu="1000", memory="1000Gi", pods="1000"))
