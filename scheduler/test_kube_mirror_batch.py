@@ -208,6 +208,22 @@ def test_a_watch_batch_costs_the_same_statements_for_ten_pods_as_for_two_hundred
     assert Node.objects.get(name="many-n1").req_pods == 200
 
 
+def test_our_bindings_seen_in_one_batch_are_recorded_with_their_attempts_in_the_events_order():
+    store = PodStore(queue=queues.get_queue())
+    apply(node("order-n1", cpu="1000", memory="1000Gi", pods="1000"), node("order-n2", cpu="1000", memory="1000Gi",
+                                                                           pods="1000"))
+    names = ["c", "a", "d", "b"]
+    for name in names:
+        assume(store, "order", name, "n1" if name in "ab" else "n2",
+               attempt_result=RESULT_BIND_FAILED if name == "d" else "scheduled")
+
+    store.apply_many([("MODIFIED", kpod("order", name, node_name="n1" if name in "ab" else "n2")) for name in names])
+
+    recorded = list(Binding.objects.filter(namespace="order").order_by("id").values_list("pod_name", "attempt__pod_name"))
+    assert recorded == [(name, name) for name in names]
+    assert Attempt.objects.get(pod_name="d", namespace="order").result == "scheduled"  # the watch settled it
+
+
 def test_a_batch_of_bindings_events_does_not_read_the_scheduler_names_and_a_new_pending_pod_does():
     store = PodStore(queue=queues.get_queue())
     apply(node("names-n1", cpu="1000", memory="1000Gi", pods="1000"))

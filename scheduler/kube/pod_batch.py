@@ -368,36 +368,39 @@ def _manifest_text(manifest):
     return JSONText(dumps_text(manifest)) if type(manifest) in (dict, list) else manifest
 
 
-# Per pod bound (its row's id, the node): its latest attempt on that node not yet linked to a binding.
-_LATEST_UNBOUND_ATTEMPTS = f"""
-SELECT DISTINCT ON (a.pod_id) a.id, a.pod_id, a.result, a.message
-FROM {Attempt._meta.db_table} a
-JOIN unnest(%s::bigint[], %s::text[]) AS v(pod_id, node_name) ON a.pod_id = v.pod_id AND a.node_name = v.node_name
-LEFT JOIN {Binding._meta.db_table} b ON b.attempt_id = a.id
-WHERE b.id IS NULL
-ORDER BY a.pod_id, a.started_at DESC, a.id DESC
-"""
-# As bulk_create(ignore_conflicts=True): once per pod uid, whoever records it first.
-_INSERT_BINDINGS = f"""
-INSERT INTO {Binding._meta.db_table} (pod_id, namespace, pod_name, pod_uid, node_name, attempt_id, bound_at)
-SELECT *, %s::timestamptz FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[])
-ON CONFLICT DO NOTHING
+# Per pod bound (its row, the node): its latest attempt on that node not yet linked to a binding; and the bindings
+# inserted with those attempts, as bulk_create(ignore_conflicts=True) (once per pod uid, whoever records it
+# first), in the pods' order. One statement, one round trip (the read and the insert were two).
+_RECORD_OUR_BINDINGS = f"""
+WITH v AS (SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[])
+           WITH ORDINALITY AS v(pod_id, namespace, pod_name, pod_uid, node_name, ord)),
+latest AS (
+    SELECT DISTINCT ON (a.pod_id) a.id, a.pod_id, a.result, a.message
+    FROM {Attempt._meta.db_table} a
+    JOIN v ON a.pod_id = v.pod_id AND a.node_name = v.node_name
+    LEFT JOIN {Binding._meta.db_table} b ON b.attempt_id = a.id
+    WHERE b.id IS NULL
+    ORDER BY a.pod_id, a.started_at DESC, a.id DESC),
+inserted AS (
+    INSERT INTO {Binding._meta.db_table} (pod_id, namespace, pod_name, pod_uid, node_name, attempt_id, bound_at)
+    SELECT v.pod_id, v.namespace, v.pod_name, v.pod_uid, v.node_name, latest.id, %s::timestamptz
+    FROM v LEFT JOIN latest ON latest.pod_id = v.pod_id ORDER BY v.ord
+    ON CONFLICT DO NOTHING)
+SELECT id, pod_id, result, message FROM latest
 """
 
 
 def _record_our_bindings(bound: list, now) -> None:
-    """mirror._record_our_binding for many pods: the attempts in one read, the bindings in one insert (plain
-    statements: the ORM's read and bulk_create were two thirds of a small watch batch of bound pods)."""
+    """mirror._record_our_binding for many pods: the attempts read and the bindings inserted in one plain statement
+    (the ORM's read and bulk_create were two thirds of a small watch batch of bound pods)."""
     if connection.vendor != "postgresql":
         return _record_our_bindings_orm(bound, now)
     with connection.cursor() as cursor:
-        cursor.execute(_LATEST_UNBOUND_ATTEMPTS, [[row.pk for row, _ in bound], [node for _, node in bound]])
+        cursor.execute(_RECORD_OUR_BINDINGS, [[row.pk for row, _ in bound], [row.namespace for row, _ in bound],
+                                              [row.name for row, _ in bound], [row.uid for row, _ in bound],
+                                              [node for _, node in bound], now])
         latest = {pod_id: Attempt(pk=pk, pod_id=pod_id, result=result, message=message)
                   for pk, pod_id, result, message in cursor.fetchall()}
-        cursor.execute(_INSERT_BINDINGS, [now, [row.pk for row, _ in bound], [row.namespace for row, _ in bound],
-                                          [row.name for row, _ in bound], [row.uid for row, _ in bound],
-                                          [node for _, node in bound],
-                                          [latest[row.pk].pk if row.pk in latest else None for row, _ in bound]])
     _bind_failed_then_bound(bound, latest, now)
 
 
