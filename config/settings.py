@@ -205,7 +205,10 @@ CELERY_TASK_ROUTES = {"scheduler.preempt": {"queue": SCHEDBOARD_PREEMPT_QUEUE}}
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Each line stamped to the millisecond, as klog's: a replica's start-up and its bindings read as a timeline.
+    "formatters": {"stamped": {"format": "%(asctime)s.%(msecs)03d %(levelname).1s %(name)s: %(message)s",
+                               "datefmt": "%Y-%m-%d %H:%M:%S"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "stamped"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # One line per task is noise at a thousand bindings a second.
     "loggers": {"celery.app.trace": {"level": "WARNING"}},

@@ -38,8 +38,8 @@ class Replica(Controller):
         set_backend(self.backend)
         self.schedule_inline = schedule_inline
 
-    def start_leading(self) -> None:
-        super().start_leading()
+    def start_leading(self, *, wait_for_pods: bool = True) -> None:
+        super().start_leading(wait_for_pods=wait_for_pods)
         if self.schedule_inline:
             self.threads.append(self._thread("schedule-inline", self._schedule_loop))
 

@@ -283,27 +283,59 @@ def test_a_relist_counts_every_bound_pods_room_before_it_queues_a_pending_pod():
     assert all(real.get(f"order/a-pending-{i}") is not None for i in (0, 599))
 
 
-def test_a_relist_queues_nothing_before_the_whole_list_is_stored_so_its_highest_priority_pod_goes_first():
-    """kube-scheduler schedules only once its informers' caches have synced. A backlog listed after a restart
-    is stored batch by batch; had each batch's pods been queued as it committed, a worker would have popped a
-    first batch's pod while the list's most urgent pod (last by name) was not yet in the queue."""
+def test_a_relist_queues_its_pending_pods_most_urgent_first_a_small_batch_first_so_workers_start_early():
+    """A backlog listed after a restart is stored batch by batch, and each batch of pending pods is queued as it
+    commits, so the workers start before the whole list is stored. kube-scheduler's activeQ would hand out the
+    most urgent pods first, then the list's order: the batches are cut in that order, so a worker popping the
+    first batch gets the list's most urgent pod (last by name here) and never one behind a pod still unstored."""
     real = queues.get_queue()
     stored_when_queued: list[int] = []
+    queued_keys: list[list[str]] = []
 
     class Recording:  # the real queue, noting how much of the list was stored whenever pods are queued
         def __getattr__(self, name):
             return getattr(real, name)
 
         def add_many(self, items):
+            items = list(items)
             stored_when_queued.append(Pod.objects.filter(namespace="sync").count())
+            queued_keys.append([key for key, *_ in items])
             return real.add_many(items)
 
-    items = [kpod("sync", f"a-routine-{i}") for i in range(1200)] + [kpod("sync", "z-urgent")]
+    items = [kpod("sync", f"a-routine-{i}") for i in range(1200)] + [kpod("sync", "y-soon"), kpod("sync", "z-urgent")]
+    items[-2]["spec"]["priority"] = 10
     items[-1]["spec"]["priority"] = 1000
     PodStore(queue=Recording()).replace(items)
-    assert len(stored_when_queued) == 3 and set(stored_when_queued) == {1201}  # three batches, queued at the end
+    # 100, then 500 at a time, each queued as soon as its batch committed.
+    assert stored_when_queued == [100, 600, 1100, 1202]
+    assert [len(keys) for keys in queued_keys] == [100, 500, 500, 102]
+    assert queued_keys[0][:3] == ["sync/z-urgent", "sync/y-soon", "sync/a-routine-0"]
+    assert queued_keys[-1][-1] == "sync/a-routine-1199"  # equal priorities in the list's order
     (first,) = real.pop()
     assert first.key == "sync/z-urgent"
+
+
+def test_a_relist_removes_the_pods_it_no_longer_lists_before_it_queues_a_pending_pod():
+    """A pod deleted while no leader watched still held room on its node: it goes before any pod is queued,
+    or a worker's first batch would find the node fuller than it is."""
+    apply(node("gone-n1", cpu="1", memory="1Gi", pods="10"))
+    store = PodStore(queue=queues.get_queue())
+    store.replace([kpod("gone", "old", node_name="n1", cpu="1")])
+    assert Node.objects.get(name="gone-n1").req_cpu == 1000
+    real = queues.get_queue()
+    seen: list[int] = []
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def add_many(self, items):
+            seen.append(Node.objects.get(name="gone-n1").req_cpu)
+            return real.add_many(items)
+
+    PodStore(queue=Recording()).replace([kpod("gone", f"new-{i}", cpu="1") for i in range(3)])
+    assert seen and seen[0] == 0
+    assert not Pod.objects.filter(namespace="gone", name="old").exists()
 
 
 def test_a_node_list_and_a_node_watch_batch_are_applied_in_one_transaction_each_in_the_watchs_order():

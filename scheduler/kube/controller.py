@@ -436,7 +436,10 @@ class Controller:
         if not self.elector.acquire():
             return
         try:
-            self.start_leading()
+            # The committer starts once the nodes and objects are stored, while the pod list still is: the list's
+            # pending pods are queued batch by batch as they are stored (PodStore._replace), the workers' first
+            # placements come back to be bound meanwhile, and the pods that hold room were stored first.
+            self.start_leading(wait_for_pods=False)
             failures = 0
             while not self.stopping.is_set() and self.elector.is_leader():
                 try:
@@ -455,8 +458,9 @@ class Controller:
         finally:
             self.stop_leading()
 
-    def start_leading(self) -> None:
-        """What the lease holder runs besides the committer: renewal and the watches."""
+    def start_leading(self, *, wait_for_pods: bool = True) -> None:
+        """What the lease holder runs besides the committer: renewal and the watches. Returns once the nodes and
+        objects are stored, and (`wait_for_pods`) the pods too; otherwise a thread waits for them."""
         log.info("%s: started leading", self.identity)
         self.leading.set()
         self.committer.recover()
@@ -471,9 +475,19 @@ class Controller:
         for reflector in (self.nodes, *self.objects):
             self._wait_synced(reflector)
         self.counted_against.set()
+        log.info("%s: nodes and cluster objects stored in %.2f s (%d lists); storing the pods", self.identity,
+                 time.monotonic() - started, 1 + len(self.objects))
+        if wait_for_pods:
+            self._pods_synced(started)
+        else:
+            self.threads.append(self._thread("pods-synced", lambda: self._pods_synced(started)))
+
+    def _pods_synced(self, started: float) -> None:
         self._wait_synced(self.pods)
+        if self.stopping.is_set():
+            return
         self.threads.append(self._thread("pods-mirror-currency", self._claim_currency))
-        # As kube-scheduler's "Caches are synced": how long a new leader took before its first binding could go.
+        # As kube-scheduler's "Caches are synced": how long a new leader took to mirror the whole cluster.
         log.info("%s: caches synced in %.2f s (%d lists)", self.identity, time.monotonic() - started,
                  2 + len(self.objects))
 
