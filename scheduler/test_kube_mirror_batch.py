@@ -208,6 +208,41 @@ def test_a_watch_batch_costs_the_same_statements_for_ten_pods_as_for_two_hundred
     assert Node.objects.get(name="many-n1").req_pods == 200
 
 
+def test_our_bindings_seen_in_one_batch_are_recorded_with_their_attempts_in_the_events_order():
+    store = PodStore(queue=queues.get_queue())
+    apply(node("order-n1", cpu="1000", memory="1000Gi", pods="1000"), node("order-n2", cpu="1000", memory="1000Gi",
+                                                                           pods="1000"))
+    names = ["c", "a", "d", "b"]
+    for name in names:
+        assume(store, "order", name, "n1" if name in "ab" else "n2",
+               attempt_result=RESULT_BIND_FAILED if name == "d" else "scheduled")
+
+    store.apply_many([("MODIFIED", kpod("order", name, node_name="n1" if name in "ab" else "n2")) for name in names])
+
+    recorded = list(Binding.objects.filter(namespace="order").order_by("id").values_list("pod_name", "attempt__pod_name"))
+    assert recorded == [(name, name) for name in names]
+    assert Attempt.objects.get(pod_name="d", namespace="order").result == "scheduled"  # the watch settled it
+
+
+def test_a_batch_of_bindings_events_does_not_read_the_scheduler_names_and_a_new_pending_pod_does():
+    store = PodStore(queue=queues.get_queue())
+    apply(node("names-n1", cpu="1000", memory="1000Gi", pods="1000"))
+    store.apply_many([("ADDED", kpod("names", f"pod-{i}")) for i in range(3)])
+
+    with CaptureQueriesContext(connection) as bound:
+        store.apply_many([("MODIFIED", kpod("names", f"pod-{i}", node_name="n1")) for i in range(3)])
+    with CaptureQueriesContext(connection) as added:
+        store.apply_many([("ADDED", kpod("names", "new"))])
+
+    def names_read(queries):
+        return sum("scheduler_schedulerconfigversion" in q["sql"] for q in queries)
+
+    assert names_read(bound) == 0 and names_read(added) == 1
+    assert Pod.objects.filter(namespace="names", node_name="names-n1").count() == 3
+    assert queues.get_queue().get("names/new") is not None  # queued: its scheduler name is ours
+    assert Pod.objects.get(namespace="names", name="new").queued_at is not None
+
+
 def test_a_relist_of_a_backlog_is_applied_in_batches(django_assert_max_num_queries):
     store = PodStore(queue=queues.get_queue())
     apply(node("big-n1", cpu="1000", memory="1000Gi", pods="1000"))

@@ -155,3 +155,16 @@ def test_re_using_a_parse_never_changes_the_parse_it_came_from():
     parses.parse(pod_manifest(bound(first)))
 
     assert kept.manifest == before and kept.spec.node_name == ""
+
+
+def test_a_reused_parse_shares_no_computed_requests_with_the_one_before():
+    # The spec is copied from the one before, its requests (computed from the containers) with it: a change to one
+    # spec's must not be seen in the other's.
+    parses = PodParses()
+    pending = api_pod()
+    before = parses.parse(pod_manifest(pending))
+    after = parses.parse(pod_manifest(bound(pending)))
+
+    assert parses.reused == 1 and after.spec.node_name and not before.spec.node_name
+    assert after.spec.requests == before.spec.requests and after.spec.requests is not before.spec.requests
+    assert after.spec.nonzero_requests is not before.spec.nonzero_requests

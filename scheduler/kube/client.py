@@ -21,6 +21,8 @@ import time
 import warnings
 from dataclasses import dataclass
 
+from .jsoncodec import dumps_body, loads
+
 log = logging.getLogger(__name__)
 
 # Worth another try: throttled, the server's own trouble, or no answer at all (status 0).
@@ -288,7 +290,7 @@ def call(fn, *args, backoff: Backoff | None = None, sleep=time.sleep, deadline: 
             finally:
                 _call_deadline.at = None
             data = response.data
-            return json.loads(data) if data and decode else {}
+            return loads(data) if data and decode else {}
         except ApiException as exc:
             error = _error_from(exc)
             retry_after = _retry_after(exc)
@@ -325,7 +327,7 @@ def request_json(api, method: str, path: str, body: dict | None = None, *, conte
         if isinstance(api.rest_client, _RateLimitedRest):
             api.rest_client.admit()
         response = lean.send(method, path, _header_block(api, content_type),
-                             None if body is None else json.dumps(body).encode(), _request_timeout)
+                             None if body is None else dumps_body(body), _request_timeout)
         if not 200 <= response.status <= 299:
             raise ApiException(http_resp=response)
         return response

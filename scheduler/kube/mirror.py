@@ -258,6 +258,21 @@ def _room_first(obj: dict) -> int:
     return 1 if (obj.get("status") or {}).get("nominatedNodeName") else 2
 
 
+class SchedulerNames:
+    """scheduler_names(), read when first asked (`name in ...`): a watch batch that only binds pods (the events
+    of our own bindings, half of all) never asks, and skips its round trip (~160 us of the mirror's CPU)."""
+
+    __slots__ = ("_names",)
+
+    def __init__(self):
+        self._names: set[str] | None = None
+
+    def __contains__(self, name) -> bool:
+        if self._names is None:
+            self._names = scheduler_names()
+        return name in self._names
+
+
 class PodStore:
     """Reflector store for pods (the watch excludes terminated ones, as kube-scheduler's informer does)."""
 
@@ -333,7 +348,7 @@ class PodStore:
         """
         _usable_connection()
         with MIRROR_LOCK:
-            self._apply_many(events, scheduler_names())
+            self._apply_many(events, SchedulerNames())
 
     def _apply_many(self, events: list[tuple[str, dict]], ours: set[str]) -> None:
         from .pod_batch import pods_apply_batch  # it builds on this module's per-pod helpers

@@ -16,7 +16,6 @@ in the same transaction. Pods are independent here but for the node counters, wh
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass, field
 
 from django.db import connection
@@ -28,8 +27,9 @@ from ..queue.kick import kick
 from ..state.events import EventSpec, events_record
 from ..state.placed_pods import _topology_view
 from ..state.reservations import pod_usage_fields, row_usage
-from ..state.sql import insert_many, lock_in_order, new_row, update_from_values
+from ..state.sql import JSONText, insert_many, lock_in_order, new_row, update_from_values
 from . import mirror
+from .jsoncodec import dumps_text, loads
 from .pod_parses import PodParses
 
 # The columns the replay may change on an existing row (the rest only the workers and the binder write,
@@ -107,11 +107,13 @@ def _key(obj: dict) -> tuple[str, str]:
     return (meta.get("namespace") or "", meta.get("name") or "")
 
 
+# Every column but the manifest, in this order, then the two views of it.
+_READ_FIELDS = [f for f in Pod._meta.concrete_fields if f.name != "manifest"]
 _READ_ROWS_SQL = (
     "SELECT {columns}, {old} AS old_manifest, {pending} AS pending_view FROM {table} "
     "WHERE (namespace, name) IN (SELECT * FROM unnest(%s::text[], %s::text[])) ORDER BY id FOR UPDATE").format(
-    columns=", ".join(f'"{f.column}"' for f in Pod._meta.concrete_fields if f.name != "manifest"),
-    old=_OLD_MANIFEST, pending=_PENDING_VIEW, table=Pod._meta.db_table)
+    columns=", ".join(f'"{f.column}"' for f in _READ_FIELDS), old=_OLD_MANIFEST, pending=_PENDING_VIEW,
+    table=Pod._meta.db_table)
 
 
 def _read_rows(keys: list[tuple[str, str]]) -> dict:
@@ -122,21 +124,55 @@ def _read_rows(keys: list[tuple[str, str]]) -> dict:
     if connection.vendor == "postgresql":
         # The stored manifests are not read whole: every changed row takes the event's manifest, and the replay
         # reads of the old one only what _OLD_MANIFEST keeps (decoding whole manifests was a sixth of the mirror).
-        # One fixed statement (the ORM's compile of the same query was a third of a small watch batch's read).
-        rows = Pod.objects.raw(_READ_ROWS_SQL, [namespaces, names])
+        # One fixed statement (the ORM's compile of the same query was a third of a small watch batch's read),
+        # on a plain cursor: a RawQuerySet asks the cursor for its description once per column (psycopg builds
+        # it afresh each time), 6 % of the mirror's CPU.
+        rows = _pods_read(namespaces, names)
     else:
         rows = Pod.objects.select_for_update().filter(namespace__in=namespaces, name__in=names).order_by("pk")
     wanted = set(keys)
     out = {}
     for r in rows:
         if (r.namespace, r.name) in wanted:
-            if hasattr(r, "old_manifest"):
-                r.manifest = json.loads(r.old_manifest) if isinstance(r.old_manifest, (str, bytes)) else r.old_manifest
-                del r.old_manifest
-                if isinstance(r.pending_view, (str, bytes)):
-                    r.pending_view = json.loads(r.pending_view)
             out[(r.namespace, r.name)] = r
     return out
+
+
+def _pods_read(namespaces: list[str], names: list[str]) -> list[Pod]:
+    """_READ_ROWS_SQL's rows as Pod instances (as the ORM converts each column), each with the parts of its
+    manifest the replay reads as `manifest` and its pending view as `pending_view`."""
+    with connection.cursor() as cursor:
+        cursor.execute(_READ_ROWS_SQL, [namespaces, names])
+        rows = [list(values) for values in cursor.fetchall()]
+    for i, funcs, expression in _read_converters():  # a column's converters in turn, as the compiler's
+        for func in funcs:
+            for values in rows:
+                values[i] = func(values[i], expression, connection)
+    db = connection.alias
+    out = []
+    for values in rows:
+        pending = values.pop()
+        old = values.pop()
+        row = Pod.from_db(db, _READ_NAMES, values)
+        row.manifest = loads(old) if isinstance(old, (str, bytes)) else old
+        row.pending_view = loads(pending) if isinstance(pending, (str, bytes)) else pending
+        out.append(row)
+    return out
+
+
+_READ_NAMES = [f.attname for f in _READ_FIELDS]
+_CONVERTERS: dict = {}
+
+
+def _read_converters() -> list:
+    """(position, converters, column) of _READ_FIELDS' values the backend or the field converts (the JSON
+    fields), as the ORM's compiler has them; worked out once per connection's vendor."""
+    memo = _CONVERTERS.get(connection.vendor)
+    if memo is None:
+        compiler = connection.ops.compiler("SQLCompiler")(Pod.objects.all().query, connection, connection.alias)
+        found = compiler.get_converters([f.get_col(Pod._meta.db_table) for f in _READ_FIELDS])
+        memo = _CONVERTERS[connection.vendor] = [(i, funcs, expression) for i, (funcs, expression) in sorted(found.items())]
+    return memo
 
 
 def _parsed(w: _Writes, obj: dict):
@@ -302,9 +338,17 @@ def _write(w: _Writes, keys, slow: set) -> None:
         with connection.cursor() as cursor:
             cursor.execute(f"DELETE FROM {Pod._meta.db_table} WHERE id IN ({', '.join(['%s'] * len(deleted))})", deleted)
     if created:
-        insert_many(Pod, created)  # COPY: the driver converts no parameters (bulk_create: a third of the mirror)
+        manifests = [r.manifest for r in created]
+        try:
+            for r in created:
+                r.manifest = _manifest_text(r.manifest)
+            insert_many(Pod, created)  # COPY: the driver converts no parameters (bulk_create: a third of the mirror)
+        finally:
+            for r, manifest in zip(created, manifests):
+                r.manifest = manifest
     if changed:
-        update_from_values(Pod, UPDATED_FIELDS, [(r.pk, *(w.now if f == "updated_at" else getattr(r, f)
+        update_from_values(Pod, UPDATED_FIELDS, [(r.pk, *(w.now if f == "updated_at" else _manifest_text(r.manifest)
+                                                          if f == "manifest" else getattr(r, f)
                                                           for f in UPDATED_FIELDS)) for r in changed])
     if w.nodes:
         lock_in_order(Node, "name", w.nodes)  # in the order workers and the binder take them: no deadlock
@@ -318,36 +362,45 @@ def _write(w: _Writes, keys, slow: set) -> None:
         _record_our_bindings(w.ours_bound, w.now)
 
 
-# Per pod bound (its row's id, the node): its latest attempt on that node not yet linked to a binding.
-_LATEST_UNBOUND_ATTEMPTS = f"""
-SELECT DISTINCT ON (a.pod_id) a.id, a.pod_id, a.result, a.message
-FROM {Attempt._meta.db_table} a
-JOIN unnest(%s::bigint[], %s::text[]) AS v(pod_id, node_name) ON a.pod_id = v.pod_id AND a.node_name = v.node_name
-LEFT JOIN {Binding._meta.db_table} b ON b.attempt_id = a.id
-WHERE b.id IS NULL
-ORDER BY a.pod_id, a.started_at DESC, a.id DESC
-"""
-# As bulk_create(ignore_conflicts=True): once per pod uid, whoever records it first.
-_INSERT_BINDINGS = f"""
-INSERT INTO {Binding._meta.db_table} (pod_id, namespace, pod_name, pod_uid, node_name, attempt_id, bound_at)
-SELECT *, %s::timestamptz FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[])
-ON CONFLICT DO NOTHING
+def _manifest_text(manifest):
+    """A parsed manifest as the JSON text its column stores (orjson's, read back the same as json.dumps'; a
+    manifest's encoding was a tenth of the mirror's CPU); anything but a dict or a list as it is (Django's)."""
+    return JSONText(dumps_text(manifest)) if type(manifest) in (dict, list) else manifest
+
+
+# Per pod bound (its row, the node): its latest attempt on that node not yet linked to a binding; and the bindings
+# inserted with those attempts, as bulk_create(ignore_conflicts=True) (once per pod uid, whoever records it
+# first), in the pods' order. One statement, one round trip (the read and the insert were two).
+_RECORD_OUR_BINDINGS = f"""
+WITH v AS (SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[])
+           WITH ORDINALITY AS v(pod_id, namespace, pod_name, pod_uid, node_name, ord)),
+latest AS (
+    SELECT DISTINCT ON (a.pod_id) a.id, a.pod_id, a.result, a.message
+    FROM {Attempt._meta.db_table} a
+    JOIN v ON a.pod_id = v.pod_id AND a.node_name = v.node_name
+    LEFT JOIN {Binding._meta.db_table} b ON b.attempt_id = a.id
+    WHERE b.id IS NULL
+    ORDER BY a.pod_id, a.started_at DESC, a.id DESC),
+inserted AS (
+    INSERT INTO {Binding._meta.db_table} (pod_id, namespace, pod_name, pod_uid, node_name, attempt_id, bound_at)
+    SELECT v.pod_id, v.namespace, v.pod_name, v.pod_uid, v.node_name, latest.id, %s::timestamptz
+    FROM v LEFT JOIN latest ON latest.pod_id = v.pod_id ORDER BY v.ord
+    ON CONFLICT DO NOTHING)
+SELECT id, pod_id, result, message FROM latest
 """
 
 
 def _record_our_bindings(bound: list, now) -> None:
-    """mirror._record_our_binding for many pods: the attempts in one read, the bindings in one insert (plain
-    statements: the ORM's read and bulk_create were two thirds of a small watch batch of bound pods)."""
+    """mirror._record_our_binding for many pods: the attempts read and the bindings inserted in one plain statement
+    (the ORM's read and bulk_create were two thirds of a small watch batch of bound pods)."""
     if connection.vendor != "postgresql":
         return _record_our_bindings_orm(bound, now)
     with connection.cursor() as cursor:
-        cursor.execute(_LATEST_UNBOUND_ATTEMPTS, [[row.pk for row, _ in bound], [node for _, node in bound]])
+        cursor.execute(_RECORD_OUR_BINDINGS, [[row.pk for row, _ in bound], [row.namespace for row, _ in bound],
+                                              [row.name for row, _ in bound], [row.uid for row, _ in bound],
+                                              [node for _, node in bound], now])
         latest = {pod_id: Attempt(pk=pk, pod_id=pod_id, result=result, message=message)
                   for pk, pod_id, result, message in cursor.fetchall()}
-        cursor.execute(_INSERT_BINDINGS, [now, [row.pk for row, _ in bound], [row.namespace for row, _ in bound],
-                                          [row.name for row, _ in bound], [row.uid for row, _ in bound],
-                                          [node for _, node in bound],
-                                          [latest[row.pk].pk if row.pk in latest else None for row, _ in bound]])
     _bind_failed_then_bound(bound, latest, now)
 
 

@@ -10,7 +10,7 @@ of the event before with those fields read again is the parse of this one, field
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 
 from ..engine.k8s_validation import is_dns1123_subdomain
 from ..manifests.objects import ParsedPod, _jsonable, parse_object
@@ -108,5 +108,11 @@ def _reparsed(prior: ParsedPod, manifest: dict) -> ParsedPod | None:
     _with(spec, manifest["spec"], "nodeName")
     _with(parsed, manifest, "status")
     parsed["metadata"], parsed["spec"] = meta, spec
-    pod = dataclasses.replace(prior.spec, node_name=node_name, **status_fields(parsed))
+    # The prior spec with those fields replaced. Not dataclasses.replace: its __init__ computes the requests and
+    # host ports again from the containers, which are the same (a fifth of a re-used parse); copied, not shared.
+    pod = copy.copy(prior.spec)
+    pod.node_name = node_name
+    for name, value in status_fields(parsed).items():
+        setattr(pod, name, value)
+    pod.requests, pod.nonzero_requests = dict(pod.requests), dict(pod.nonzero_requests)
     return ParsedPod(spec=pod, manifest=parsed)

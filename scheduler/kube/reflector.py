@@ -7,7 +7,6 @@ Every event moves our resourceVersion on, so a dropped connection resumes exactl
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import random
@@ -15,6 +14,7 @@ import threading
 from typing import Protocol
 
 from .client import ApiError, Backoff, call
+from .jsoncodec import BLANK, loads_line
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ class Reflector:
                 if self.stop.is_set():
                     return
                 if lines:
-                    self._handle_many([json.loads(line) for line in lines])
+                    self._handle_many(decode_events(lines))
                 counts[1] += taken
                 if end is done:
                     return
@@ -261,13 +261,25 @@ class Reflector:
 
 
 def _line_batches(response):
-    """The complete lines of each chunk read from a watch response, as one list per chunk."""
+    """The complete lines of each chunk read from a watch response (bytes, blank ones left out), as one list
+    per chunk."""
     buffer = b""
     for chunk in response.stream(amt=None, decode_content=False):
         buffer += chunk if isinstance(chunk, bytes) else chunk.encode()
         if b"\n" not in buffer:
             continue
         *complete, buffer = buffer.split(b"\n")
-        lines = [line.decode("utf-8", errors="replace") for line in complete if line.strip()]
+        lines = [line for line in complete if line.strip()]
         if lines:
             yield lines
+
+
+def decode_events(lines: list[bytes]) -> list[dict]:
+    """Watch lines as events: each decoded as UTF-8 (invalid bytes replaced) and read as JSON, a line of only
+    whitespace left out (kube/jsoncodec.py: orjson where it gives json's result)."""
+    events = []
+    for line in lines:
+        event = loads_line(line)
+        if event is not BLANK:
+            events.append(event)
+    return events
